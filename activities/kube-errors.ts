@@ -1,0 +1,38 @@
+// Maps Kubernetes API errors onto Temporal retry semantics: what retrying can fix is thrown as
+// is (and retried with back-off); what it cannot is a non-retryable failure with the reason.
+import { ApplicationFailure } from '@temporalio/common';
+
+export function statusCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export const isNotFound = (err: unknown): boolean => statusCode(err) === 404;
+export const isConflict = (err: unknown): boolean => statusCode(err) === 409;
+
+/** The API server's own message, not the raw body. */
+export function apiMessage(err: unknown): string {
+  const body = (err as { body?: unknown })?.body;
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as { message?: string };
+      if (parsed.message) return parsed.message;
+    } catch {
+      // not JSON: fall through
+    }
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Rethrows `err`, as non-retryable when it is a client error other than conflict/throttling. */
+export function rethrowKube(action: string, err: unknown): never {
+  const code = statusCode(err);
+  const message = `${action}: ${apiMessage(err)}`;
+  if (code !== undefined && code >= 400 && code < 500 && code !== 409 && code !== 429) {
+    throw ApplicationFailure.nonRetryable(message, `KubernetesHttp${code}`);
+  }
+  throw ApplicationFailure.retryable(
+    message,
+    code ? `KubernetesHttp${code}` : 'KubernetesUnavailable',
+  );
+}

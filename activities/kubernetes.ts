@@ -1,0 +1,167 @@
+// Kubernetes adapter: the only activities that read or write cluster objects.
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  ANNOTATIONS,
+  HOST_CONFIG_NAME,
+  LABELS,
+  secretNameFor,
+} from '../platform-config/contract.js';
+import { parseHostConfig } from '../platform-config/host-config.js';
+import {
+  missingConfigMessage,
+  resolvePlatform,
+  type PlatformResolution,
+} from '../platform-config/resolve.js';
+import { isConflict, isNotFound, rethrowKube, statusCode } from './kube-errors.js';
+import { TASKRUN_API } from './taskrun-api.js';
+
+export interface KubeClients {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  engineNamespace: string;
+}
+
+export interface TaskRunRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export interface TaskRunMetadataPatch extends TaskRunRef {
+  /** `null` removes a label or annotation. */
+  labels?: Record<string, string | null>;
+  annotations?: Record<string, string | null>;
+}
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export function createKubernetesActivities({ core, custom, engineNamespace }: KubeClients) {
+  async function taskRunExists(ref: TaskRunRef): Promise<boolean> {
+    try {
+      const obj = (await custom.getNamespacedCustomObject({
+        ...TASKRUN_API,
+        namespace: ref.namespace,
+        name: ref.name,
+      })) as { metadata?: { uid?: string } };
+      return obj.metadata?.uid === ref.uid;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      rethrowKube(`read TaskRun ${ref.namespace}/${ref.name}`, err);
+    }
+  }
+
+  return {
+    /** Reads host-config live, so ConfigMap edits apply to the next TaskRun without restarts. */
+    async resolveTaskRunPlatform(input: {
+      namespace: string;
+      platform: string;
+    }): Promise<PlatformResolution> {
+      let data: Record<string, string> | undefined;
+      try {
+        const configMap = await core.readNamespacedConfigMap({
+          name: HOST_CONFIG_NAME,
+          namespace: engineNamespace,
+        });
+        data = configMap.data ?? {};
+      } catch (err) {
+        if (isNotFound(err)) {
+          return {
+            kind: 'error',
+            message: missingConfigMessage(engineNamespace, 'it does not exist'),
+          };
+        }
+        rethrowKube(`read ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`, err);
+      }
+      const config = parseHostConfig(data);
+      return resolvePlatform(config, input.platform, input.namespace, engineNamespace);
+    },
+
+    /**
+     * Creates or replaces the TaskRun's Secret. Idempotent: a retry after a lost response
+     * finds its own Secret and rewrites the same data.
+     */
+    async writeTaskRunSecret(
+      input: TaskRunRef & { data: Record<string, string> },
+    ): Promise<'written' | 'gone'> {
+      const name = secretNameFor(input.name);
+      const body = {
+        metadata: {
+          name,
+          namespace: input.namespace,
+          labels: { [LABELS.multiPlatformSecret]: 'true' },
+          annotations: { [ANNOTATIONS.ownerUid]: input.uid },
+          ownerReferences: [
+            {
+              apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
+              kind: 'TaskRun',
+              name: input.name,
+              uid: input.uid,
+            },
+          ],
+        },
+        type: 'Opaque',
+        stringData: input.data,
+      };
+      try {
+        await core.createNamespacedSecret({ namespace: input.namespace, body });
+        return 'written';
+      } catch (err) {
+        if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
+        if (!isConflict(err)) rethrowKube(`create Secret ${input.namespace}/${name}`, err);
+      }
+      try {
+        // Replace wholesale so stale keys (say an old `error`) cannot survive.
+        await core.replaceNamespacedSecret({ name, namespace: input.namespace, body });
+        return 'written';
+      } catch (err) {
+        rethrowKube(`replace Secret ${input.namespace}/${name}`, err);
+      }
+    },
+
+    /** Deletes the Secret only if it belongs to this TaskRun (a same-named successor keeps its own). */
+    async deleteTaskRunSecret(input: TaskRunRef): Promise<'deleted' | 'absent' | 'not-ours'> {
+      const name = secretNameFor(input.name);
+      try {
+        const secret = await core.readNamespacedSecret({ name, namespace: input.namespace });
+        const owner = secret.metadata?.annotations?.[ANNOTATIONS.ownerUid];
+        if (owner !== undefined && owner !== input.uid) return 'not-ours';
+        await core.deleteNamespacedSecret({
+          name,
+          namespace: input.namespace,
+          body: { preconditions: { uid: secret.metadata?.uid } },
+        });
+        return 'deleted';
+      } catch (err) {
+        if (isNotFound(err)) return 'absent';
+        rethrowKube(`delete Secret ${input.namespace}/${name}`, err);
+      }
+    },
+
+    /** Merge-patches labels/annotations; the uid in the patch makes it fail on a successor. */
+    async patchTaskRunMetadata(input: TaskRunMetadataPatch): Promise<'patched' | 'gone'> {
+      try {
+        await custom.patchNamespacedCustomObject(
+          {
+            ...TASKRUN_API,
+            namespace: input.namespace,
+            name: input.name,
+            body: {
+              metadata: { uid: input.uid, labels: input.labels, annotations: input.annotations },
+            },
+          },
+          mergePatch,
+        );
+        return 'patched';
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        if ((isConflict(err) || statusCode(err) === 422) && !(await taskRunExists(input))) {
+          return 'gone'; // replaced by a same-named TaskRun with another uid
+        }
+        rethrowKube(`patch TaskRun ${input.namespace}/${input.name}`, err);
+      }
+    },
+  };
+}
+
+export type KubernetesActivities = ReturnType<typeof createKubernetesActivities>;

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// The `hostflow` command: `start` runs the engine (on a local stack by default).
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { runStart, START_USAGE, type StartOptions } from './start.js';
+
+const USAGE = `usage: hostflow <command> [options]
+
+commands:
+  start    run the engine: Temporal, Kubernetes API, bridge and worker
+${START_USAGE}`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  if (command !== 'start') {
+    console.error(`hostflow: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  let options: StartOptions;
+  try {
+    const { values } = parseArgs({
+      args: rest,
+      strict: true,
+      options: {
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        'temporal-address': { type: 'string' },
+        'temporal-namespace': { type: 'string' },
+        'temporal-api-key': { type: 'string' },
+        'temporal-tls': { type: 'boolean' },
+        'temporal-tls-cert': { type: 'string' },
+        'temporal-tls-key': { type: 'string' },
+        'temporal-tls-ca': { type: 'string' },
+        'state-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    options = {
+      kubeconfig: values.kubeconfig,
+      context: values.context,
+      temporalAddress: values['temporal-address'],
+      temporalNamespace: values['temporal-namespace'],
+      temporalApiKey: values['temporal-api-key'],
+      temporalTls: values['temporal-tls'],
+      temporalTlsCert: values['temporal-tls-cert'],
+      temporalTlsKey: values['temporal-tls-key'],
+      temporalTlsCa: values['temporal-tls-ca'],
+      stateDir: values['state-dir'],
+    };
+  } catch (err) {
+    console.error(`hostflow start: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  return runStart(options);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(`hostflow: ${(err as Error).message}`);
+      process.exit(1);
+    },
+  );
+}

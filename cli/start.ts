@@ -1,0 +1,190 @@
+// `hostflow start`: brings up whatever is not given (Temporal dev server, kube-apiserver),
+// then the worker and the bridge as supervised child processes. Ctrl-C stops all of it; the
+// state directory keeps Temporal and Kubernetes state for the next start.
+import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DEFAULT_ENGINE_NAMESPACE, HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
+import { ensureNamespace, installTaskRunCrd } from '../local-stack/cluster-setup.js';
+import { LOCAL_PORTS } from '../local-stack/defaults.js';
+import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
+import { assertPortsFree } from '../local-stack/ports.js';
+import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
+import { supervise, type Supervised } from './supervise.js';
+
+export interface StartOptions {
+  kubeconfig?: string;
+  context?: string;
+  temporalAddress?: string;
+  temporalNamespace?: string;
+  temporalApiKey?: string;
+  temporalTls?: boolean;
+  temporalTlsCert?: string;
+  temporalTlsKey?: string;
+  temporalTlsCa?: string;
+  stateDir?: string;
+}
+
+export const START_USAGE = `
+start options (each defaults to a local component started and stopped by hostflow):
+  --kubeconfig PATH            use this cluster instead of a local kube-apiserver
+  --context NAME               kubeconfig context (default: its current context)
+  --temporal-address HOST:PORT use this Temporal instead of a local dev server
+  --temporal-namespace NS      Temporal namespace (default: default)
+  --temporal-api-key KEY       API key (Temporal Cloud); or TEMPORAL_API_KEY
+  --temporal-tls               use TLS (implied by an API key or client cert)
+  --temporal-tls-cert PATH     mTLS client certificate (with --temporal-tls-key)
+  --temporal-tls-key PATH      mTLS client key
+  --temporal-tls-ca PATH       CA of the Temporal server certificate
+  --state-dir DIR              where local state persists (default: .hostflow/)
+
+environment: TEMPORAL_* and KUBECONFIG as for the temporal CLI and kubectl;
+HOSTFLOW_NAMESPACE is the engine namespace holding host-config (default ${DEFAULT_ENGINE_NAMESPACE}).`;
+
+const DEMO_HOST_CONFIG = { 'local-platforms': 'linux/amd64' };
+
+export async function runStart(options: StartOptions): Promise<number> {
+  const stateDir = resolve(options.stateDir ?? LOCAL_STATE_DIR);
+  const logDir = join(stateDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  };
+  let stopping = false;
+  const stopped = new Promise<number>((done) => {
+    const onSignal = () => {
+      if (stopping) return;
+      stopping = true;
+      console.log('\nhostflow: stopping…');
+      void stopAll().then(() => done(0));
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+
+  try {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    const engineNamespace = env.HOSTFLOW_NAMESPACE || DEFAULT_ENGINE_NAMESPACE;
+    let uiUrl = 'your Temporal UI';
+
+    const temporalAddress = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS;
+    if (temporalAddress) {
+      Object.assign(env, {
+        TEMPORAL_ADDRESS: temporalAddress,
+        TEMPORAL_NAMESPACE: options.temporalNamespace ?? env.TEMPORAL_NAMESPACE,
+        TEMPORAL_API_KEY: options.temporalApiKey ?? env.TEMPORAL_API_KEY,
+        TEMPORAL_TLS: options.temporalTls ? 'true' : env.TEMPORAL_TLS,
+        TEMPORAL_TLS_CLIENT_CERT_PATH: options.temporalTlsCert ?? env.TEMPORAL_TLS_CLIENT_CERT_PATH,
+        TEMPORAL_TLS_CLIENT_KEY_PATH: options.temporalTlsKey ?? env.TEMPORAL_TLS_CLIENT_KEY_PATH,
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH:
+          options.temporalTlsCa ?? env.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+      });
+    } else {
+      const config = loadTemporalDevConfig();
+      await assertPortsFree('Temporal dev server', [
+        config.port,
+        config.uiPort,
+        config.metricsPort,
+      ]);
+      console.log('hostflow: starting the Temporal dev server…');
+      const temporal = await startTemporalDevServer({
+        persist: true,
+        stateDir,
+        fixedPorts: true,
+        logDir,
+      });
+      stops.push(temporal.stop);
+      uiUrl = temporal.uiUrl;
+      Object.assign(env, {
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
+      });
+    }
+
+    let kubeconfigPath = options.kubeconfig ?? process.env.KUBECONFIG;
+    if (options.kubeconfig || options.context) {
+      if (options.context) env.HOSTFLOW_KUBE_CONTEXT = options.context;
+    } else {
+      await assertPortsFree('kube-apiserver', [LOCAL_PORTS.kubeApi, LOCAL_PORTS.etcd]);
+      console.log(
+        'hostflow: starting kube-apiserver and etcd (the first start builds them: 10-20 min)…',
+      );
+      const kube = await startKubeApiServer({
+        stateDir: join(stateDir, 'kube'),
+        apiPort: LOCAL_PORTS.kubeApi,
+        etcdPort: LOCAL_PORTS.etcd,
+        logDir,
+      });
+      stops.push(kube.stop);
+      kubeconfigPath = kube.kubeconfigPath;
+      await prepareLocalCluster(kubeconfigPath, engineNamespace);
+    }
+    if (kubeconfigPath) env.KUBECONFIG = kubeconfigPath;
+
+    const processes: Supervised[] = ['worker', 'bridge'].map((kind) =>
+      supervise(
+        kind,
+        process.execPath,
+        ['--enable-source-maps', join(REPO_ROOT, `dist/workers/${kind}.js`)],
+        {
+          env,
+          logFile: join(logDir, `${kind}.log`),
+        },
+      ),
+    );
+    stops.push(async () => {
+      await Promise.all(processes.map((p) => p.stop()));
+    });
+    await Promise.all(processes.map((p) => p.ready(/polling|watching/)));
+    printBanner(uiUrl, kubeconfigPath, logDir, engineNamespace);
+  } catch (err) {
+    console.error(`hostflow start: ${(err as Error).message}`);
+    await stopAll();
+    return 1;
+  }
+  return stopped;
+}
+
+/** A fresh local cluster gets the TaskRun CRD, the engine namespace and a demo host-config. */
+async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: string): Promise<void> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  await installTaskRunCrd(kc);
+  await ensureNamespace(kc, engineNamespace);
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespacedConfigMap({
+      namespace: engineNamespace,
+      body: {
+        metadata: { name: HOST_CONFIG_NAME, labels: { [LABELS.multiPlatformConfig]: 'hosts' } },
+        data: DEMO_HOST_CONFIG,
+      },
+    });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err; // kept: the operator may have edited it
+  }
+}
+
+function printBanner(
+  uiUrl: string,
+  kubeconfig: string | undefined,
+  logDir: string,
+  engineNamespace: string,
+): void {
+  const example = join(REPO_ROOT, 'deploy/examples/taskrun-local.yaml');
+  console.log(`
+hostflow is running.
+  Temporal UI:  ${uiUrl}
+  kubeconfig:   ${kubeconfig ?? '(default)'}
+  host-config:  kubectl -n ${engineNamespace} edit configmap ${HOST_CONFIG_NAME}
+  logs:         ${logDir}
+
+Try a local-platform TaskRun:
+  export KUBECONFIG=${kubeconfig ?? '~/.kube/config'}
+  kubectl apply -f ${example}
+  kubectl -n demo get secret multi-platform-ssh-demo-local -o jsonpath='{.data.host}' | base64 -d
+
+Ctrl-C stops everything hostflow started.`);
+}

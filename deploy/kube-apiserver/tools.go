@@ -1,0 +1,8 @@
+//go:build tools
+
+// Pins the commands this module builds, so `go mod tidy` keeps their dependencies.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+)

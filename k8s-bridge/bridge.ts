@@ -1,0 +1,257 @@
+// The bridge: turns TaskRun changes into signals on their workflows. It writes nothing to
+// Kubernetes and keeps only a small index (uid → last state sent), so replicas are safe and
+// its memory stays flat as the cluster grows.
+import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
+import pLimit from 'p-limit';
+import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { taskRunObserved, type TaskRunState } from '../workflows/messages.js';
+import { KIND, SA } from '../workflows/search-attributes.js';
+import type { taskRunWorkflow } from '../workflows/taskrun.js';
+import { ListWatch } from './list-watch.js';
+import { matchContract, type ContractTaskRun, type TaskRunObject } from './taskrun-contract.js';
+
+export interface BridgeOptions {
+  kubeConfig: KubeConfig;
+  custom: CustomObjectsApi;
+  temporal: Client;
+  taskQueue: string;
+  resyncMs: number;
+  /** Watch one namespace only (a namespace-scoped install); all namespaces when undefined. */
+  watchNamespace?: string;
+  /** Concurrent Temporal calls; bounds the burst after a restart. */
+  concurrency?: number;
+  log?: (message: string) => void;
+}
+
+interface Indexed {
+  namespace: string;
+  name: string;
+  sent: TaskRunState;
+}
+
+const LIST_PAGE_SIZE = 500;
+
+export class Bridge {
+  private readonly index = new Map<string, Indexed>();
+  private seenInList = new Set<string>();
+  private runningBeforeList?: Array<{ uid: string; namespace: string; name: string }>;
+  private readonly limit: ReturnType<typeof pLimit>;
+  private readonly listWatch: ListWatch<TaskRunObject>;
+  private readonly log: (message: string) => void;
+  private running?: Promise<void>;
+
+  constructor(private readonly options: BridgeOptions) {
+    this.log = options.log ?? ((m) => console.log(m));
+    this.limit = pLimit(options.concurrency ?? 32);
+    this.listWatch = new ListWatch<TaskRunObject>({
+      name: 'taskrun watch',
+      kubeConfig: options.kubeConfig,
+      watchPath: `/apis/${TASKRUN_API.group}/${TASKRUN_API.version}/${
+        options.watchNamespace ? `namespaces/${options.watchNamespace}/` : ''
+      }${TASKRUN_API.plural}`,
+      resyncMs: options.resyncMs,
+      log: this.log,
+      list: async (continueToken) => {
+        const page = { ...TASKRUN_API, limit: LIST_PAGE_SIZE, _continue: continueToken };
+        const list = (await (options.watchNamespace
+          ? options.custom.listNamespacedCustomObject({
+              ...page,
+              namespace: options.watchNamespace,
+            })
+          : options.custom.listClusterCustomObject(page))) as {
+          items: TaskRunObject[];
+          metadata: { resourceVersion: string; continue?: string };
+        };
+        return {
+          items: list.items,
+          resourceVersion: list.metadata.resourceVersion,
+          continueToken: list.metadata.continue,
+        };
+      },
+      onListStart: () => this.onListStart(),
+      onListPage: (items) => this.onListPage(items),
+      onListDone: () => this.onListDone(),
+      onEvent: (type, object) => this.onEvent(type, object),
+    });
+  }
+
+  start(): void {
+    this.running ??= this.listWatch.run();
+  }
+
+  async stop(): Promise<void> {
+    this.listWatch.stop();
+    await this.running;
+    await this.limit(() => undefined); // let queued calls drain
+  }
+
+  resyncNow(): void {
+    this.listWatch.resyncNow();
+  }
+
+  get indexSize(): number {
+    return this.index.size;
+  }
+
+  /**
+   * Snapshots running TaskRun workflows *before* listing TaskRuns: a workflow in the snapshot
+   * whose TaskRun is then absent from the list was deleted, not merely created after the list.
+   */
+  private async onListStart(): Promise<void> {
+    this.seenInList = new Set();
+    this.runningBeforeList = [];
+    // Only this bridge's scope: its task queue, and its namespace when it watches one.
+    const scope = [
+      `${SA.kind.name} = '${KIND.taskRun}'`,
+      `ExecutionStatus = 'Running'`,
+      `TaskQueue = '${this.options.taskQueue}'`,
+      ...(this.options.watchNamespace
+        ? [`${SA.namespace.name} = '${this.options.watchNamespace}'`]
+        : []),
+    ];
+    const query = scope.join(' AND ');
+    try {
+      for await (const execution of this.options.temporal.workflow.list({ query })) {
+        const parsed = parseTaskRunWorkflowId(execution.workflowId);
+        if (parsed) this.runningBeforeList.push(parsed);
+      }
+    } catch (err) {
+      this.runningBeforeList = undefined; // sweep skipped this round
+      this.log(`listing running TaskRun workflows failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async onListPage(items: TaskRunObject[]): Promise<void> {
+    const calls: Promise<void>[] = [];
+    for (const item of items) {
+      const match = matchContract(item);
+      if (!match) continue;
+      this.seenInList.add(match.uid);
+      calls.push(this.observe(match, match.completed ? 'completed' : 'active'));
+    }
+    await Promise.all(calls);
+  }
+
+  /** Whatever the index holds that the full list did not show was deleted while we looked away. */
+  private async onListDone(): Promise<void> {
+    const seen = this.seenInList;
+    const missing = [...this.index.entries()].filter(([uid]) => !seen.has(uid));
+    await Promise.all(missing.map(([uid, entry]) => this.observeDeleted(uid, entry)));
+    await this.sweepOrphans(seen);
+  }
+
+  private async onEvent(
+    type: 'ADDED' | 'MODIFIED' | 'DELETED',
+    object: TaskRunObject,
+  ): Promise<void> {
+    const match = matchContract(object);
+    if (!match) return;
+    if (type === 'DELETED') {
+      await this.observeDeleted(match.uid, match);
+      return;
+    }
+    // Don't wait: other TaskRuns' events must not queue behind this one's Temporal call.
+    void this.observe(match, match.completed ? 'completed' : 'active');
+  }
+
+  private async observe(taskRun: ContractTaskRun, state: TaskRunState): Promise<void> {
+    const known = this.index.get(taskRun.uid);
+    if (known?.sent === state) return;
+    await this.limit(async () => {
+      try {
+        await this.signalWithStart(taskRun, state);
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+          // Leave the index alone, so the next resync tries again.
+          this.log(`signal ${describe(taskRun)} (${state}) failed: ${(err as Error).message}`);
+          return;
+        }
+        // Its workflow has already finished: nothing more to tell it.
+      }
+      this.index.set(taskRun.uid, {
+        namespace: taskRun.namespace,
+        name: taskRun.name,
+        sent: state,
+      });
+    });
+  }
+
+  private async observeDeleted(uid: string, entry: Omit<Indexed, 'sent'>): Promise<void> {
+    await this.limit(async () => {
+      try {
+        await this.options.temporal.workflow
+          .getHandle(WORKFLOW_ID.taskRun(entry.namespace, entry.name, uid))
+          .signal(taskRunObserved, { state: 'deleted' });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) {
+          this.log(
+            `signal deletion of ${entry.namespace}/${entry.name} failed: ${(err as Error).message}`,
+          );
+          return;
+        }
+      }
+      this.index.delete(uid);
+    });
+  }
+
+  /** Running TaskRun workflows whose TaskRun is gone: deleted while no bridge was watching. */
+  private async sweepOrphans(seen: Set<string>): Promise<void> {
+    const orphans = (this.runningBeforeList ?? []).filter(
+      (w) => !seen.has(w.uid) && !this.index.has(w.uid),
+    );
+    if (orphans.length > 0)
+      this.log(`resync: ${orphans.length} TaskRun(s) deleted while unobserved`);
+    await Promise.all(orphans.map((o) => this.observeDeleted(o.uid, o)));
+  }
+
+  private signalWithStart(taskRun: ContractTaskRun, state: TaskRunState) {
+    return this.options.temporal.workflow.signalWithStart<
+      typeof taskRunWorkflow,
+      [{ state: TaskRunState }]
+    >('taskRunWorkflow', {
+      workflowId: WORKFLOW_ID.taskRun(taskRun.namespace, taskRun.name, taskRun.uid),
+      taskQueue: this.options.taskQueue,
+      args: [
+        {
+          namespace: taskRun.namespace,
+          name: taskRun.name,
+          uid: taskRun.uid,
+          platform: taskRun.platform,
+        },
+      ],
+      signal: taskRunObserved,
+      signalArgs: [{ state }],
+      // A finished workflow is never restarted by a late event; a failed one may be.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      typedSearchAttributes: [
+        { key: SA.kind, value: KIND.taskRun },
+        { key: SA.namespace, value: taskRun.namespace },
+        { key: SA.name, value: taskRun.name },
+        { key: SA.platform, value: taskRun.platform },
+      ],
+      staticSummary: `TaskRun ${taskRun.namespace}/${taskRun.name} on ${taskRun.platform}`,
+      staticDetails:
+        `Serves TaskRun **${taskRun.namespace}/${taskRun.name}** (uid ${taskRun.uid}), ` +
+        `platform \`${taskRun.platform}\`: writes its multi-platform-ssh Secret, ` +
+        'waits for it to finish, then cleans up.',
+    });
+  }
+}
+
+function describe(t: { namespace: string; name: string }): string {
+  return `TaskRun ${t.namespace}/${t.name}`;
+}
+
+export function parseTaskRunWorkflowId(
+  workflowId: string,
+): { namespace: string; name: string; uid: string } | undefined {
+  const parts = workflowId.split('/');
+  if (parts.length !== 4 || parts[0] !== 'taskrun') return undefined;
+  return { namespace: parts[1]!, name: parts[2]!, uid: parts[3]! };
+}

@@ -1,0 +1,173 @@
+// A supervised list+watch loop. client-node's informer stops on errors and keeps full
+// objects; this one pages through lists, backs off on failure, relists on 410 Gone, restarts
+// a silent watch, and relists periodically so missed events are caught (level-triggered).
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
+
+export interface ListPage<T> {
+  items: T[];
+  resourceVersion: string;
+  continueToken?: string;
+}
+
+export interface ListWatchHandlers<T> {
+  /** One page of a full relist. */
+  onListPage(items: T[]): Promise<void> | void;
+  /** A full relist finished; everything not reported since the matching start is gone. */
+  onListDone(): Promise<void> | void;
+  onListStart(): Promise<void> | void;
+  onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): Promise<void> | void;
+}
+
+export interface ListWatchOptions<T> extends ListWatchHandlers<T> {
+  name: string;
+  kubeConfig: KubeConfig;
+  watchPath: string;
+  list(continueToken: string | undefined): Promise<ListPage<T>>;
+  resyncMs: number;
+  log?: (message: string) => void;
+}
+
+const WATCH_TIMEOUT_S = 240;
+const WATCHDOG_SLACK_MS = 30_000;
+const MAX_BACKOFF_MS = 30_000;
+
+export class ListWatch<T> {
+  private stopped = false;
+  private current?: AbortController;
+  private wake?: () => void;
+  private lastListAt = 0;
+  private readonly log: (message: string) => void;
+
+  constructor(private readonly options: ListWatchOptions<T>) {
+    this.log = options.log ?? ((m) => console.log(m));
+  }
+
+  /** Runs until stop(). Never throws: errors are logged and retried with back-off. */
+  async run(): Promise<void> {
+    let failures = 0;
+    let resourceVersion: string | undefined;
+    while (!this.stopped) {
+      try {
+        if (!resourceVersion || Date.now() - this.lastListAt >= this.options.resyncMs) {
+          resourceVersion = await this.relist();
+        }
+        const outcome = await this.watchOnce(resourceVersion);
+        failures = 0;
+        if (outcome.kind === 'gone') resourceVersion = undefined;
+        else resourceVersion = outcome.resourceVersion;
+      } catch (err) {
+        if (this.stopped) break;
+        failures++;
+        const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures, 8));
+        this.log(`${this.options.name}: ${(err as Error).message}; retrying in ${delay} ms`);
+        resourceVersion = undefined;
+        await this.sleep(delay);
+      }
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.current?.abort();
+    this.wake?.();
+  }
+
+  /** Forces a full relist now (used by tests and on demand). */
+  resyncNow(): void {
+    this.lastListAt = 0;
+    this.current?.abort();
+  }
+
+  private async relist(): Promise<string> {
+    await this.options.onListStart();
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.options.list(continueToken);
+      await this.options.onListPage(page.items);
+      continueToken = page.continueToken || undefined;
+      resourceVersion = page.resourceVersion;
+    } while (continueToken && !this.stopped);
+    await this.options.onListDone();
+    this.lastListAt = Date.now();
+    return resourceVersion;
+  }
+
+  private async watchOnce(
+    resourceVersion: string,
+  ): Promise<{ kind: 'ended'; resourceVersion: string } | { kind: 'gone' }> {
+    let latest = resourceVersion;
+    let gone = false;
+    let lastSeen = Date.now();
+    let chain = Promise.resolve();
+    const remainingResync = Math.max(
+      5,
+      Math.ceil((this.options.resyncMs - (Date.now() - this.lastListAt)) / 1000),
+    );
+    const timeoutSeconds = Math.min(WATCH_TIMEOUT_S, remainingResync);
+    let watchdog: NodeJS.Timeout | undefined;
+    const ended = new Promise<void>((resolve, reject) => {
+      const watch = new Watch(this.options.kubeConfig);
+      watch
+        .watch(
+          this.options.watchPath,
+          { resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+          (
+            type: string,
+            object: T & { metadata?: { resourceVersion?: string }; code?: number },
+          ) => {
+            lastSeen = Date.now();
+            if (type === 'ERROR') {
+              if (object.code === 410) gone = true;
+              else reject(new Error(`watch error: ${JSON.stringify(object).slice(0, 300)}`));
+              this.current?.abort();
+              return;
+            }
+            if (object.metadata?.resourceVersion) latest = object.metadata.resourceVersion;
+            if (type === 'BOOKMARK') return;
+            // Events are handled in order, one at a time.
+            chain = chain.then(() =>
+              Promise.resolve(this.options.onEvent(type as 'ADDED', object)).catch((err) =>
+                this.log(`${this.options.name}: event handler failed: ${(err as Error).message}`),
+              ),
+            );
+          },
+          (err: unknown) =>
+            err && !gone && !this.stopped && !isAbort(err) ? reject(err) : resolve(),
+        )
+        .then((controller) => {
+          this.current = controller;
+          if (this.stopped) controller.abort();
+        }, reject);
+      watchdog = setInterval(() => {
+        if (Date.now() - lastSeen > timeoutSeconds * 1000 + WATCHDOG_SLACK_MS) {
+          this.log(`${this.options.name}: watch silent for too long; restarting it`);
+          this.current?.abort();
+        }
+      }, 5_000);
+    });
+    try {
+      await ended;
+    } finally {
+      clearInterval(watchdog);
+      this.current = undefined;
+    }
+    await chain;
+    return gone ? { kind: 'gone' } : { kind: 'ended', resourceVersion: latest };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
+
+function isAbort(err: unknown): boolean {
+  const name = (err as { name?: string; type?: string })?.name;
+  return name === 'AbortError' || (err as { type?: string })?.type === 'aborted';
+}

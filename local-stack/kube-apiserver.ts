@@ -1,0 +1,191 @@
+// A real kube-apiserver backed by etcd, both built from the Go module proxy
+// (deploy/kube-apiserver) and started here for `npm start` and for the tests alike.
+import { execFile } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { ensureCa, ensureCert } from './pki.js';
+import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
+import { freePort } from './ports.js';
+import { REPO_ROOT } from './paths.js';
+
+const run = promisify(execFile);
+
+export interface KubeApiServer {
+  url: string;
+  kubeconfigPath: string;
+  stop(): Promise<void>;
+}
+
+export interface KubeApiServerOptions {
+  /** Holds etcd data, PKI and the kubeconfig; reusing it resumes the same cluster. */
+  stateDir: string;
+  /** Fixed ports for `npm start`; random free ports when omitted (tests). */
+  apiPort?: number;
+  etcdPort?: number;
+  /** Skip fsync in etcd: for throwaway test clusters only. */
+  ephemeral?: boolean;
+  logDir?: string;
+}
+
+/** Builds (first time only, 10-20 minutes) and returns the directory holding both binaries. */
+export async function ensureKubeBinaries(): Promise<string> {
+  const script = join(REPO_ROOT, 'deploy/kube-apiserver/build.sh');
+  try {
+    const { stdout } = await run('bash', [script], { maxBuffer: 16 << 20 });
+    return stdout.trim().split('\n').pop()!;
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`kube-apiserver: build failed: ${(e.stderr ?? e.message).slice(-2000)}`);
+  }
+}
+
+export async function startKubeApiServer(options: KubeApiServerOptions): Promise<KubeApiServer> {
+  const bin = await ensureKubeBinaries();
+  const dir = options.stateDir;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const pki = join(dir, 'pki');
+  const ca = await ensureCa(pki, 'hostflow kube CA');
+  const serving = await ensureCert(ca, 'apiserver', {
+    cn: 'kube-apiserver',
+    ips: ['127.0.0.1'],
+    dns: ['localhost'],
+  });
+  const saKey = join(pki, 'sa.key');
+  const saPub = join(pki, 'sa.pub');
+  if (!existsSync(saKey)) {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    writeFileSync(saKey, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    writeFileSync(saPub, publicKey.export({ type: 'spki', format: 'pem' }));
+  }
+  const tokenFile = join(pki, 'tokens.csv');
+  if (!existsSync(tokenFile)) {
+    writeFileSync(
+      tokenFile,
+      `${randomBytes(24).toString('hex')},hostflow-admin,hostflow-admin,system:masters\n`,
+      {
+        mode: 0o600,
+      },
+    );
+  }
+  const token = readFileSync(tokenFile, 'utf8').split(',')[0]!;
+
+  const etcdPort = options.etcdPort ?? (await freePort());
+  const peerPort = await freePort();
+  const apiPort = options.apiPort ?? (await freePort());
+  const logFile = (name: string) =>
+    options.logDir ? join(options.logDir, `${name}.log`) : undefined;
+
+  const etcd = spawnManaged(
+    'etcd',
+    join(bin, 'etcd'),
+    [
+      '--name=hostflow',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=hostflow=http://127.0.0.1:${peerPort}`,
+      '--listen-metrics-urls=',
+      '--log-level=warn',
+      ...(options.ephemeral ? ['--unsafe-no-fsync'] : []),
+    ],
+    { logFile: logFile('etcd') },
+  );
+  let apiserver: ManagedProcess | undefined;
+  const stop = async () => {
+    await apiserver?.stop();
+    await etcd.stop();
+  };
+  try {
+    await waitFor(
+      'etcd health',
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${etcdPort}/health`);
+        return res.ok ? true : undefined;
+      },
+      { process: etcd },
+    );
+
+    apiserver = spawnManaged(
+      'kube-apiserver',
+      join(bin, 'kube-apiserver'),
+      [
+        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        '--advertise-address=127.0.0.1',
+        '--endpoint-reconciler-type=none',
+        `--tls-cert-file=${serving.cert}`,
+        `--tls-private-key-file=${serving.key}`,
+        `--client-ca-file=${ca.cert}`,
+        `--token-auth-file=${tokenFile}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-key-file=${saPub}`,
+        `--service-account-signing-key-file=${saKey}`,
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--allow-privileged=true',
+        '--disable-admission-plugins=ServiceAccount',
+        '--profiling=false',
+        '--v=0',
+      ],
+      { logFile: logFile('kube-apiserver') },
+    );
+    const url = `https://127.0.0.1:${apiPort}`;
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfigPath,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          { name: 'hostflow-local', cluster: { server: url, 'certificate-authority': ca.cert } },
+        ],
+        users: [{ name: 'hostflow-admin', user: { token } }],
+        contexts: [
+          {
+            name: 'hostflow-local',
+            context: { cluster: 'hostflow-local', user: 'hostflow-admin' },
+          },
+        ],
+        'current-context': 'hostflow-local',
+      }),
+      { mode: 0o600 },
+    );
+    const server = apiserver;
+    await waitFor(
+      'kube-apiserver readiness and namespace default',
+      async () => {
+        const ok = await curl(url, '/api/v1/namespaces/default', token, ca.cert);
+        return ok ? true : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 250, process: server },
+    );
+    return { url, kubeconfigPath, stop };
+  } catch (err) {
+    await stop();
+    throw new Error(`kube-apiserver: could not start: ${(err as Error).message}`);
+  }
+}
+
+/** One authenticated GET using Node's https (fetch cannot take a private CA without undici). */
+function curl(url: string, path: string, token: string, caFile: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(
+      `${url}${path}`,
+      { headers: { Authorization: `Bearer ${token}` }, ca: readFileSync(caFile), timeout: 2000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}

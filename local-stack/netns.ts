@@ -1,0 +1,247 @@
+// Network plumbing for the SSH test hosts: one bridge in the root namespace, and per host a
+// network namespace joined to it by a veth pair. Addresses come from 10.231.0.0/16 and are shared
+// by every pool on the machine (parallel jest workers, the dev stack), so they are handed out as
+// slot files under /run/hostflow-ssh, guarded by one machine-wide lock.
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import { rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export const BRIDGE = 'hfbr0';
+const BRIDGE_CIDR = '10.231.0.1/16';
+const RUN_DIR = '/run/hostflow-ssh';
+const SLOTS_DIR = `${RUN_DIR}/slots`;
+const LOCK_DIR = `${RUN_DIR}/lock`;
+const FIRST_SLOT = 2; // 10.231.0.0 is the network, 10.231.0.1 the bridge
+const LAST_SLOT = 65_534; // 10.231.255.255 is broadcast
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command without a shell; resolves with its exit code, never rejects on failure. */
+export function run(cmd: string, args: string[]): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.on('error', (err) => resolve({ code: 127, stdout, stderr: stderr + err.message }));
+    child.on('close', (code, signal) =>
+      resolve({ code: code ?? 128, stdout, stderr: stderr + (signal ?? '') }),
+    );
+  });
+}
+
+/** Like `run`, but throws with the command and its stderr on a non-zero exit. */
+export async function must(cmd: string, args: string[]): Promise<string> {
+  const r = await run(cmd, args);
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+export interface HostNet {
+  /** Network namespace name, also the host's name. */
+  netns: string;
+  address: string;
+  /** Also names the veth pair: hfv<slot> in the root namespace, eth0 in the host's. */
+  slot: number;
+}
+
+interface SlotRecord {
+  owner: number; // pid of the process that started the pool
+  prefix: string;
+  netns: string;
+  stateDir: string; // removed when a dead owner's slot is reclaimed
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A zombie counts as dead: this machine's init reaps orphans only now and then. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Machine-wide mutex: a directory holding its owner's pid; a dead owner's lock is broken. */
+async function withLock<T>(fn: () => Promise<T>): Promise<T> {
+  mkdirSync(RUN_DIR, { recursive: true });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      mkdirSync(LOCK_DIR);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let owner: number | undefined;
+    try {
+      owner = Number(readFileSync(`${LOCK_DIR}/owner`, 'utf8'));
+    } catch {
+      // just created, owner not written yet; or left by a crash in between (then it ages)
+    }
+    const stale = owner ? !alive(owner) : Date.now() - mtime(LOCK_DIR) > 10_000;
+    if (stale) rmSync(LOCK_DIR, { recursive: true, force: true });
+    else if (Date.now() > deadline) throw new Error(`ssh hosts: ${LOCK_DIR} held by pid ${owner}`);
+    else await sleep(20);
+  }
+  writeFileSync(`${LOCK_DIR}/owner`, String(process.pid));
+  try {
+    return await fn();
+  } finally {
+    rmSync(LOCK_DIR, { recursive: true, force: true });
+  }
+}
+
+function mtime(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+function slotAddress(slot: number): string {
+  return `10.231.${slot >> 8}.${slot & 255}`;
+}
+
+export async function netnsPids(netns: string): Promise<number[]> {
+  const r = await run('ip', ['netns', 'pids', netns]);
+  return r.stdout.split('\n').filter(Boolean).map(Number);
+}
+
+/** SIGKILLs everything in the namespace, waits until it is empty, then deletes it. */
+async function deleteNetns(netns: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (let pids = await netnsPids(netns); pids.length > 0; pids = await netnsPids(netns)) {
+    if (Date.now() > deadline) throw new Error(`ssh hosts: ${netns}: pids ${pids} survive SIGKILL`);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await sleep(20);
+  }
+  await run('ip', ['netns', 'delete', netns]);
+}
+
+async function releaseSlot(slot: number, netns: string): Promise<void> {
+  await deleteNetns(netns);
+  await run('ip', ['link', 'delete', `hfv${slot}`]); // usually gone with the namespace already
+  rmSync(`${SLOTS_DIR}/${slot}`, { force: true });
+}
+
+/** Frees what crashed runs left: slots of this prefix or of dead owners, this prefix's netns. */
+async function cleanStale(prefix: string): Promise<void> {
+  for (const file of readdirSync(SLOTS_DIR)) {
+    let record: SlotRecord;
+    try {
+      record = JSON.parse(readFileSync(`${SLOTS_DIR}/${file}`, 'utf8')) as SlotRecord;
+    } catch {
+      continue; // unreadable (torn by a crash): stays reserved rather than guessed at
+    }
+    if (record.prefix === prefix || !alive(record.owner)) {
+      await releaseSlot(Number(file), record.netns);
+      rmSync(record.stateDir, { recursive: true, force: true });
+      try {
+        rmdirSync(dirname(record.stateDir)); // the pool's dir, once its last host is gone
+      } catch {
+        // not empty, or gone
+      }
+    }
+  }
+  const names = (await run('ip', ['netns', 'list'])).stdout.split('\n').map((l) => l.split(' ')[0]);
+  for (const name of names) if (name?.startsWith(`${prefix}-`)) await deleteNetns(name);
+}
+
+function claimSlot(record: SlotRecord): number {
+  for (let slot = FIRST_SLOT; slot <= LAST_SLOT; slot++) {
+    try {
+      const fd = openSync(`${SLOTS_DIR}/${slot}`, 'wx');
+      writeFileSync(fd, JSON.stringify(record));
+      closeSync(fd);
+      return slot;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  throw new Error(`ssh hosts: all ${LAST_SLOT - FIRST_SLOT + 1} addresses in use`);
+}
+
+async function ensureBridge(): Promise<void> {
+  if ((await run('ip', ['link', 'show', BRIDGE])).code !== 0) {
+    await must('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
+  }
+  await must('ip', ['addr', 'replace', BRIDGE_CIDR, 'dev', BRIDGE]);
+  await must('ip', ['link', 'set', BRIDGE, 'up']);
+}
+
+async function addHostNet(slot: number, netns: string): Promise<HostNet> {
+  const veth = `hfv${slot}`;
+  const address = slotAddress(slot);
+  await must('ip', ['netns', 'add', netns]);
+  await run('ip', ['link', 'delete', veth]); // a leftover nobody recorded
+  const peer = ['peer', 'name', `hfp${slot}`, 'netns', netns]; // born inside the namespace
+  await must('ip', ['link', 'add', veth, 'type', 'veth', ...peer]);
+  await must('ip', ['link', 'set', veth, 'master', BRIDGE, 'up']);
+  const inNs = (...args: string[]) => must('ip', ['-n', netns, ...args]);
+  await inNs('link', 'set', `hfp${slot}`, 'name', 'eth0');
+  await inNs('addr', 'add', `${address}/16`, 'dev', 'eth0');
+  await inNs('link', 'set', 'eth0', 'up');
+  await inNs('link', 'set', 'lo', 'up');
+  return { netns, address, slot };
+}
+
+/** Creates namespaces `<prefix>-1` … `<prefix>-<count>`, each with its own address on the bridge. */
+export function createHostNets(
+  prefix: string,
+  count: number,
+  hostStateDir: (netns: string) => string,
+): Promise<HostNet[]> {
+  return withLock(async () => {
+    mkdirSync(SLOTS_DIR, { recursive: true });
+    await cleanStale(prefix);
+    await ensureBridge();
+    const nets: HostNet[] = [];
+    try {
+      for (let i = 1; i <= count; i++) {
+        const netns = `${prefix}-${i}`;
+        const record = { owner: process.pid, prefix, netns, stateDir: hostStateDir(netns) };
+        const slot = claimSlot(record);
+        try {
+          nets.push(await addHostNet(slot, netns));
+        } catch (err) {
+          await releaseSlot(slot, netns);
+          throw err;
+        }
+      }
+      return nets;
+    } catch (err) {
+      for (const net of nets) await releaseSlot(net.slot, net.netns);
+      await deleteBridgeIfUnused();
+      throw new Error(`ssh hosts: network setup failed: ${(err as Error).message}`);
+    }
+  });
+}
+
+async function deleteBridgeIfUnused(): Promise<void> {
+  if (readdirSync(SLOTS_DIR).length === 0) await run('ip', ['link', 'delete', BRIDGE]);
+}
+
+/** Kills whatever still runs in the namespace, deletes it and its veth, and the bridge if unused. */
+export function destroyHostNet(net: HostNet): Promise<void> {
+  return withLock(async () => {
+    mkdirSync(SLOTS_DIR, { recursive: true });
+    await releaseSlot(net.slot, net.netns);
+    await deleteBridgeIfUnused();
+  });
+}

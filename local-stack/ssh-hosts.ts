@@ -1,0 +1,230 @@
+// Real OpenSSH test hosts (DESIGN.md §8): each sshd runs in its own network namespace, at its own
+// address on the hfbr0 bridge, and in its own mount namespace with a private /etc (overlayfs),
+// /home, /root, /tmp, /run, /var/mail and /var/log, so users created on one host exist nowhere else.
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join, resolve } from 'node:path';
+import ssh2 from 'ssh2';
+import {
+  createHostNets,
+  destroyHostNet,
+  must,
+  netnsPids,
+  run,
+  type HostNet,
+  type RunResult,
+} from './netns.js';
+import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
+
+export interface SshHost {
+  name: string;
+  address: string;
+  port: number;
+  adminUser: string;
+  /** OpenSSH-format private key of the admin user. */
+  adminPrivateKey: string;
+  /** `ssh-ed25519 AAAA…` host key, for known_hosts / host key verification. */
+  hostPublicKey: string;
+  /** Runs a command (no shell) as root inside the host's network and mount namespaces. */
+  exec(cmd: string[]): Promise<RunResult>;
+  stop(): Promise<void>;
+}
+
+export interface SshHostPool {
+  hosts: SshHost[];
+  stop(): Promise<void>;
+}
+
+export interface SshHostsOptions {
+  count: number;
+  /** Removed and recreated at start, removed at stop. */
+  stateDir: string;
+  /** Names the hosts `<prefix>-1…`; unique per pool so parallel pools stay apart. */
+  prefix?: string;
+  adminUser?: string;
+}
+
+const SSHD = '/usr/sbin/sshd';
+/** Where a host sees its own state dir (host key, sshd_config, pid file). */
+const STATE_MOUNT = 'hostflow-host';
+const IN_HOST = `/run/${STATE_MOUNT}`;
+/** The host's private directories, under its state dir. */
+const HOST_DIRS: Array<[string, number]> = [
+  ['etc.upper', 0o755],
+  ['etc.work', 0o755],
+  ['var/log.upper', 0o755],
+  ['var/log.work', 0o755],
+  ['home', 0o755],
+  ['root', 0o700],
+  ['run', 0o755],
+];
+const TOOLS: Array<[string, string]> = [
+  [SSHD, 'openssh-server'],
+  ['/usr/bin/ssh-keygen', 'openssh-client'],
+  ['/usr/bin/sudo', 'sudo'],
+  ['/usr/bin/nsenter', 'util-linux'],
+  ['/usr/bin/unshare', 'util-linux'],
+];
+
+// Runs as root inside the host's network namespace, in a fresh private mount namespace: makes
+// the private filesystem, the admin user, then becomes sshd. Args: state dir, name, address, admin.
+const BOOT = `set -eu
+S=$1 NAME=$2 ADDR=$3 ADMIN=$4
+# The host's own /run, carrying the state dir along: mounted inside $S, then moved over /run, so
+# the state dir stays reachable wherever it is (even under /tmp or /run, which get covered).
+mount -n -t tmpfs -o mode=755 tmpfs "$S/run"
+mkdir "$S/run/${STATE_MOUNT}" && mount -n --bind "$S" "$S/run/${STATE_MOUNT}"
+mount -n --move "$S/run" /run
+S=/run/${STATE_MOUNT}
+# useradd/userdel replace /etc files by rename, so /etc needs a writable copy-on-write layer
+for d in etc var/log; do
+  mount -n -t overlay overlay -o "lowerdir=/$d,upperdir=$S/$d.upper,workdir=$S/$d.work" "/$d"
+done
+mount -n --bind "$S/home" /home
+mount -n --bind "$S/root" /root
+mount -n -t tmpfs -o mode=1777 tmpfs /tmp
+mount -n -t tmpfs -o mode=2775 tmpfs /var/mail && chgrp mail /var/mail
+mkdir -p -m 755 /run/sshd && mkdir -p -m 1777 /run/lock
+hostname "$NAME" && echo "$ADDR $NAME" >> /etc/hosts
+# '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
+useradd -m -s /bin/bash -p '*' "$ADMIN"
+install -d -m 700 -o "$ADMIN" -g "$ADMIN" "/home/$ADMIN/.ssh"
+install -m 600 -o "$ADMIN" -g "$ADMIN" "$S/admin.pub" "/home/$ADMIN/.ssh/authorized_keys"
+echo "$ADMIN ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/$ADMIN" && chmod 440 "/etc/sudoers.d/$ADMIN"
+exec ${SSHD} -D -e -f "$S/sshd_config"
+`;
+
+function sshdConfig(address: string): string {
+  return [
+    `ListenAddress ${address}:22`,
+    `HostKey ${IN_HOST}/ssh_host_ed25519_key`,
+    `PidFile ${IN_HOST}/sshd.pid`,
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'PubkeyAuthentication yes',
+    'AuthorizedKeysFile .ssh/authorized_keys',
+    'PermitRootLogin no',
+    'UsePAM yes', // like a real Debian/Ubuntu VM: sessions get limits, env, loginuid
+    'StrictModes yes',
+    'PrintMotd no',
+    'Subsystem sftp /usr/lib/openssh/sftp-server', // ansible copies files over sftp
+    '',
+  ].join('\n');
+}
+
+/** Resolves true once something on address:22 sends an SSH-2.0 banner. */
+function sshBanner(address: string): Promise<true | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port: 22, timeout: 2000 });
+    let data = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok ? true : undefined);
+    };
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+      if (data.includes('\n')) done(data.startsWith('SSH-2.0-'));
+    });
+    socket.on('timeout', () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('close', () => done(false));
+  });
+}
+
+async function startHost(net: HostNet, dir: string, adminUser: string): Promise<SshHost> {
+  const name = net.netns;
+  let proc: ManagedProcess | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // SIGTERM first so sshd and its sessions exit cleanly; the namespace sweep SIGKILLs the rest
+      for (const pid of await netnsPids(name)) {
+        try {
+          process.kill(pid, 'SIGTERM');
+        } catch {
+          // already gone
+        }
+      }
+      await proc?.stop(2000);
+      await destroyHostNet(net);
+      rmSync(dir, { recursive: true, force: true });
+    })());
+
+  try {
+    for (const [sub, mode] of HOST_DIRS) {
+      mkdirSync(join(dir, sub), { recursive: true });
+      chmodSync(join(dir, sub), mode); // explicit: a umask of 077 would lock users out of /home
+    }
+    const keyFile = join(dir, 'ssh_host_ed25519_key');
+    await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
+    const hostPublicKey = readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
+    const admin = ssh2.utils.generateKeyPairSync('ed25519', { comment: `${adminUser}@${name}` });
+    writeFileSync(join(dir, 'admin.pub'), `${admin.public}\n`);
+    writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address));
+
+    const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--propagation', 'private'];
+    args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser);
+    const sshd = spawnManaged(`ssh host ${name}: sshd`, 'ip', args, {
+      logFile: join(dir, 'sshd.log'),
+    });
+    proc = sshd;
+    await waitFor(`its banner on ${net.address}:22`, () => sshBanner(net.address), {
+      process: sshd,
+      timeoutMs: 30_000,
+    });
+    return {
+      name,
+      address: net.address,
+      port: 22,
+      adminUser,
+      adminPrivateKey: admin.private,
+      hostPublicKey,
+      // `ip netns exec` → `unshare` → `sh` → sshd all exec in place: the pid we spawned is sshd's
+      exec: (cmd) =>
+        run('nsenter', ['--target', String(sshd.pid), '--net', '--mount', '--uts', '--', ...cmd]),
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    const message = (err as Error).message;
+    throw new Error(message.startsWith('ssh host') ? message : `ssh host ${name}: ${message}`);
+  }
+}
+
+export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool> {
+  for (const [path, pkg] of TOOLS) {
+    if (!existsSync(path)) throw new Error(`ssh hosts: ${path} not found; install ${pkg}`);
+  }
+  if ((await run('ip', ['-V'])).code !== 0) {
+    throw new Error('ssh hosts: ip not found; install iproute2');
+  }
+  const prefix = opts.prefix ?? `hf${process.pid}`;
+  const adminUser = opts.adminUser ?? 'hfadmin';
+  const stateDir = resolve(opts.stateDir);
+  const hostDir = (name: string) => join(stateDir, name);
+  rmSync(stateDir, { recursive: true, force: true });
+  mkdirSync(stateDir, { recursive: true });
+
+  const nets = await createHostNets(prefix, opts.count, hostDir);
+  const results = await Promise.allSettled(
+    nets.map((net) => startHost(net, hostDir(net.netns), adminUser)),
+  );
+  const hosts = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  let stopping: Promise<void> | undefined;
+  const pool: SshHostPool = {
+    hosts,
+    stop: () =>
+      (stopping ??= (async () => {
+        await Promise.all(hosts.map((h) => h.stop()));
+        rmSync(stateDir, { recursive: true, force: true });
+      })()),
+  };
+  const failures = results.flatMap((r) =>
+    r.status === 'rejected' ? [(r.reason as Error).message] : [],
+  );
+  if (failures.length > 0) {
+    await pool.stop();
+    throw new Error(failures.join('\n'));
+  }
+  return pool;
+}

@@ -1,0 +1,55 @@
+// Names fixed by the original multi-platform-controller contract (DESIGN.md section 3).
+// Dashboards and build tasks depend on these exact strings: the one place they are spelled.
+
+const PREFIX = 'build.appstudio.redhat.com';
+
+export const PLATFORM_PARAM = 'PLATFORM';
+export const SECRET_PREFIX = 'multi-platform-ssh-';
+export const HOST_CONFIG_NAME = 'host-config';
+export const DEFAULT_ENGINE_NAMESPACE = 'multi-platform-controller';
+export const LOCALHOST = 'localhost';
+
+export const LABELS = {
+  multiPlatformSecret: `${PREFIX}/multi-platform-secret`,
+  multiPlatformConfig: `${PREFIX}/multi-platform-config`,
+  assignedHost: `${PREFIX}/assigned-host`,
+  targetPlatform: `${PREFIX}/target-platform`,
+  waitingForPlatform: `${PREFIX}/waiting-for-platform`,
+} as const;
+
+export const ANNOTATIONS = {
+  failedHosts: `${PREFIX}/failed-hosts`,
+  cloudInstanceId: `${PREFIX}/cloud-instance-id`,
+  cloudAddress: `${PREFIX}/cloud-address`,
+  allocationStartTime: `${PREFIX}/allocation-start-time`,
+  /** hostflow's own: which TaskRun (by uid) a Secret belongs to, so a same-named successor is safe. */
+  ownerUid: 'hostflow.dev/taskrun-uid',
+} as const;
+
+/** Keys of the Secret handed to the build task. */
+export const SECRET_KEYS = {
+  otp: 'otp',
+  otpCa: 'otp-ca',
+  otpServer: 'otp-server',
+  host: 'host',
+  userDir: 'user-dir',
+  error: 'error',
+} as const;
+
+export function secretNameFor(taskRunName: string): string {
+  return `${SECRET_PREFIX}${taskRunName}`;
+}
+
+/** `linux/arm64` → `linux-arm64`: the form used in label values and config key names. */
+export function platformLabel(platform: string): string {
+  return platform.replace(/\//g, '-');
+}
+
+export const WORKFLOW_ID = {
+  taskRun: (namespace: string, name: string, uid: string) => `taskrun/${namespace}/${name}/${uid}`,
+  allocator: (platform: string) => `allocator/${platform}`,
+  provisioning: (namespace: string, name: string) => `provisioning/${namespace}/${name}`,
+  machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
+} as const;
+
+export const TASK_QUEUE = 'hostflow';

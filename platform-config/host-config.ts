@@ -1,0 +1,94 @@
+// Parses the `host-config` ConfigMap (DESIGN.md section 4) into typed config.
+// Pure code shared by the bridge, activities and workflows. Every problem names its key and
+// reason, and a problem only affects the platforms it belongs to.
+import { z } from 'zod';
+import { checkPlatform, printable } from './platform.js';
+
+export interface ConfigProblem {
+  key: string;
+  reason: string;
+  /** The platform the problem belongs to; undefined for global keys that affect every platform. */
+  platform?: string;
+}
+
+export interface HostConfig {
+  localPlatforms: string[];
+  dynamicPlatforms: string[];
+  dynamicPoolPlatforms: string[];
+  instanceTag?: string;
+  additionalInstanceTags: Record<string, string>;
+  /** Regex sources; empty means every namespace is allowed. */
+  allowedNamespaces: string[];
+  problems: ConfigProblem[];
+}
+
+const commaList = z
+  .string()
+  .optional()
+  .transform((value) =>
+    (value ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
+
+const GLOBAL_KEYS = {
+  'local-platforms': commaList,
+  'dynamic-platforms': commaList,
+  'dynamic-pool-platforms': commaList,
+  'allowed-namespaces': commaList,
+  'additional-instance-tags': commaList,
+  'instance-tag': z.string().trim().optional(),
+} as const;
+
+export function parseHostConfig(data: Record<string, string> | undefined): HostConfig {
+  const problems: ConfigProblem[] = [];
+  const globals = z.object(GLOBAL_KEYS).parse(data ?? {});
+
+  const platformList = (key: string, values: string[]): string[] =>
+    values.filter((platform) => {
+      const check = checkPlatform(platform);
+      if (!check.ok) problems.push({ key, reason: check.reason });
+      return check.ok;
+    });
+
+  const additionalInstanceTags: Record<string, string> = {};
+  for (const pair of globals['additional-instance-tags']) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) {
+      problems.push({
+        key: 'additional-instance-tags',
+        reason: `"${printable(pair)}" is not of the form key=value`,
+      });
+      continue;
+    }
+    additionalInstanceTags[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+  }
+
+  const allowedNamespaces = globals['allowed-namespaces'].filter((source) => {
+    try {
+      new RegExp(source);
+      return true;
+    } catch (err) {
+      problems.push({
+        key: 'allowed-namespaces',
+        reason: `"${printable(source)}" is not a valid regular expression: ${(err as Error).message}`,
+      });
+      return false;
+    }
+  });
+
+  return {
+    localPlatforms: platformList('local-platforms', globals['local-platforms']),
+    dynamicPlatforms: platformList('dynamic-platforms', globals['dynamic-platforms']),
+    dynamicPoolPlatforms: platformList('dynamic-pool-platforms', globals['dynamic-pool-platforms']),
+    instanceTag: globals['instance-tag'] || undefined,
+    additionalInstanceTags,
+    allowedNamespaces,
+    problems,
+  };
+}
+
+export function describeProblem(problem: ConfigProblem): string {
+  return `${problem.key}: ${problem.reason}`;
+}

@@ -1,0 +1,35 @@
+// PLATFORM param validation (DESIGN.md section 4). Pure: used by the workflow itself.
+
+/** Accepted without any config lookup, as the original did. */
+const ALWAYS_VALID = new Set(['local', 'localhost', 'linux/x86_64']);
+const RFC1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export type PlatformCheck = { ok: true } | { ok: false; reason: string };
+
+export function checkPlatform(platform: string): PlatformCheck {
+  if (ALWAYS_VALID.has(platform)) return { ok: true };
+  const parts = platform.split('/');
+  if (parts.length !== 2) {
+    return {
+      ok: false,
+      reason: `PLATFORM "${printable(platform)}" must have the form os/arch (for example linux/arm64)`,
+    };
+  }
+  for (const part of parts) {
+    if (!RFC1035_LABEL.test(part)) {
+      return {
+        ok: false,
+        reason:
+          `PLATFORM "${printable(platform)}": "${printable(part)}" is not a valid name ` +
+          '(lowercase letters, digits and "-", starting with a letter, at most 63 characters)',
+      };
+    }
+  }
+  return { ok: true };
+}
+
+/** Quotes user input safely into messages: control characters escaped, length bounded. */
+export function printable(value: string, max = 80): string {
+  const escaped = JSON.stringify(value).slice(1, -1);
+  return escaped.length > max ? `${escaped.slice(0, max)}…` : escaped;
+}

@@ -1,0 +1,73 @@
+// Which strategy serves a platform, in the original's order: local, dynamic, pool, static hosts.
+import { HOST_CONFIG_NAME } from './contract.js';
+import { describeProblem, type HostConfig } from './host-config.js';
+import { checkPlatform, printable } from './platform.js';
+
+export type PlatformResolution = { kind: 'local' } | { kind: 'error'; message: string };
+
+/** Platforms that mean "run in the pod" without appearing in `local-platforms`. */
+const IMPLICITLY_LOCAL = new Set(['local', 'localhost']);
+
+export function resolvePlatform(
+  config: HostConfig,
+  platform: string,
+  namespace: string,
+  engineNamespace: string,
+): PlatformResolution {
+  const where = `ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`;
+  const check = checkPlatform(platform);
+  if (!check.ok) {
+    return { kind: 'error', message: `${check.reason}. Fix the PLATFORM param of the TaskRun.` };
+  }
+  if (
+    config.allowedNamespaces.length > 0 &&
+    !config.allowedNamespaces.some((source) => new RegExp(`^(?:${source})$`).test(namespace))
+  ) {
+    return {
+      kind: 'error',
+      message:
+        `namespace "${printable(namespace)}" may not use multi-platform hosts: it matches no ` +
+        `allowed-namespaces entry in ${where}. Ask the platform operators to allow it.`,
+    };
+  }
+  const globalProblems = config.problems.filter((p) => p.platform === undefined);
+  const ownProblems = config.problems.filter((p) => p.platform === platform);
+  if (IMPLICITLY_LOCAL.has(platform) || config.localPlatforms.includes(platform)) {
+    return { kind: 'local' };
+  }
+  if (ownProblems.length > 0) {
+    return {
+      kind: 'error',
+      message:
+        `platform ${platform} is misconfigured in ${where}: ` +
+        `${ownProblems.map(describeProblem).join('; ')}. Ask the platform operators to fix it.`,
+    };
+  }
+  if (
+    config.dynamicPlatforms.includes(platform) ||
+    config.dynamicPoolPlatforms.includes(platform)
+  ) {
+    return {
+      kind: 'error',
+      message: `platform ${platform} is configured as a dynamic platform in ${where}, which this hostflow version does not serve yet.`,
+    };
+  }
+  const hint =
+    globalProblems.length > 0
+      ? ` (${where} also has problems: ${globalProblems.map(describeProblem).join('; ')})`
+      : '';
+  return {
+    kind: 'error',
+    message:
+      `platform ${platform} is not configured in ${where}${hint}. ` +
+      'Use a configured platform, or ask the platform operators to add it to local-platforms, ' +
+      'dynamic-platforms, dynamic-pool-platforms or a host.<name>.platform entry.',
+  };
+}
+
+export function missingConfigMessage(engineNamespace: string, detail: string): string {
+  return (
+    `cannot read ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}: ${detail}. ` +
+    `Create it (label build.appstudio.redhat.com/multi-platform-config) in namespace ${engineNamespace}.`
+  );
+}

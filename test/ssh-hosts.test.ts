@@ -1,0 +1,134 @@
+// The SSH test hosts are real sshd instances, isolated from each other and from the machine.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import ssh2 from 'ssh2';
+import { run } from '../local-stack/netns.js';
+import { startSshHosts, type SshHost, type SshHostPool } from '../local-stack/ssh-hosts.js';
+
+/** Runs one command over SSH as the host's admin, checking the host key. */
+function sshExec(host: SshHost, command: string): Promise<{ code: number; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const client = new ssh2.Client();
+    client
+      .on('ready', () => {
+        client.exec(command, (err, stream) => {
+          if (err) return reject(err);
+          let stdout = '';
+          stream.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+          stream.stderr.on('data', () => undefined);
+          stream.on('close', (code: number) => {
+            client.end();
+            resolve({ code, stdout });
+          });
+        });
+      })
+      .on('error', reject)
+      .connect({
+        host: host.address,
+        port: host.port,
+        username: host.adminUser,
+        privateKey: host.adminPrivateKey,
+        hostVerifier: (key: Buffer) => key.equals(sshKeyBlob(host.hostPublicKey)),
+        readyTimeout: 20_000,
+      });
+  });
+}
+
+const sshKeyBlob = (publicKey: string) => Buffer.from(publicKey.split(' ')[1] ?? '', 'base64');
+
+/** True if something accepts TCP on address:22 (as seen from the root namespace). */
+function listens(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port: 22, timeout: 5000 });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.on('connect', () => done(true));
+    socket.on('error', () => done(false));
+    socket.on('timeout', () => done(false));
+  });
+}
+
+/** Zombies count as dead: they hold nothing, and init here reaps them only now and then. */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe('SSH test hosts', () => {
+  const prefix = `hft${process.pid}`;
+  const stateDir = join(tmpdir(), `hostflow-ssh-test-${process.pid}`);
+  let pool: SshHostPool;
+  let h1: SshHost;
+  let h2: SshHost;
+
+  beforeAll(async () => {
+    pool = await startSshHosts({ count: 2, stateDir, prefix });
+    [h1, h2] = pool.hosts as [SshHost, SshHost];
+  }, 60_000);
+
+  afterAll(async () => {
+    await pool?.stop();
+  });
+
+  it('lets the admin log in with its key and use passwordless sudo', async () => {
+    const r = await sshExec(h1, 'sudo -n true && id -un');
+    expect(r).toEqual({ code: 0, stdout: `${h1.adminUser}\n` });
+  });
+
+  it('keeps a user created on one host off the other host and off the machine', async () => {
+    const user = `u-${process.pid}`;
+    expect((await sshExec(h1, `sudo -n useradd -m ${user}`)).code).toBe(0);
+
+    const onH1 = await h1.exec(['getent', 'passwd', user]);
+    expect(onH1.code).toBe(0);
+    expect(onH1.stdout).toContain(`/home/${user}`);
+    expect((await h1.exec(['test', '-d', `/home/${user}`])).code).toBe(0);
+    expect((await sshExec(h1, `getent passwd ${user}`)).code).toBe(0);
+
+    expect((await h2.exec(['getent', 'passwd', user])).code).toBe(2);
+    expect((await sshExec(h2, `getent passwd ${user}`)).code).toBe(2);
+    expect((await run('getent', ['passwd', user])).code).toBe(2);
+    expect(existsSync(`/home/${user}`)).toBe(false);
+  });
+
+  it('gives each host its own address, where only its own sshd listens', async () => {
+    expect(h1.address).not.toBe(h2.address);
+    expect(h1.address).toMatch(/^10\.231\./);
+    expect(h1.name).not.toBe(h2.name);
+    for (const [host, other] of [
+      [h1, h2],
+      [h2, h1],
+    ] as const) {
+      const sockets = await host.exec(['ss', '-Htln']);
+      expect(sockets.stdout).toContain(`${host.address}:22`);
+      expect(sockets.stdout).not.toContain(`${other.address}:22`);
+      expect(sockets.stdout).not.toMatch(/(0\.0\.0\.0|\*|\[::\]):22\b/);
+      expect((await host.exec(['hostname'])).stdout.trim()).toBe(host.name);
+    }
+    expect(await listens(h1.address)).toBe(true);
+    expect(await listens(h2.address)).toBe(true);
+  });
+
+  it('leaves nothing behind when stopped', async () => {
+    const pids = (await Promise.all([h1, h2].map((h) => run('ip', ['netns', 'pids', h.name]))))
+      .flatMap((r) => r.stdout.split('\n'))
+      .filter(Boolean)
+      .map(Number);
+    expect(pids.length).toBeGreaterThanOrEqual(2); // at least the two sshds
+    await pool.stop();
+    await pool.stop(); // idempotent
+
+    const netns = await run('ip', ['netns', 'list']);
+    expect(netns.stdout).not.toContain(`${prefix}-`);
+    expect(pids.filter(alive)).toEqual([]);
+    expect(existsSync(stateDir)).toBe(false);
+  });
+});

@@ -1,0 +1,39 @@
+// What global-setup hands the test files, and clients built from it.
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
+
+export const TEST_ENV = {
+  kubeconfig: 'HOSTFLOW_TEST_KUBECONFIG',
+  temporalAddress: 'HOSTFLOW_TEST_TEMPORAL_ADDRESS',
+  temporalNamespace: 'HOSTFLOW_TEST_TEMPORAL_NAMESPACE',
+  motoEndpoint: 'HOSTFLOW_TEST_MOTO_ENDPOINT',
+  workflowBundle: 'HOSTFLOW_TEST_WORKFLOW_BUNDLE',
+  stateDir: 'HOSTFLOW_TEST_STATE_DIR',
+} as const;
+
+export function testEnv(key: keyof typeof TEST_ENV): string {
+  const value = process.env[TEST_ENV[key]];
+  if (!value)
+    throw new Error(`${TEST_ENV[key]} is not set: run the tests through jest (global-setup)`);
+  return value;
+}
+
+export function kube() {
+  const kc = new KubeConfig();
+  kc.loadFromFile(testEnv('kubeconfig'));
+  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+}
+
+export async function temporalClient(): Promise<{ client: Client; close(): Promise<void> }> {
+  const connection = await Connection.connect({ address: testEnv('temporalAddress') });
+  return {
+    client: new Client({ connection, namespace: testEnv('temporalNamespace') }),
+    close: () => connection.close(),
+  };
+}
+
+/** A short random suffix for namespaces, task queues and names. */
+export function uniqueSuffix(): string {
+  return randomBytes(4).toString('hex');
+}

@@ -1,0 +1,64 @@
+// Starts the shared real components once for the whole suite: Temporal dev server (in memory),
+// kube-apiserver + etcd with the TaskRun CRD, and moto. Test files start their own workers,
+// bridges and SSH hosts. A component that cannot start fails the run, naming it.
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { KubeConfig } from '@kubernetes/client-node';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { installTaskRunCrd } from '../../local-stack/cluster-setup.js';
+import { startKubeApiServer } from '../../local-stack/kube-apiserver.js';
+import { startMoto } from '../../local-stack/moto.js';
+import { startTemporalDevServer } from '../../local-stack/temporal.js';
+import { WORKFLOWS_PATH } from '../../workers/worker.js';
+import { TEST_ENV } from './env.js';
+
+interface Started {
+  stop(): Promise<void>;
+}
+
+declare global {
+  var __hostflowComponents: Started[] | undefined;
+  var __hostflowStateDir: string | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'hostflow-test-'));
+  const logDir = join(stateDir, 'logs');
+  globalThis.__hostflowStateDir = stateDir;
+  const started: Started[] = (globalThis.__hostflowComponents = []);
+  const t0 = Date.now();
+
+  const [kube, temporal, moto, bundle] = await Promise.all([
+    startKubeApiServer({ stateDir: join(stateDir, 'kube'), ephemeral: true, logDir }).then(track),
+    startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
+    startMoto({ logDir }).then(track),
+    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger }),
+  ]);
+  function track<T extends Started>(component: T): T {
+    started.push(component);
+    return component;
+  }
+  const kc = new KubeConfig();
+  kc.loadFromFile(kube.kubeconfigPath);
+  await installTaskRunCrd(kc);
+
+  const bundlePath = join(stateDir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  process.env[TEST_ENV.kubeconfig] = kube.kubeconfigPath;
+  process.env[TEST_ENV.temporalAddress] = temporal.address;
+  process.env[TEST_ENV.temporalNamespace] = temporal.namespace;
+  process.env[TEST_ENV.motoEndpoint] = moto.endpoint;
+  process.env[TEST_ENV.workflowBundle] = bundlePath;
+  process.env[TEST_ENV.stateDir] = stateDir;
+  console.log(`\nreal components up in ${Date.now() - t0} ms (logs in ${logDir})`);
+}
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (m: string) => console.warn(m),
+  error: (m: string) => console.error(m),
+};

@@ -1,0 +1,35 @@
+// The bridge process: watches TaskRuns and signals their workflows until SIGINT/SIGTERM.
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { fileURLToPath } from 'node:url';
+import { Bridge } from '../k8s-bridge/bridge.js';
+import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
+
+async function main(): Promise<void> {
+  const settings = loadSettings();
+  const kc = kubeConfig(settings);
+  const connection = await Connection.connect(temporalConnection(settings));
+  const bridge = new Bridge({
+    kubeConfig: kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
+    temporal: new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE }),
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+    watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+  });
+  bridge.start();
+  console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await bridge.stop();
+  await connection.close();
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err) => {
+    console.error(`hostflow bridge: ${(err as Error).message}`);
+    process.exit(1);
+  });
+}

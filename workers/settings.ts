@@ -1,0 +1,124 @@
+// Process settings from the environment, validated up front so a typo fails at start with the
+// variable's name instead of later with a confusing connection error.
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import { z } from 'zod';
+import { DEFAULT_ENGINE_NAMESPACE, TASK_QUEUE } from '../platform-config/contract.js';
+
+const hostPort = z
+  .string()
+  .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233');
+const flag = z.enum(['true', 'false', '1', '0', '']).transform((v) => v === 'true' || v === '1');
+
+const EnvSchema = z.object({
+  // Same names as the temporal CLI, so one environment serves both.
+  TEMPORAL_ADDRESS: hostPort.default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_TLS: flag.optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().optional(),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
+  HOSTFLOW_TASK_QUEUE: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only')
+    .default(TASK_QUEUE),
+  KUBECONFIG: z.string().optional(),
+  HOSTFLOW_KUBE_CONTEXT: z.string().optional(),
+  HOSTFLOW_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name')
+    .default(DEFAULT_ENGINE_NAMESPACE),
+  /** Serve TaskRuns of one namespace only; empty means every namespace. */
+  HOSTFLOW_WATCH_NAMESPACE: z
+    .string()
+    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a Kubernetes namespace name')
+    .optional(),
+  HOSTFLOW_METRICS_ADDRESS: hostPort.optional(),
+  HOSTFLOW_RESYNC_SECONDS: z.coerce.number().int().min(5).max(86_400).default(300),
+  HOSTFLOW_WORKFLOW_BUNDLE: z.string().optional(),
+});
+
+export type Settings = z.infer<typeof EnvSchema>;
+
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid hostflow settings in the environment:\n${lines.join('\n')}`);
+  }
+  const settings = parsed.data;
+  if (
+    Boolean(settings.TEMPORAL_TLS_CLIENT_CERT_PATH) !==
+    Boolean(settings.TEMPORAL_TLS_CLIENT_KEY_PATH)
+  ) {
+    throw new Error(
+      'invalid hostflow settings: TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together',
+    );
+  }
+  return settings;
+}
+
+/** Options accepted by both the client's Connection and the worker's NativeConnection. */
+export interface TemporalConnectionOptions {
+  address: string;
+  apiKey?: string;
+  tls: TLSConfig | false;
+}
+
+export function temporalConnection(settings: Settings): TemporalConnectionOptions {
+  const read = (path: string, what: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new Error(`cannot read ${what} ${path}: ${(err as Error).message}`);
+    }
+  };
+  const mtls = settings.TEMPORAL_TLS_CLIENT_CERT_PATH && settings.TEMPORAL_TLS_CLIENT_KEY_PATH;
+  const useTls =
+    settings.TEMPORAL_TLS ??
+    Boolean(mtls || settings.TEMPORAL_API_KEY || settings.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
+  return {
+    address: settings.TEMPORAL_ADDRESS,
+    apiKey: settings.TEMPORAL_API_KEY,
+    tls: useTls
+      ? {
+          serverNameOverride: settings.TEMPORAL_TLS_SERVER_NAME,
+          serverRootCACertificate: settings.TEMPORAL_TLS_SERVER_CA_CERT_PATH
+            ? read(settings.TEMPORAL_TLS_SERVER_CA_CERT_PATH, 'TEMPORAL_TLS_SERVER_CA_CERT_PATH')
+            : undefined,
+          clientCertPair: mtls
+            ? {
+                crt: read(settings.TEMPORAL_TLS_CLIENT_CERT_PATH!, 'TEMPORAL_TLS_CLIENT_CERT_PATH'),
+                key: read(settings.TEMPORAL_TLS_CLIENT_KEY_PATH!, 'TEMPORAL_TLS_CLIENT_KEY_PATH'),
+              }
+            : undefined,
+        }
+      : false,
+  };
+}
+
+export function kubeConfig(settings: Settings): KubeConfig {
+  const kc = new KubeConfig();
+  if (settings.KUBECONFIG) kc.loadFromFile(settings.KUBECONFIG);
+  else kc.loadFromDefault();
+  if (settings.HOSTFLOW_KUBE_CONTEXT) {
+    if (!kc.getContextObject(settings.HOSTFLOW_KUBE_CONTEXT)) {
+      const known =
+        kc
+          .getContexts()
+          .map((c) => c.name)
+          .join(', ') || 'none';
+      throw new Error(
+        `HOSTFLOW_KUBE_CONTEXT: context "${settings.HOSTFLOW_KUBE_CONTEXT}" is not in the kubeconfig (contexts: ${known})`,
+      );
+    }
+    kc.setCurrentContext(settings.HOSTFLOW_KUBE_CONTEXT);
+  }
+  if (!kc.getCurrentCluster()) {
+    throw new Error('no Kubernetes cluster configured: set KUBECONFIG (and HOSTFLOW_KUBE_CONTEXT)');
+  }
+  return kc;
+}

@@ -1,0 +1,2 @@
+// Workflow bundle entry: every workflow type the worker serves.
+export { taskRunWorkflow } from './taskrun.js';

@@ -1,0 +1,13 @@
+// Search attributes registered by temporal-dev.yaml; operators filter on them in the UI.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const SA = {
+  kind: defineSearchAttributeKey('HostflowKind', SearchAttributeType.KEYWORD),
+  namespace: defineSearchAttributeKey('K8sNamespace', SearchAttributeType.KEYWORD),
+  name: defineSearchAttributeKey('K8sName', SearchAttributeType.KEYWORD),
+  platform: defineSearchAttributeKey('Platform', SearchAttributeType.KEYWORD),
+  host: defineSearchAttributeKey('Host', SearchAttributeType.KEYWORD),
+  phase: defineSearchAttributeKey('Phase', SearchAttributeType.KEYWORD),
+} as const;
+
+export const KIND = { taskRun: 'taskrun', allocator: 'allocator' } as const;
