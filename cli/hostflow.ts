@@ -2,13 +2,16 @@
 // The `hostflow` command: `start` runs the engine (on a local stack by default).
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { REPLAY_USAGE, runReplay } from './replay.js';
 import { runStart, START_USAGE, type StartOptions } from './start.js';
 
 const USAGE = `usage: hostflow <command> [options]
 
 commands:
   start    run the engine: Temporal, Kubernetes API, bridge and worker
-${START_USAGE}`;
+  replay   replay a recorded workflow history against this code
+${START_USAGE}
+${REPLAY_USAGE}`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -16,6 +19,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
+  if (command === 'replay') return replay(rest);
   if (command !== 'start') {
     console.error(`hostflow: unknown command "${command}"\n\n${USAGE}`);
     return 2;
@@ -60,6 +64,23 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   return runStart(options);
+}
+
+async function replay(args: string[]): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: true,
+      options: { 'workflow-id': { type: 'string' } },
+    });
+    if (!values['workflow-id'] || positionals.length > 1)
+      throw new Error('--workflow-id ID is required, with at most one history file');
+    return await runReplay(values['workflow-id'], positionals[0]);
+  } catch (err) {
+    console.error(`hostflow replay: ${(err as Error).message}\n${REPLAY_USAGE}`);
+    return 2;
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -144,6 +144,9 @@ export class Bridge {
     const missing = [...this.index.entries()].filter(([uid]) => !seen.has(uid));
     await Promise.all(missing.map(([uid, entry]) => this.observeDeleted(uid, entry)));
     await this.sweepOrphans(seen);
+    this.log(
+      `relist complete: ${seen.size} TaskRun(s) under contract, ${missing.length} gone since last seen`,
+    );
   }
 
   private async onEvent(

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { z } from 'zod';
+import { shareConnections } from './kube-connections.js';
 import { DEFAULT_ENGINE_NAMESPACE, TASK_QUEUE } from '../platform-config/contract.js';
 
 const hostPort = z
@@ -120,5 +121,5 @@ export function kubeConfig(settings: Settings): KubeConfig {
   if (!kc.getCurrentCluster()) {
     throw new Error('no Kubernetes cluster configured: set KUBECONFIG (and HOSTFLOW_KUBE_CONTEXT)');
   }
-  return kc;
+  return shareConnections(kc);
 }

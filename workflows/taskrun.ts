@@ -3,7 +3,7 @@
 import {
   CancellationScope,
   condition,
-  proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   setCurrentDetails,
@@ -30,10 +30,14 @@ export type TaskRunOutcome =
   | { served: 'error'; message: string }
   | { served: 'nothing'; reason: string };
 
-const kube = proxyActivities<KubernetesActivities>({
+// Kubernetes calls are short, so they run as local activities: in the worker, within the
+// workflow task, without a round trip through the server per call. Retries are unlimited
+// (the API server may be down for a while); past localRetryThreshold they wait on timers.
+const kube = proxyLocalActivities<KubernetesActivities>({
   startToCloseTimeout: '30 seconds',
+  localRetryThreshold: '10 seconds',
   retry: {
-    initialInterval: '500 milliseconds',
+    initialInterval: '200 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '30 seconds',
   },
@@ -47,10 +51,6 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     }
   });
   setHandler(taskRunStatus, () => status);
-  const setPhase = (phase: Phase): void => {
-    status.phase = phase;
-    upsertSearchAttributes([{ key: SA.phase, value: phase }]);
-  };
   const ended = (): boolean => status.observed !== 'active';
   const ref: TaskRunRef = { namespace: input.namespace, name: input.name, uid: input.uid };
   const label = `TaskRun ${input.namespace}/${input.name}`;
@@ -60,7 +60,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     reason: 'the TaskRun ended before it was served',
   };
   try {
-    if (!ended()) outcome = await serve(input, ref, status, setPhase);
+    if (!ended()) outcome = await serve(input, ref, status);
     setCurrentDetails(
       `${label} is ${status.phase === 'Ready' ? 'served' : 'failed'}; ` +
         'waiting for it to complete or be deleted, then cleaning up.',
@@ -69,10 +69,10 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
   } finally {
     // Clean-up must happen even when the workflow itself is cancelled.
     await CancellationScope.nonCancellable(async () => {
-      setPhase('CleaningUp');
+      status.phase = 'CleaningUp';
       setCurrentDetails(`${label} ${describe(status.observed)}; deleting its Secret.`);
       await kube.deleteTaskRunSecret(ref);
-      setPhase('Done');
+      publish(status, 'Done');
       setCurrentDetails(`${label} ${describe(status.observed)}; cleaned up.`);
     });
   }
@@ -83,7 +83,6 @@ async function serve(
   input: TaskRunWorkflowInput,
   ref: TaskRunRef,
   status: TaskRunStatus,
-  setPhase: (phase: Phase) => void,
 ): Promise<TaskRunOutcome> {
   setCurrentDetails(
     `Resolving platform ${input.platform} for TaskRun ${input.namespace}/${input.name}.`,
@@ -98,21 +97,30 @@ async function serve(
 
   if (resolution.kind === 'error') {
     status.error = resolution.message;
-    await kube.writeTaskRunSecret({ ...ref, data: { error: resolution.message } });
-    await kube.patchTaskRunMetadata({ ...ref, labels });
-    setPhase('Failed');
+    await Promise.all([
+      kube.writeTaskRunSecret({ ...ref, data: { error: resolution.message } }),
+      kube.patchTaskRunMetadata({ ...ref, labels }),
+    ]);
+    publish(status, 'Failed');
     return { served: 'error', message: resolution.message };
   }
 
-  await kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } });
-  await kube.patchTaskRunMetadata({
-    ...ref,
-    labels: { ...labels, [LABELS.assignedHost]: LOCALHOST },
-  });
+  await Promise.all([
+    kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),
+    kube.patchTaskRunMetadata({ ...ref, labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } }),
+  ]);
   status.host = LOCALHOST;
-  upsertSearchAttributes([{ key: SA.host, value: LOCALHOST }]);
-  setPhase('Ready');
+  publish(status, 'Ready');
   return { served: 'local' };
+}
+
+/** Records a phase where operators search for it: one search-attribute upsert per phase. */
+function publish(status: TaskRunStatus, phase: Phase): void {
+  status.phase = phase;
+  upsertSearchAttributes([
+    { key: SA.phase, value: phase },
+    ...(status.host ? [{ key: SA.host, value: status.host }] : []),
+  ]);
 }
 
 function describe(state: TaskRunState): string {

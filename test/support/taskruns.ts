@@ -85,9 +85,7 @@ export class TaskRuns {
     });
   }
 
-  async get(
-    name: string,
-  ): Promise<{
+  async get(name: string): Promise<{
     metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
   }> {
     return (await this.custom.getNamespacedCustomObject({

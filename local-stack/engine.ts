@@ -1,0 +1,57 @@
+// hostflow's own processes (worker, bridge) started as deployed: `node dist/workers/<kind>.js`
+// with settings in the environment. Used by the tests and the benchmarks.
+import { join } from 'node:path';
+import { REPO_ROOT } from './paths.js';
+import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
+
+export type EngineKind = 'worker' | 'bridge';
+
+const READY_LINE: Record<EngineKind, string> = { worker: 'polling', bridge: 'watching' };
+
+export interface EngineProcess extends ManagedProcess {
+  /** SIGKILL, no clean shutdown: a crash. */
+  kill(): Promise<void>;
+}
+
+export async function startEngineProcess(
+  kind: EngineKind,
+  env: NodeJS.ProcessEnv,
+  options: { name?: string; logFile?: string } = {},
+): Promise<EngineProcess> {
+  const name = options.name ?? kind;
+  const proc = spawnManaged(
+    name,
+    process.execPath,
+    ['--enable-source-maps', join(REPO_ROOT, `dist/workers/${kind}.js`)],
+    {
+      env: { ...process.env, ...env },
+      logFile: options.logFile,
+    },
+  );
+  const engine: EngineProcess = {
+    name,
+    get pid() {
+      return proc.pid;
+    },
+    exited: proc.exited,
+    tail: proc.tail,
+    stop: proc.stop,
+    async kill() {
+      try {
+        process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await proc.exited;
+    },
+  };
+  await waitFor(
+    `${name} to start`,
+    () => (proc.tail(50).includes(READY_LINE[kind]) ? true : undefined),
+    {
+      process: proc,
+      timeoutMs: 60_000,
+    },
+  );
+  return engine;
+}

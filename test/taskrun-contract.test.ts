@@ -1,0 +1,76 @@
+// Pure logic: which TaskRuns the bridge acts on, and when they count as finished.
+import { describe, expect, it } from '@jest/globals';
+import { isCompleted, matchContract, type TaskRunObject } from '../k8s-bridge/taskrun-contract.js';
+
+const base = (overrides: Partial<TaskRunObject> = {}): TaskRunObject => ({
+  metadata: { name: 'build-arm', namespace: 'ns', uid: 'u1' },
+  spec: { params: [{ name: 'PLATFORM', value: 'linux/arm64' }] },
+  status: {
+    taskSpec: {
+      volumes: [{ name: 'ssh', secret: { secretName: 'multi-platform-ssh-build-arm' } }],
+    },
+  },
+  ...overrides,
+});
+
+describe('the TaskRun contract', () => {
+  it('matches a PLATFORM param plus the secret volume in status.taskSpec', () => {
+    expect(matchContract(base())).toEqual({
+      namespace: 'ns',
+      name: 'build-arm',
+      uid: 'u1',
+      platform: 'linux/arm64',
+      completed: false,
+    });
+  });
+
+  it('matches an inline spec.taskSpec, including the unsubstituted Tekton variable', () => {
+    for (const secretName of [
+      'multi-platform-ssh-build-arm',
+      'multi-platform-ssh-$(context.taskRun.name)',
+    ]) {
+      const tr = base({
+        status: {},
+        spec: {
+          params: [{ name: 'PLATFORM', value: 'linux/arm64' }],
+          taskSpec: { volumes: [{ name: 'ssh', secret: { secretName } }] },
+        },
+      });
+      expect(matchContract(tr)?.platform).toBe('linux/arm64');
+    }
+  });
+
+  it('ignores TaskRuns without PLATFORM, without the volume, or mounting another secret', () => {
+    expect(
+      matchContract(base({ spec: { params: [{ name: 'OTHER', value: 'x' }] } })),
+    ).toBeUndefined();
+    expect(matchContract(base({ status: { taskSpec: { volumes: [] } } }))).toBeUndefined();
+    expect(
+      matchContract(
+        base({
+          status: {
+            taskSpec: { volumes: [{ secret: { secretName: 'multi-platform-ssh-other' } }] },
+          },
+        }),
+      ),
+    ).toBeUndefined();
+    expect(
+      matchContract(base({ spec: { params: [{ name: 'PLATFORM', value: ['array'] }] } })),
+    ).toBeUndefined();
+    expect(matchContract({})).toBeUndefined();
+  });
+
+  it('treats a decided Succeeded condition or a completion time as completed', () => {
+    expect(isCompleted(base())).toBe(false);
+    expect(
+      isCompleted({ status: { conditions: [{ type: 'Succeeded', status: 'Unknown' }] } }),
+    ).toBe(false);
+    expect(isCompleted({ status: { conditions: [{ type: 'Succeeded', status: 'True' }] } })).toBe(
+      true,
+    );
+    expect(isCompleted({ status: { conditions: [{ type: 'Succeeded', status: 'False' }] } })).toBe(
+      true,
+    );
+    expect(isCompleted({ status: { completionTime: '2026-01-01T00:00:00Z' } })).toBe(true);
+  });
+});
