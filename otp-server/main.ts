@@ -1,0 +1,110 @@
+// The OTP service process: serves HTTPS until SIGINT/SIGTERM, sweeping expired records
+// meanwhile. Records live as Secrets in the engine namespace (HOSTFLOW_NAMESPACE), so any
+// number of replicas share them and a restart loses none.
+import { CoreV1Api } from '@kubernetes/client-node';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { kubeConfig, loadSettings } from '../workers/settings.js';
+import { createSealer, readSealingKey } from './sealing.js';
+import { startOtpServer } from './server.js';
+import { errorGist, KubeOtpStore, type OtpStore } from './store.js';
+
+const seconds = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const file = z.string().min(1, 'must name a file');
+
+const OtpEnvSchema = z.object({
+  /** host:port to listen on. */
+  HOSTFLOW_OTP_LISTEN: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be host:port, e.g. 0.0.0.0:8443')
+    .default('0.0.0.0:8443'),
+  HOSTFLOW_OTP_TLS_CERT_FILE: file,
+  HOSTFLOW_OTP_TLS_KEY_FILE: file,
+  /** The bearer token /store callers must present. */
+  HOSTFLOW_OTP_STORE_TOKEN_FILE: file,
+  /** 32 bytes, raw or base64: seals keys at rest. Every replica needs the same one. */
+  HOSTFLOW_OTP_SEALING_KEY_FILE: file,
+  HOSTFLOW_OTP_TTL_SECONDS: seconds(1, 86_400).default(1200),
+  HOSTFLOW_OTP_SWEEP_SECONDS: seconds(1, 86_400).default(60),
+  /** How often the certificate and token files are checked for rotation. */
+  HOSTFLOW_OTP_RELOAD_SECONDS: seconds(1, 3600).default(5),
+});
+
+export type OtpSettings = z.infer<typeof OtpEnvSchema>;
+
+export function loadOtpSettings(env: NodeJS.ProcessEnv = process.env): OtpSettings {
+  const parsed = OtpEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid OTP server settings in the environment:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** Deletes expired records now and every `intervalMs`, one sweep at a time. */
+function startSweeper(store: OtpStore, intervalMs: number, log: (line: string) => void) {
+  let sweeping = false;
+  const sweep = (): void => {
+    if (sweeping) return;
+    sweeping = true;
+    store
+      .sweep()
+      .then(
+        (n) => n > 0 && log(`swept ${n} expired OTP record(s)`),
+        (err) => log(`sweep failed: ${errorGist(err)}`),
+      )
+      .finally(() => (sweeping = false));
+  };
+  sweep();
+  const timer = setInterval(sweep, intervalMs);
+  return { stop: () => clearInterval(timer) };
+}
+
+async function main(): Promise<void> {
+  const base = loadSettings(); // KUBECONFIG, HOSTFLOW_KUBE_CONTEXT, HOSTFLOW_NAMESPACE
+  const settings = loadOtpSettings();
+  const log = (line: string): void => console.log(`otp-server ${new Date().toISOString()} ${line}`);
+  const sealer = createSealer(readSealingKey(settings.HOSTFLOW_OTP_SEALING_KEY_FILE));
+  const kc = kubeConfig(base);
+  const store = new KubeOtpStore(kc.makeApiClient(CoreV1Api), base.HOSTFLOW_NAMESPACE, sealer);
+  const split = settings.HOSTFLOW_OTP_LISTEN.lastIndexOf(':');
+  const server = await startOtpServer({
+    host: settings.HOSTFLOW_OTP_LISTEN.slice(0, split).replace(/^\[|\]$/g, ''),
+    port: Number(settings.HOSTFLOW_OTP_LISTEN.slice(split + 1)),
+    tls: {
+      certFile: settings.HOSTFLOW_OTP_TLS_CERT_FILE,
+      keyFile: settings.HOSTFLOW_OTP_TLS_KEY_FILE,
+    },
+    storeTokenFile: settings.HOSTFLOW_OTP_STORE_TOKEN_FILE,
+    store,
+    ttlSeconds: settings.HOSTFLOW_OTP_TTL_SECONDS,
+    reloadIntervalMs: settings.HOSTFLOW_OTP_RELOAD_SECONDS * 1000,
+    log,
+  });
+  const sweeper = startSweeper(store, settings.HOSTFLOW_OTP_SWEEP_SECONDS * 1000, log);
+  store.ready().catch((err) => log(`store not reachable yet: ${errorGist(err)}`));
+  log(
+    `listening on ${server.url} (redeem ${server.url}/otp), records in namespace ${base.HOSTFLOW_NAMESPACE}, sealing key ${sealer.keyId}`,
+  );
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: draining`);
+    sweeper.stop();
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err) => {
+    console.error(`hostflow otp-server: ${(err as Error).message}`);
+    process.exit(1);
+  });
+}
