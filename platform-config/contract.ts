@@ -50,6 +50,7 @@ export const WORKFLOW_ID = {
   allocator: (platform: string) => `allocator/${platform}`,
   provisioning: (namespace: string, name: string) => `provisioning/${namespace}/${name}`,
   machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
+  hostConfig: (engineNamespace: string) => `hostconfig/${engineNamespace}`,
 } as const;
 
 export const TASK_QUEUE = 'hostflow';

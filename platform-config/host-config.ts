@@ -3,6 +3,9 @@
 // reason, and a problem only affects the platforms it belongs to.
 import { z } from 'zod';
 import { checkPlatform, printable } from './platform.js';
+import { parseStaticHosts, type StaticHost } from './static-hosts.js';
+
+export type { StaticHost } from './static-hosts.js';
 
 export interface ConfigProblem {
   key: string;
@@ -19,6 +22,8 @@ export interface HostConfig {
   additionalInstanceTags: Record<string, string>;
   /** Regex sources; empty means every namespace is allowed. */
   allowedNamespaces: string[];
+  /** Valid `host.<name>.*` entries only; the invalid ones are in `problems`. */
+  staticHosts: StaticHost[];
   problems: ConfigProblem[];
 }
 
@@ -78,13 +83,23 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
     }
   });
 
+  const localPlatforms = platformList('local-platforms', globals['local-platforms']);
+  const dynamicPlatforms = platformList('dynamic-platforms', globals['dynamic-platforms']);
+  const dynamicPoolPlatforms = platformList(
+    'dynamic-pool-platforms',
+    globals['dynamic-pool-platforms'],
+  );
+  const staticHosts = parseStaticHosts(data ?? {});
+  problems.push(...staticHosts.problems);
+
   return {
-    localPlatforms: platformList('local-platforms', globals['local-platforms']),
-    dynamicPlatforms: platformList('dynamic-platforms', globals['dynamic-platforms']),
-    dynamicPoolPlatforms: platformList('dynamic-pool-platforms', globals['dynamic-pool-platforms']),
+    localPlatforms,
+    dynamicPlatforms,
+    dynamicPoolPlatforms,
     instanceTag: globals['instance-tag'] || undefined,
     additionalInstanceTags,
     allowedNamespaces,
+    staticHosts: staticHosts.hosts,
     problems,
   };
 }

@@ -1,9 +1,13 @@
 // Which strategy serves a platform, in the original's order: local, dynamic, pool, static hosts.
 import { HOST_CONFIG_NAME } from './contract.js';
-import { describeProblem, type HostConfig } from './host-config.js';
+import { describeProblem, type HostConfig, type StaticHost } from './host-config.js';
 import { checkPlatform, printable } from './platform.js';
 
-export type PlatformResolution = { kind: 'local' } | { kind: 'error'; message: string };
+export type PlatformResolution =
+  | { kind: 'local' }
+  /** Served from the `host.<name>.*` hosts whose platform this is (never empty). */
+  | { kind: 'static'; hosts: StaticHost[] }
+  | { kind: 'error'; message: string };
 
 /** Platforms that mean "run in the pod" without appearing in `local-platforms`. */
 const IMPLICITLY_LOCAL = new Set(['local', 'localhost']);
@@ -52,6 +56,8 @@ export function resolvePlatform(
       message: `platform ${platform} is configured as a dynamic platform in ${where}, which this hostflow version does not serve yet.`,
     };
   }
+  const hosts = config.staticHosts.filter((host) => host.platform === platform);
+  if (hosts.length > 0) return { kind: 'static', hosts };
   const hint =
     globalProblems.length > 0
       ? ` (${where} also has problems: ${globalProblems.map(describeProblem).join('; ')})`
