@@ -1,0 +1,238 @@
+// SSH adapter for static hosts (DESIGN.md §5): creates and removes per-build users over one SSH
+// connection each, as the host's admin with `sudo -n`. The build user's private key is generated
+// here and returned only to the caller in the same process: `provisionBuildUser` is a plain
+// function, not an activity, so the key never lands in workflow history.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  EXIT_SUDOERS_REJECTED,
+  buildDir,
+  buildUserName,
+  checkAdminUser,
+  generateBuildUserKey,
+  provisionScript,
+  remoteCommand,
+  removeScript,
+  type RemoteScript,
+} from './build-user.js';
+import type { AdminKeyReader } from './host-keys.js';
+import {
+  classifySshError,
+  withSsh,
+  type ExecResult,
+  type SshContext,
+  type SshOptions,
+} from './ssh-session.js';
+
+/** A static host as host-config describes it (`host.<name>.*`). */
+export interface StaticHost {
+  name: string;
+  address: string;
+  /** The admin user. */
+  user: string;
+  /** Secret in the engine namespace holding the admin key under `id_rsa`. */
+  secret: string;
+  port?: number;
+  /** `ssh-ed25519 AAAA…`; host-config has none today, so any host key is accepted without it. */
+  hostKey?: string;
+  sudoCommands?: string[];
+}
+
+export type HostRef = Omit<StaticHost, 'sudoCommands'>;
+
+export interface BuildUserInput {
+  host: StaticHost;
+  namespace: string;
+  taskRunName: string;
+}
+
+export interface ProvisionedUser {
+  user: string;
+  /** The Secret's `user-dir`. */
+  userDir: string;
+  /** OpenSSH format. Goes to the OTP service only; never to history, payloads or logs. */
+  privateKey: string;
+}
+
+export interface SshDeps {
+  adminKey: AdminKeyReader;
+}
+
+const PROVISION_TIMEOUT_MS = 60_000;
+/** userdel -r of a home full of container layers can take minutes. */
+const REMOVE_TIMEOUT_MS = 10 * 60_000;
+const HEARTBEAT_MS = 5_000;
+
+const sshContext = (host: HostRef): SshContext => ({
+  host: host.name,
+  address: host.address,
+  port: host.port,
+  user: host.user,
+  secret: host.secret,
+});
+
+/** Names the host in a rejected value's message: config problems must say where to look. */
+function forHost<T>(host: HostRef, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (!(err instanceof ApplicationFailure) || err.type !== 'UnsafeRemoteValue') throw err;
+    throw ApplicationFailure.nonRetryable(`ssh host ${host.name}: ${err.message}`, err.type);
+  }
+}
+
+/** The last lines of stderr: what a person needs, bounded. */
+const tail = (text: string) => text.trim().split('\n').slice(-5).join(' | ').slice(-500);
+
+function checkResult(result: ExecResult, host: HostRef, action: string): void {
+  if (result.code === 0) return;
+  const at = `ssh host ${host.name} (${host.address}) as ${host.user}: ${action}`;
+  const stderr = tail(result.stderr);
+  if (/^sudo: .*(password is required|not in the sudoers|may not run sudo)/m.test(result.stderr)) {
+    throw ApplicationFailure.nonRetryable(
+      `${at}: sudo refused (${stderr}); give ${host.user} passwordless sudo on the host ` +
+        `(see Host Requirements), or correct host.${host.name}.user`,
+      'SshSudoRejected',
+    );
+  }
+  if (result.code === EXIT_SUDOERS_REJECTED) {
+    throw ApplicationFailure.nonRetryable(
+      `${at}: visudo rejected the sudoers rule (${stderr}); correct host.${host.name}.sudo-commands`,
+      'SudoersRejected',
+    );
+  }
+  throw ApplicationFailure.retryable(
+    `${at}: exit ${result.code}: ${stderr || 'no output'}; retrying`,
+    'SshCommandFailed',
+  );
+}
+
+/** Runs one fixed script as root on the host. Everything is validated before the host is contacted. */
+async function runScript(
+  deps: SshDeps,
+  host: HostRef,
+  { script, args }: RemoteScript,
+  action: string,
+  timeoutMs: number,
+  options: SshOptions = {},
+): Promise<string> {
+  forHost(host, () => checkAdminUser(host.user));
+  const command = remoteCommand(args);
+  const privateKey = await deps.adminKey(host.secret);
+  const target = { address: host.address, port: host.port, user: host.user, privateKey };
+  let result: ExecResult;
+  try {
+    result = await withSsh(
+      { ...target, ...(host.hostKey && { hostKey: host.hostKey }) },
+      (ssh) => ssh.exec(command, { stdin: script, timeoutMs }),
+      options,
+    );
+  } catch (err) {
+    throw classifySshError(err, sshContext(host));
+  }
+  checkResult(result, host, action);
+  return result.stdout;
+}
+
+/**
+ * Creates the TaskRun's build user on the host if absent, installs a fresh ed25519 key as its only
+ * authorized key, creates its build directory and sets (or clears) its sudo rule. Idempotent: a
+ * rerun replaces the key. Call it from the activity that also stores the key in the OTP service.
+ */
+export async function provisionBuildUser(
+  deps: SshDeps,
+  input: BuildUserInput,
+  options: SshOptions = {},
+): Promise<ProvisionedUser> {
+  const user = buildUserName(input.namespace, input.taskRunName);
+  const { privateKey, publicKey } = generateBuildUserKey(user);
+  const script = forHost(input.host, () =>
+    provisionScript(user, publicKey, input.host.sudoCommands ?? []),
+  );
+  await runScript(deps, input.host, script, `provision ${user}`, PROVISION_TIMEOUT_MS, options);
+  return { user, userDir: buildDir(user), privateKey };
+}
+
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined; // called outside an activity (tests, scripts)
+  }
+}
+
+/** Heartbeats while `fn` runs, when inside an activity, and hands it the cancellation signal. */
+async function heartbeating<T>(fn: (options: SshOptions) => Promise<T>): Promise<T> {
+  const ctx = activityContext();
+  if (!ctx) return fn({});
+  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+  try {
+    return await fn({ signal: ctx.cancellationSignal });
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export function createSshActivities(deps: SshDeps) {
+  return {
+    /** Kills the build user's processes, removes it, its home and its sudo rule. Idempotent. */
+    async removeBuildUser(input: {
+      host: HostRef;
+      namespace: string;
+      taskRunName: string;
+    }): Promise<'removed' | 'absent'> {
+      const user = buildUserName(input.namespace, input.taskRunName);
+      const script = removeScript(user);
+      const out = await heartbeating((options) =>
+        runScript(deps, input.host, script, `remove ${user}`, REMOVE_TIMEOUT_MS, options),
+      );
+      const outcome = out.trim().split('\n').pop();
+      if (outcome === 'removed' || outcome === 'absent') return outcome;
+      throw ApplicationFailure.retryable(
+        `ssh host ${input.host.name}: removing ${user} printed ${JSON.stringify(tail(out))}`,
+        'SshCommandFailed',
+      );
+    },
+
+    /**
+     * Whether the admin can log in and use sudo: the check that re-admits an unhealthy host.
+     * Host problems answer `ok: false`; a retryable failure to read the admin key is thrown,
+     * since it says nothing about the host.
+     */
+    async probeHost(input: { host: HostRef }): Promise<{ ok: boolean; detail: string }> {
+      const { host } = input;
+      try {
+        forHost(host, () => checkAdminUser(host.user));
+      } catch (err) {
+        return { ok: false, detail: (err as Error).message };
+      }
+      const adminKey = await deps.adminKey(host.secret).catch((err: unknown) => {
+        if (err instanceof ApplicationFailure && err.nonRetryable) return err;
+        throw err;
+      });
+      if (adminKey instanceof ApplicationFailure) return { ok: false, detail: adminKey.message };
+      // the script runs under `sudo -n bash`, so reaching `true` proves login and sudo both work
+      const probe = { script: 'true\n', args: [] };
+      try {
+        await heartbeating((options) =>
+          runScript(
+            { adminKey: async () => adminKey },
+            host,
+            probe,
+            'sudo -n true',
+            30_000,
+            options,
+          ),
+        );
+        return {
+          ok: true,
+          detail: `${host.user}@${host.address}: login and passwordless sudo work`,
+        };
+      } catch (err) {
+        return { ok: false, detail: (err as Error).message };
+      }
+    },
+  };
+}
+
+export type SshActivities = ReturnType<typeof createSshActivities>;
