@@ -1,10 +1,32 @@
 // Every activity the worker registers, built over the clients one process owns.
+import type { Client } from '@temporalio/client';
+import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
+import { createHostConfigActivities } from './host-config.js';
+import { createAdminKeyReader } from './host-keys.js';
+import { createEventActivities } from './kube-events.js';
 import { createKubernetesActivities, type KubeClients } from './kubernetes.js';
+import { createSshActivities } from './ssh.js';
+import { createTemporalActivities } from './temporal.js';
 
 export interface ActivityDeps {
   kube: KubeClients;
+  temporal: { client: Client; taskQueue: string };
+  otp?: OtpDelivery;
 }
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...createKubernetesActivities(deps.kube) };
+  const kubernetes = createKubernetesActivities(deps.kube);
+  const ssh = { adminKey: createAdminKeyReader(deps.kube) };
+  return {
+    ...kubernetes,
+    ...createHostConfigActivities(deps.kube),
+    ...createEventActivities(deps.kube),
+    ...createTemporalActivities(deps.temporal),
+    ...createSshActivities(ssh),
+    ...createDeliveryActivities({
+      ssh,
+      otp: deps.otp,
+      writeTaskRunSecret: kubernetes.writeTaskRunSecret,
+    }),
+  };
 }

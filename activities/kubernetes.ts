@@ -1,18 +1,7 @@
-// Kubernetes adapter: the only activities that read or write cluster objects.
+// Kubernetes adapter for TaskRuns and their Secrets.
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import {
-  ANNOTATIONS,
-  HOST_CONFIG_NAME,
-  LABELS,
-  secretNameFor,
-} from '../platform-config/contract.js';
-import { parseHostConfig } from '../platform-config/host-config.js';
-import {
-  missingConfigMessage,
-  resolvePlatform,
-  type PlatformResolution,
-} from '../platform-config/resolve.js';
+import { ANNOTATIONS, LABELS, secretNameFor } from '../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, statusCode } from './kube-errors.js';
 import { TASKRUN_API } from './taskrun-api.js';
 
@@ -36,7 +25,7 @@ export interface TaskRunMetadataPatch extends TaskRunRef {
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-export function createKubernetesActivities({ core, custom, engineNamespace }: KubeClients) {
+export function createKubernetesActivities({ core, custom }: KubeClients) {
   async function taskRunExists(ref: TaskRunRef): Promise<boolean> {
     try {
       const obj = (await custom.getNamespacedCustomObject({
@@ -52,31 +41,6 @@ export function createKubernetesActivities({ core, custom, engineNamespace }: Ku
   }
 
   return {
-    /** Reads host-config live, so ConfigMap edits apply to the next TaskRun without restarts. */
-    async resolveTaskRunPlatform(input: {
-      namespace: string;
-      platform: string;
-    }): Promise<PlatformResolution> {
-      let data: Record<string, string> | undefined;
-      try {
-        const configMap = await core.readNamespacedConfigMap({
-          name: HOST_CONFIG_NAME,
-          namespace: engineNamespace,
-        });
-        data = configMap.data ?? {};
-      } catch (err) {
-        if (isNotFound(err)) {
-          return {
-            kind: 'error',
-            message: missingConfigMessage(engineNamespace, 'it does not exist'),
-          };
-        }
-        rethrowKube(`read ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`, err);
-      }
-      const config = parseHostConfig(data);
-      return resolvePlatform(config, input.platform, input.namespace, engineNamespace);
-    },
-
     /**
      * Creates or replaces the TaskRun's Secret. Idempotent: a retry after a lost response
      * finds its own Secret and rewrites the same data.

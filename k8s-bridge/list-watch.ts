@@ -22,6 +22,8 @@ export interface ListWatchOptions<T> extends ListWatchHandlers<T> {
   name: string;
   kubeConfig: KubeConfig;
   watchPath: string;
+  /** Extra watch query parameters, such as a fieldSelector matching the list's. */
+  watchParams?: Record<string, string>;
   list(continueToken: string | undefined): Promise<ListPage<T>>;
   resyncMs: number;
   log?: (message: string) => void;
@@ -111,7 +113,12 @@ export class ListWatch<T> {
       watch
         .watch(
           this.options.watchPath,
-          { resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+          {
+            ...this.options.watchParams,
+            resourceVersion,
+            allowWatchBookmarks: true,
+            timeoutSeconds,
+          },
           (
             type: string,
             object: T & { metadata?: { resourceVersion?: string }; code?: number },

@@ -1,29 +1,40 @@
 // The bridge process: watches TaskRuns and signals their workflows until SIGINT/SIGTERM.
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
 import { Bridge } from '../k8s-bridge/bridge.js';
+import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
 async function main(): Promise<void> {
   const settings = loadSettings();
   const kc = kubeConfig(settings);
   const connection = await Connection.connect(temporalConnection(settings));
+  const temporal = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  const hostConfig = new HostConfigWatch({
+    kubeConfig: kc,
+    core: kc.makeApiClient(CoreV1Api),
+    temporal,
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    engineNamespace: settings.HOSTFLOW_NAMESPACE,
+    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+  });
   const bridge = new Bridge({
     kubeConfig: kc,
     custom: kc.makeApiClient(CustomObjectsApi),
-    temporal: new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE }),
+    temporal,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
   });
   bridge.start();
+  hostConfig.start();
   console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await bridge.stop();
+  await Promise.all([bridge.stop(), hostConfig.stop()]);
   await connection.close();
 }
 

@@ -38,6 +38,16 @@ const EnvSchema = z.object({
     .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a Kubernetes namespace name')
     .optional(),
   HOSTFLOW_METRICS_ADDRESS: hostPort.optional(),
+  /** The OTP service as the worker reaches it, and the files to trust and authenticate to it. */
+  HOSTFLOW_OTP_URL: z.string().url().startsWith('https://', 'must be an https:// URL').optional(),
+  HOSTFLOW_OTP_CA_FILE: z.string().optional(),
+  HOSTFLOW_OTP_STORE_TOKEN_FILE: z.string().optional(),
+  /** The OTP service as build pods reach it, when that differs from HOSTFLOW_OTP_URL. */
+  HOSTFLOW_OTP_PUBLIC_URL: z
+    .string()
+    .url()
+    .startsWith('https://', 'must be an https:// URL')
+    .optional(),
   HOSTFLOW_RESYNC_SECONDS: z.coerce.number().int().min(5).max(86_400).default(300),
   HOSTFLOW_WORKFLOW_BUNDLE: z.string().optional(),
 });

@@ -1,23 +1,38 @@
 // The worker process: runs workflows and activities until SIGINT/SIGTERM, then drains.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
+import type { OtpDelivery } from '../activities/delivery.js';
+import { OtpClient } from '../otp-server/client.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
-export async function createWorker(settings: Settings): Promise<Worker> {
+export async function createWorker(
+  settings: Settings,
+): Promise<{ worker: Worker; close(): Promise<void> }> {
   const kc = kubeConfig(settings);
+  const options = temporalConnection(settings);
+  const [connection, clientConnection] = await Promise.all([
+    NativeConnection.connect(options),
+    Connection.connect(options),
+  ]);
   const activities = createActivities({
     kube: {
       core: kc.makeApiClient(CoreV1Api),
       custom: kc.makeApiClient(CustomObjectsApi),
       engineNamespace: settings.HOSTFLOW_NAMESPACE,
     },
+    temporal: {
+      client: new Client({ connection: clientConnection, namespace: settings.TEMPORAL_NAMESPACE }),
+      taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    },
+    otp: otpDelivery(settings),
   });
-  const connection = await NativeConnection.connect(temporalConnection(settings));
-  return Worker.create({
+  const worker = await Worker.create({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
@@ -26,6 +41,31 @@ export async function createWorker(settings: Settings): Promise<Worker> {
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
       : { workflowsPath: WORKFLOWS_PATH }),
   });
+  return {
+    worker,
+    close: async () => {
+      await Promise.all([connection.close(), clientConnection.close()]);
+    },
+  };
+}
+
+function otpDelivery(settings: Settings): OtpDelivery | undefined {
+  const {
+    HOSTFLOW_OTP_URL: url,
+    HOSTFLOW_OTP_CA_FILE: caFile,
+    HOSTFLOW_OTP_STORE_TOKEN_FILE: tokenFile,
+  } = settings;
+  if (!url && !caFile && !tokenFile) return undefined; // local platforms only
+  if (!url || !caFile || !tokenFile) {
+    throw new Error(
+      'invalid hostflow settings: HOSTFLOW_OTP_URL, HOSTFLOW_OTP_CA_FILE and HOSTFLOW_OTP_STORE_TOKEN_FILE go together',
+    );
+  }
+  const client = OtpClient.fromFiles({ url, caFile, storeTokenFile: tokenFile });
+  const publicRedeem = settings.HOSTFLOW_OTP_PUBLIC_URL
+    ? `${settings.HOSTFLOW_OTP_PUBLIC_URL.replace(/\/+$/, '')}/otp`
+    : client.redeemUrl;
+  return { client, publicRedeemUrl: publicRedeem, caPem: readFileSync(caFile, 'utf8') };
 }
 
 async function main(): Promise<void> {
@@ -37,12 +77,12 @@ async function main(): Promise<void> {
       },
     });
   }
-  const worker = await createWorker(settings);
+  const { worker, close } = await createWorker(settings);
   console.log(
     `hostflow worker polling ${settings.TEMPORAL_ADDRESS} namespace ${settings.TEMPORAL_NAMESPACE} task queue ${settings.HOSTFLOW_TASK_QUEUE}`,
   );
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
-  await worker.connection?.close();
+  await close();
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

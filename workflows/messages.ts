@@ -12,13 +12,17 @@ export interface TaskRunObservation {
 
 export const taskRunObserved = defineSignal<[TaskRunObservation]>('taskRunObserved');
 
+export type Phase =
+  'Allocating' | 'Waiting' | 'Provisioning' | 'Ready' | 'Failed' | 'CleaningUp' | 'Done';
+
 export interface TaskRunStatus {
   phase: Phase;
   observed: TaskRunState;
+  /** The serving host's name (`localhost` for local platforms). */
   host?: string;
+  user?: string;
+  failedHosts: string[];
   error?: string;
 }
-
-export type Phase = 'Allocating' | 'Ready' | 'Failed' | 'CleaningUp' | 'Done';
 
 export const taskRunStatus = defineQuery<TaskRunStatus>('status');

@@ -10,4 +10,8 @@ export const SA = {
   phase: defineSearchAttributeKey('Phase', SearchAttributeType.KEYWORD),
 } as const;
 
-export const KIND = { taskRun: 'taskrun', allocator: 'allocator' } as const;
+export const KIND = {
+  taskRun: 'taskrun',
+  allocator: 'allocator',
+  hostConfig: 'hostconfig',
+} as const;

@@ -3,14 +3,15 @@
 import {
   CancellationScope,
   condition,
-  proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
-  setCurrentDetails,
 } from '@temporalio/workflow';
-import type { KubernetesActivities, TaskRunRef } from '../activities/kubernetes.js';
+import type { TaskRunRef } from '../activities/kubernetes.js';
 import { LABELS, LOCALHOST, platformLabel } from '../platform-config/contract.js';
 import { checkPlatform } from '../platform-config/platform.js';
+import { kube } from './activities.js';
+import { slotExhausted, slotGranted } from './allocator-messages.js';
 import {
   TASKRUN_STATE_ORDER,
   taskRunObserved,
@@ -20,39 +21,33 @@ import {
   type TaskRunStatus,
 } from './messages.js';
 import { SA } from './search-attributes.js';
+import { cleanUpStaticPool, newPoolRun, serveFromStaticPool } from './static-pool.js';
+import type { TaskRun, TaskRunOutcome, TaskRunWorkflowInput } from './taskrun-types.js';
 
-export interface TaskRunWorkflowInput extends TaskRunRef {
-  platform: string;
-}
-
-export type TaskRunOutcome =
-  | { served: 'local' }
-  | { served: 'error'; message: string }
-  | { served: 'nothing'; reason: string };
-
-// Kubernetes calls are short, so they run as local activities: in the worker, within the
-// workflow task, without a round trip through the server per call. Retries are unlimited
-// (the API server may be down for a while); past localRetryThreshold they wait on timers.
-const kube = proxyLocalActivities<KubernetesActivities>({
-  startToCloseTimeout: '30 seconds',
-  localRetryThreshold: '10 seconds',
-  retry: {
-    initialInterval: '200 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-  },
-});
+export type { TaskRunOutcome, TaskRunWorkflowInput };
 
 export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<TaskRunOutcome> {
-  const status: TaskRunStatus = { phase: 'Allocating', observed: 'active' };
+  const status: TaskRunStatus = { phase: 'Allocating', observed: 'active', failedHosts: [] };
+  const run: TaskRun = {
+    input,
+    ref: { namespace: input.namespace, name: input.name, uid: input.uid },
+    status,
+    ended: () => status.observed !== 'active',
+    publish: (phase) => publish(status, phase),
+    pool: newPoolRun(),
+  };
   setHandler(taskRunObserved, ({ state }) => {
     if (TASKRUN_STATE_ORDER.indexOf(state) > TASKRUN_STATE_ORDER.indexOf(status.observed)) {
       status.observed = state;
     }
   });
   setHandler(taskRunStatus, () => status);
-  const ended = (): boolean => status.observed !== 'active';
-  const ref: TaskRunRef = { namespace: input.namespace, name: input.name, uid: input.uid };
+  setHandler(slotGranted, ({ requestId, host }) => {
+    if (requestId === run.pool.requestId) run.pool.grant = host;
+  });
+  setHandler(slotExhausted, ({ requestId, reason }) => {
+    if (requestId === run.pool.requestId) run.pool.exhausted = reason;
+  });
   const label = `TaskRun ${input.namespace}/${input.name}`;
 
   let outcome: TaskRunOutcome = {
@@ -60,18 +55,20 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     reason: 'the TaskRun ended before it was served',
   };
   try {
-    if (!ended()) outcome = await serve(input, ref, status);
+    if (!run.ended()) outcome = await serve(run);
     setCurrentDetails(
-      `${label} is ${status.phase === 'Ready' ? 'served' : 'failed'}; ` +
+      `${label} is ${status.phase === 'Ready' ? `served by ${status.host}` : 'failed'}; ` +
         'waiting for it to complete or be deleted, then cleaning up.',
     );
-    await condition(ended);
+    await condition(run.ended);
   } finally {
     // Clean-up must happen even when the workflow itself is cancelled.
     await CancellationScope.nonCancellable(async () => {
       status.phase = 'CleaningUp';
-      setCurrentDetails(`${label} ${describe(status.observed)}; deleting its Secret.`);
-      await kube.deleteTaskRunSecret(ref);
+      setCurrentDetails(`${label} ${describe(status.observed)}; cleaning up.`);
+      await cleanUpStaticPool(run, async () => {
+        await kube.deleteTaskRunSecret(run.ref);
+      });
       publish(status, 'Done');
       setCurrentDetails(`${label} ${describe(status.observed)}; cleaned up.`);
     });
@@ -79,11 +76,8 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
   return outcome;
 }
 
-async function serve(
-  input: TaskRunWorkflowInput,
-  ref: TaskRunRef,
-  status: TaskRunStatus,
-): Promise<TaskRunOutcome> {
+async function serve(run: TaskRun): Promise<TaskRunOutcome> {
+  const { input, ref, status } = run;
   setCurrentDetails(
     `Resolving platform ${input.platform} for TaskRun ${input.namespace}/${input.name}.`,
   );
@@ -95,23 +89,38 @@ async function serve(
   if (checkPlatform(input.platform).ok)
     labels[LABELS.targetPlatform] = platformLabel(input.platform);
 
-  if (resolution.kind === 'error') {
-    status.error = resolution.message;
-    await Promise.all([
-      kube.writeTaskRunSecret({ ...ref, data: { error: resolution.message } }),
-      kube.patchTaskRunMetadata({ ...ref, labels }),
-    ]);
-    publish(status, 'Failed');
-    return { served: 'error', message: resolution.message };
+  switch (resolution.kind) {
+    case 'error':
+      return fail(run, resolution.message, labels);
+    case 'static':
+      return serveFromStaticPool(run, labels, fail);
+    case 'local':
+      await Promise.all([
+        kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),
+        kube.patchTaskRunMetadata({
+          ...ref,
+          labels: { ...labels, [LABELS.assignedHost]: LOCALHOST },
+        }),
+      ]);
+      status.host = LOCALHOST;
+      publish(status, 'Ready');
+      return { served: 'local' };
   }
+}
 
+/** The build still gets its Secret, with an `error` it can print, so its pod never hangs. */
+async function fail(
+  run: TaskRun,
+  message: string,
+  labels: Record<string, string | null>,
+): Promise<TaskRunOutcome> {
+  run.status.error = message;
   await Promise.all([
-    kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),
-    kube.patchTaskRunMetadata({ ...ref, labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } }),
+    kube.writeTaskRunSecret({ ...run.ref, data: { error: message } }),
+    kube.patchTaskRunMetadata({ ...run.ref, labels }),
   ]);
-  status.host = LOCALHOST;
-  publish(status, 'Ready');
-  return { served: 'local' };
+  publish(run.status, 'Failed');
+  return { served: 'error', message };
 }
 
 /** Records a phase where operators search for it: one search-attribute upsert per phase. */
@@ -126,3 +135,5 @@ function publish(status: TaskRunStatus, phase: Phase): void {
 function describe(state: TaskRunState): string {
   return state === 'deleted' ? 'was deleted' : state === 'completed' ? 'completed' : 'is running';
 }
+
+export type { TaskRunRef };

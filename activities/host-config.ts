@@ -1,0 +1,122 @@
+// host-config adapter: reads the ConfigMap live (so edits apply to the next request without
+// restarts), resolves platforms, and reports problems as Warning Events on the ConfigMap.
+import { createHash } from 'node:crypto';
+import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
+import {
+  describeProblem,
+  parseHostConfig,
+  type HostConfig,
+} from '../platform-config/host-config.js';
+import {
+  missingConfigMessage,
+  resolvePlatform,
+  type PlatformResolution,
+} from '../platform-config/resolve.js';
+import type { SlotHost } from '../workflows/allocation.js';
+import { isConflict, isNotFound, rethrowKube } from './kube-errors.js';
+import type { KubeClients } from './kubernetes.js';
+
+type ConfigRead =
+  { found: true; config: HostConfig; resourceVersion?: string; uid?: string } | { found: false };
+
+export function createHostConfigActivities({ core, engineNamespace }: KubeClients) {
+  const where = `ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`;
+
+  async function readConfig(): Promise<ConfigRead> {
+    try {
+      const configMap = await core.readNamespacedConfigMap({
+        name: HOST_CONFIG_NAME,
+        namespace: engineNamespace,
+      });
+      return {
+        found: true,
+        config: parseHostConfig(configMap.data ?? {}),
+        resourceVersion: configMap.metadata?.resourceVersion,
+        uid: configMap.metadata?.uid,
+      };
+    } catch (err) {
+      if (isNotFound(err)) return { found: false };
+      rethrowKube(`read ${where}`, err);
+    }
+  }
+
+  return {
+    async resolveTaskRunPlatform(input: {
+      namespace: string;
+      platform: string;
+    }): Promise<PlatformResolution> {
+      const read = await readConfig();
+      if (!read.found)
+        return {
+          kind: 'error',
+          message: missingConfigMessage(engineNamespace, 'it does not exist'),
+        };
+      return resolvePlatform(read.config, input.platform, input.namespace, engineNamespace);
+    },
+
+    /** The platform's static hosts as the allocator uses them; none when the platform is broken or gone. */
+    async loadPlatformHosts(input: { platform: string }): Promise<SlotHost[]> {
+      const read = await readConfig();
+      if (!read.found) return [];
+      if (read.config.problems.some((p) => p.platform === input.platform)) return [];
+      return read.config.staticHosts
+        .filter((h) => h.platform === input.platform)
+        .map(({ name, address, user, secret, concurrency, sudoCommands }) => ({
+          name,
+          address,
+          user,
+          secret,
+          concurrency,
+          sudoCommands,
+        }));
+    },
+
+    /**
+     * One Warning Event per problem on the ConfigMap. Event names derive from the problem, so
+     * a retry or a second report of the same problem does not repeat it.
+     */
+    async reportHostConfigProblems(): Promise<{ problems: string[] }> {
+      const read = await readConfig();
+      if (!read.found)
+        return { problems: [missingConfigMessage(engineNamespace, 'it does not exist')] };
+      const problems = read.config.problems.map(describeProblem);
+      const now = new Date();
+      for (const problem of problems) {
+        const digest = createHash('sha256')
+          .update(`${read.resourceVersion}\n${problem}`)
+          .digest('hex')
+          .slice(0, 16);
+        try {
+          await core.createNamespacedEvent({
+            namespace: engineNamespace,
+            body: {
+              metadata: { name: `${HOST_CONFIG_NAME}.${digest}`, namespace: engineNamespace },
+              involvedObject: {
+                apiVersion: 'v1',
+                kind: 'ConfigMap',
+                name: HOST_CONFIG_NAME,
+                namespace: engineNamespace,
+                uid: read.uid,
+                resourceVersion: read.resourceVersion,
+              },
+              type: 'Warning',
+              reason: 'InvalidHostConfig',
+              message: problem,
+              source: { component: 'hostflow' },
+              reportingComponent: 'hostflow',
+              reportingInstance: 'hostflow-worker',
+              firstTimestamp: now,
+              lastTimestamp: now,
+              count: 1,
+            },
+          });
+        } catch (err) {
+          if (!isConflict(err)) rethrowKube(`record a Warning Event on ${where}`, err);
+        }
+      }
+      return { problems };
+    },
+  };
+}
+
+export type HostConfigActivities = ReturnType<typeof createHostConfigActivities>;

@@ -1,0 +1,79 @@
+// Temporal adapter: what workflows cannot do themselves (send updates, look at other
+// workflows), done from the worker with its client.
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import type { RequestOutcome } from '../workflows/allocation.js';
+import {
+  hostConfigChanged,
+  requestSlot,
+  type SlotRequestInput,
+} from '../workflows/allocator-messages.js';
+import { KIND, SA } from '../workflows/search-attributes.js';
+
+export interface TemporalDeps {
+  client: Client;
+  taskQueue: string;
+}
+
+export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
+  return {
+    /**
+     * Asks the platform's allocator for a slot, starting the allocator if it is not running.
+     * The update ID is the request ID, so a retried activity gets the same answer.
+     */
+    async requestSlot(input: SlotRequestInput & { platform: string }): Promise<RequestOutcome> {
+      const { platform, ...request } = input;
+      const startAllocator = new WithStartWorkflowOperation('allocatorWorkflow', {
+        workflowId: WORKFLOW_ID.allocator(platform),
+        taskQueue,
+        args: [{ platform }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: [
+          { key: SA.kind, value: KIND.allocator },
+          { key: SA.platform, value: platform },
+        ],
+        staticSummary: `Allocator for ${platform}`,
+        staticDetails:
+          `Owns the host slots of platform \`${platform}\`: serves TaskRuns first come, first served, ` +
+          'never over capacity, and takes hosts that keep failing out of rotation until a probe succeeds.',
+      });
+      return client.workflow.executeUpdateWithStart(requestSlot, {
+        updateId: request.requestId,
+        args: [request],
+        startWorkflowOperation: startAllocator,
+      });
+    },
+
+    /** Which of these workflows are no longer running (or never existed). */
+    async closedWorkflows(input: { workflowIds: string[] }): Promise<string[]> {
+      const closed: string[] = [];
+      for (const workflowId of new Set(input.workflowIds)) {
+        try {
+          const { status } = await client.workflow.getHandle(workflowId).describe();
+          if (status.name !== 'RUNNING') closed.push(workflowId);
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) closed.push(workflowId);
+          else throw err;
+        }
+      }
+      return closed;
+    },
+
+    /** Tells every running allocator of this task queue that host-config changed. */
+    async notifyAllocators(): Promise<number> {
+      const query = `${SA.kind.name} = '${KIND.allocator}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
+      let count = 0;
+      for await (const execution of client.workflow.list({ query })) {
+        try {
+          await client.workflow.getHandle(execution.workflowId).signal(hostConfigChanged);
+          count++;
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }
+      }
+      return count;
+    },
+  };
+}
+
+export type TemporalActivities = ReturnType<typeof createTemporalActivities>;

@@ -1,0 +1,88 @@
+// The OTP service as the local stack runs it: a CA and certificate, a store token and a
+// sealing key under the state directory (kept across restarts), and `node dist/otp-server/main.js`.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from './paths.js';
+import { ensureCa, ensureCert } from './pki.js';
+import { freePort } from './ports.js';
+import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
+
+export interface OtpService {
+  process: ManagedProcess;
+  url: string;
+  /** What a worker needs to use it (HOSTFLOW_OTP_*). */
+  workerEnv: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export async function startOtpService(options: {
+  stateDir: string;
+  kubeconfig: string;
+  /** Namespace for its records (the engine namespace). */
+  namespace: string;
+  port?: number;
+  logFile?: string;
+}): Promise<OtpService> {
+  const dir = options.stateDir;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const ca = await ensureCa(join(dir, 'pki'), 'hostflow OTP CA');
+  const cert = await ensureCert(ca, 'otp-server', {
+    cn: 'hostflow-otp',
+    ips: ['127.0.0.1'],
+    dns: ['localhost'],
+  });
+  const storeTokenFile = secretFile(join(dir, 'store-token'), () =>
+    randomBytes(32).toString('base64url'),
+  );
+  const sealingKeyFile = secretFile(join(dir, 'sealing-key'), () =>
+    randomBytes(32).toString('base64'),
+  );
+  const port = options.port ?? (await freePort());
+  const proc = spawnManaged(
+    'otp-server',
+    process.execPath,
+    ['--enable-source-maps', join(REPO_ROOT, 'dist/otp-server/main.js')],
+    {
+      env: {
+        ...process.env,
+        KUBECONFIG: options.kubeconfig,
+        HOSTFLOW_NAMESPACE: options.namespace,
+        HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
+        HOSTFLOW_OTP_TLS_CERT_FILE: cert.cert,
+        HOSTFLOW_OTP_TLS_KEY_FILE: cert.key,
+        HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
+        HOSTFLOW_OTP_SEALING_KEY_FILE: sealingKeyFile,
+      },
+      logFile: options.logFile,
+    },
+  );
+  try {
+    await waitFor(
+      'otp-server to listen',
+      () => (proc.tail(50).includes('listening on') ? true : undefined),
+      {
+        process: proc,
+      },
+    );
+  } catch (err) {
+    await proc.stop();
+    throw new Error(`otp-server: could not start: ${(err as Error).message}`);
+  }
+  const url = `https://127.0.0.1:${port}`;
+  return {
+    process: proc,
+    url,
+    workerEnv: {
+      HOSTFLOW_OTP_URL: url,
+      HOSTFLOW_OTP_CA_FILE: ca.cert,
+      HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
+    },
+    stop: () => proc.stop(),
+  };
+}
+
+function secretFile(path: string, make: () => string): string {
+  if (!existsSync(path)) writeFileSync(path, `${make()}\n`, { mode: 0o600 });
+  return path;
+}

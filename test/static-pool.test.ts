@@ -1,0 +1,241 @@
+// Static host pools end to end on real components: a TaskRun gets a fresh user on a real sshd
+// host, redeems its key with the build task's own curl command, logs in with it, and
+// everything is removed again when the TaskRun completes.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import ssh2 from 'ssh2';
+import { waitFor } from '../local-stack/process.js';
+import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
+import { testEnv } from './support/env.js';
+import { createStaticPool, type StaticPool } from './support/static-pool.js';
+
+const run = promisify(execFile);
+let pool: StaticPool;
+
+beforeAll(async () => {
+  pool = await createStaticPool('static');
+  await pool.scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+});
+
+afterAll(async () => {
+  await pool?.dispose();
+});
+
+/** The build task's side: write the Secret's files and run its exact curl command. */
+async function redeem(secret: Record<string, string>): Promise<string> {
+  const dir = mkdtempSync(join(testEnv('stateDir'), 'build-'));
+  for (const key of ['otp', 'otp-ca', 'otp-server']) writeFileSync(join(dir, key), secret[key]!);
+  await run(
+    'bash',
+    [
+      '-c',
+      'curl --fail --silent --show-error --cacert otp-ca -XPOST -d @otp "$(cat otp-server)" > id_rsa',
+    ],
+    {
+      cwd: dir,
+    },
+  );
+  return readFileSync(join(dir, 'id_rsa'), 'utf8');
+}
+
+function sshExec(host: string, user: string, privateKey: string, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const client = new ssh2.Client();
+    client
+      .on('ready', () => {
+        client.exec(command, (err, stream) => {
+          if (err) return reject(err);
+          let out = '';
+          stream
+            .on('data', (d: Buffer) => (out += d.toString()))
+            .stderr.on('data', () => undefined);
+          stream.on('close', () => {
+            client.end();
+            resolve(out.trim());
+          });
+        });
+      })
+      .on('error', reject)
+      .connect({ host, port: 22, username: user, privateKey, readyTimeout: 10_000 });
+  });
+}
+
+describe('a static-pool TaskRun', () => {
+  it('gets a build user it can log in as with the redeemed key, and loses it on completion', async () => {
+    const { scope, hosts } = pool;
+    const tr = await scope.taskRuns.create({ name: 'happy', platform: pool.platform });
+    const secret = await scope.taskRuns.waitForSecret(tr.name);
+    expect(Object.keys(secret).sort()).toEqual(['host', 'otp', 'otp-ca', 'otp-server', 'user-dir']);
+    const [user, address] = secret.host!.split('@') as [string, string];
+    expect(user).toMatch(/^u-[0-9a-f]{12}$/);
+    expect(secret['user-dir']).toBe(`/home/${user}/build`);
+    expect(secret['otp-server']).toBe(`${pool.otp.url}/otp`);
+    const host = hosts.find((h) => h.address === address)!;
+    expect(host).toBeDefined();
+
+    const labels = (await scope.taskRuns.get(tr.name)).metadata.labels ?? {};
+    expect(labels[LABELS.assignedHost]).toBe(`h${hosts.indexOf(host) + 1}`);
+    expect(labels[LABELS.targetPlatform]).toBe(pool.platform.replace('/', '-'));
+    expect(labels[LABELS.waitingForPlatform]).toBeUndefined();
+
+    const key = await redeem(secret);
+    expect(key).toContain('OPENSSH PRIVATE KEY');
+    await expect(redeem(secret)).rejects.toThrow(); // one time only
+    expect(await sshExec(address, user, key, 'whoami && cd "$HOME/build" && touch ok && pwd')).toBe(
+      `${user}\n${secret['user-dir']}`,
+    );
+    const other = hosts.find((h) => h !== host)!;
+    expect(await pool.buildUsers(other)).not.toContain(user);
+
+    await scope.taskRuns.complete(tr.name);
+    await scope.taskRuns.waitForSecretGone(tr.name);
+    expect(await pool.buildUsers(host)).not.toContain(user);
+    expect((await host.exec(['test', '-e', `/home/${user}`])).code).not.toBe(0);
+    await waitFor('the slot to be released', async () =>
+      (await pool.allocator()).inUse === 0 ? true : undefined,
+    );
+
+    const reasons = (
+      await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace })
+    ).items
+      .filter((e) => e.involvedObject.uid === tr.uid)
+      .map((e) => e.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['HostAllocated', 'CleanedUp']));
+  });
+
+  it('keeps private keys and OTPs out of every workflow history', async () => {
+    const { scope } = pool;
+    const tr = await scope.taskRuns.create({ name: 'scanned', platform: pool.platform });
+    const secret = await scope.taskRuns.waitForSecret(tr.name);
+    const key = await redeem(secret);
+    await scope.taskRuns.complete(tr.name);
+    await scope.taskRuns.waitForSecretGone(tr.name);
+
+    const ids = [
+      WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
+      WORKFLOW_ID.allocator(pool.platform),
+    ];
+    const keyBody = key.split('\n').filter((line) => line && !line.startsWith('-----'))[0]!;
+    for (const id of ids) {
+      const history = JSON.stringify(
+        await scope.temporal.client.workflow.getHandle(id).fetchHistory(),
+      );
+      const decoded = JSON.stringify(history).replace(
+        /"data":"([A-Za-z0-9+/=]+)"/g,
+        (_m, b64: string) => Buffer.from(b64, 'base64').toString('utf8'),
+      );
+      for (const text of [history, decoded]) {
+        expect(text).not.toContain(secret.otp!);
+        expect(text).not.toContain(keyBody);
+        expect(text).not.toContain('PRIVATE KEY');
+      }
+    }
+  });
+});
+
+describe('capacity', () => {
+  it('never runs more than 2 hosts × 2 slots of builds, and serves 10 TaskRuns in creation order', async () => {
+    const { scope, hosts } = pool;
+    const names = Array.from({ length: 10 }, (_, i) => `cap-${i}`);
+    let maxUsers = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const users = (await Promise.all(hosts.map((h) => pool.buildUsers(h)))).flat();
+        maxUsers = Math.max(maxUsers, users.length);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+
+    // Each TaskRun is created once the previous one is served or in line, so arrival at the
+    // allocator is creation order.
+    for (const name of names) {
+      await scope.taskRuns.create({ name, platform: pool.platform });
+      await waitFor(`${name} to be served or queued`, async () => {
+        if (await scope.taskRuns.secret(name)) return true;
+        const labels = (await scope.taskRuns.get(name)).metadata.labels ?? {};
+        return labels[LABELS.waitingForPlatform] ? true : undefined;
+      });
+    }
+    const served: string[] = [];
+    const servedNow = async () => {
+      for (const name of names)
+        if (!served.includes(name) && (await scope.taskRuns.secret(name))) served.push(name);
+    };
+    await servedNow();
+    expect(served).toEqual(names.slice(0, 4));
+    expect((await pool.allocator()).queue).toHaveLength(6);
+
+    // Finish the oldest running build; exactly one waiter moves up each time.
+    for (let done = 0; done < names.length; done++) {
+      await scope.taskRuns.complete(served[done]!);
+      if (served.length < names.length) {
+        const before = served.length;
+        await waitFor('the next waiter to be served', async () => {
+          await servedNow();
+          return served.length > before ? true : undefined;
+        });
+      }
+      const state = await pool.allocator();
+      expect(state.inUse).toBeLessThanOrEqual(4);
+    }
+    for (const name of names) await scope.taskRuns.waitForSecretGone(name);
+    sampling = false;
+    await sampler;
+    expect(served).toEqual(names);
+    expect(maxUsers).toBeLessThanOrEqual(4);
+    expect(maxUsers).toBeGreaterThanOrEqual(3); // the sampler did see the pool full
+    await waitFor('all slots free', async () =>
+      (await pool.allocator()).inUse === 0 ? true : undefined,
+    );
+    for (const host of hosts) expect(await pool.buildUsers(host)).toEqual([]);
+  });
+});
+
+describe('live host-config changes', () => {
+  it('serves waiters on an added host at once, and drains a removed host', async () => {
+    const { scope, hosts } = pool;
+    await scope.setHostConfig(pool.hostEntries([{ host: 0, concurrency: 1 }]));
+    await scope.taskRuns.create({ name: 'live-1', platform: pool.platform });
+    const first = await scope.taskRuns.waitForSecret('live-1');
+    expect(first.host).toContain(`@${hosts[0]!.address}`);
+    await scope.taskRuns.create({ name: 'live-2', platform: pool.platform });
+    await waitFor('live-2 to wait', async () =>
+      (await scope.taskRuns.get('live-2')).metadata.labels?.[LABELS.waitingForPlatform]
+        ? true
+        : undefined,
+    );
+
+    // Adding h2 serves the waiter without anything finishing.
+    await scope.setHostConfig(
+      pool.hostEntries([
+        { host: 0, concurrency: 1 },
+        { host: 1, concurrency: 1 },
+      ]),
+    );
+    const second = await scope.taskRuns.waitForSecret('live-2');
+    expect(second.host).toContain(`@${hosts[1]!.address}`);
+
+    // Removing h1 while live-1 runs there: no new work goes to h1, live-1 still cleans up on it.
+    await scope.setHostConfig(pool.hostEntries([{ host: 1, concurrency: 2 }]));
+    await waitFor('h1 to be marked removed', async () =>
+      (await pool.allocator()).hosts.find((h) => h.name === 'h1')?.removed ? true : undefined,
+    );
+    await scope.taskRuns.create({ name: 'live-3', platform: pool.platform });
+    expect((await scope.taskRuns.waitForSecret('live-3')).host).toContain(`@${hosts[1]!.address}`);
+    const user1 = first.host!.split('@')[0]!;
+    expect(await pool.buildUsers(hosts[0]!)).toContain(user1);
+    await scope.taskRuns.complete('live-1');
+    await scope.taskRuns.waitForSecretGone('live-1');
+    expect(await pool.buildUsers(hosts[0]!)).not.toContain(user1);
+    await waitFor('h1 to be dropped once drained', async () =>
+      (await pool.allocator()).hosts.some((h) => h.name === 'h1') ? undefined : true,
+    );
+    for (const name of ['live-2', 'live-3']) await scope.taskRuns.complete(name);
+    for (const name of ['live-2', 'live-3']) await scope.taskRuns.waitForSecretGone(name);
+    await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+  });
+});

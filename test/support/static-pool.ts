@@ -1,0 +1,124 @@
+// A static pool on real components: sshd hosts in their own namespaces, their admin keys as
+// Secrets in the engine namespace, the OTP service, and a worker and bridge configured for it.
+import { join } from 'node:path';
+import { startOtpService, type OtpService } from '../../local-stack/otp-service.js';
+import { startSshHosts, type SshHost, type SshHostPool } from '../../local-stack/ssh-hosts.js';
+import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { allocatorState } from '../../workflows/allocator-messages.js';
+import type { AllocationSummary } from '../../workflows/allocation.js';
+import { startBridge, startWorker, type EngineProcess } from './engine.js';
+import { testEnv, uniqueSuffix } from './env.js';
+import { createScope, type TestScope } from './scope.js';
+
+export interface StaticPool {
+  scope: TestScope;
+  hosts: SshHost[];
+  platform: string;
+  otp: OtpService;
+  worker: EngineProcess;
+  bridge: EngineProcess;
+  /** host-config entries for `hosts` (by index) on `platform`, with their admin Secrets. */
+  hostEntries(
+    specs: Array<{
+      host: number;
+      concurrency?: number;
+      secret?: string;
+      name?: string;
+      platform?: string;
+    }>,
+  ): Record<string, string>;
+  /** A Secret holding `key` as the admin key, e.g. a wrong one. */
+  adminSecret(name: string, key: string): Promise<void>;
+  restartWorker(kill?: boolean): Promise<void>;
+  buildUsers(host: SshHost): Promise<string[]>;
+  allocator(platform?: string): Promise<AllocationSummary>;
+  dispose(): Promise<void>;
+}
+
+export async function createStaticPool(prefix: string, hostCount = 2): Promise<StaticPool> {
+  const sfx = uniqueSuffix();
+  const platform = `linux/${prefix}-${sfx}`;
+  const scope = await createScope(prefix);
+  const started: Array<{ stop(): Promise<void> }> = [];
+  const undo = async () => {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    await scope.dispose();
+  };
+  let pool: SshHostPool;
+  let otp: OtpService;
+  let worker: EngineProcess;
+  let bridge: EngineProcess;
+  try {
+    pool = await startSshHosts({
+      count: hostCount,
+      stateDir: join(testEnv('stateDir'), `ssh-${prefix}-${sfx}`),
+      prefix: `${prefix.slice(0, 4)}${sfx.slice(0, 4)}`,
+    });
+    started.push(pool);
+    otp = await startOtpService({
+      stateDir: join(testEnv('stateDir'), `otp-${prefix}-${sfx}`),
+      kubeconfig: testEnv('kubeconfig'),
+      namespace: scope.engineNamespace,
+      logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
+    });
+    started.push(otp);
+    for (const [i, host] of pool.hosts.entries())
+      await adminSecret(scope, `admin-${i}`, host.adminPrivateKey);
+    worker = await startWorker(scope, otp.workerEnv);
+    started.push({ stop: () => worker.stop() });
+    bridge = await startBridge(scope);
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+  const handle = (p: string) => scope.temporal.client.workflow.getHandle(WORKFLOW_ID.allocator(p));
+
+  return {
+    scope,
+    hosts: pool.hosts,
+    platform,
+    otp,
+    get worker() {
+      return worker;
+    },
+    bridge,
+    hostEntries(specs) {
+      const data: Record<string, string> = {};
+      for (const spec of specs) {
+        const host = pool.hosts[spec.host]!;
+        const name = spec.name ?? `h${spec.host + 1}`;
+        data[`host.${name}.address`] = host.address;
+        data[`host.${name}.user`] = host.adminUser;
+        data[`host.${name}.platform`] = spec.platform ?? platform;
+        data[`host.${name}.secret`] = spec.secret ?? `admin-${spec.host}`;
+        data[`host.${name}.concurrency`] = String(spec.concurrency ?? 2);
+      }
+      return data;
+    },
+    adminSecret: (name, key) => adminSecret(scope, name, key),
+    async restartWorker(kill = false) {
+      await (kill ? worker.kill() : worker.stop());
+      worker = await startWorker(scope, otp.workerEnv);
+    },
+    async buildUsers(host) {
+      const { stdout } = await host.exec(['getent', 'passwd']);
+      return stdout
+        .split('\n')
+        .map((line) => line.split(':')[0]!)
+        .filter((user) => /^u-[0-9a-f]{12}$/.test(user));
+    },
+    allocator: (p = platform) => handle(p).query(allocatorState) as Promise<AllocationSummary>,
+    async dispose() {
+      await Promise.all([bridge.stop(), worker.stop(), otp.stop()]);
+      await pool.stop();
+      await scope.dispose();
+    },
+  };
+}
+
+async function adminSecret(scope: TestScope, name: string, key: string): Promise<void> {
+  await scope.kube.core.createNamespacedSecret({
+    namespace: scope.engineNamespace,
+    body: { metadata: { name }, stringData: { id_rsa: key } },
+  });
+}

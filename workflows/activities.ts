@@ -1,0 +1,51 @@
+// Activity proxies shared by the TaskRun workflow's steps, each with its timeout and retries.
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { DeliveryActivities } from '../activities/delivery.js';
+import type { EventActivities } from '../activities/kube-events.js';
+import type { HostConfigActivities } from '../activities/host-config.js';
+import type { KubernetesActivities } from '../activities/kubernetes.js';
+import type { SshActivities } from '../activities/ssh.js';
+import type { TemporalActivities } from '../activities/temporal.js';
+
+// Kubernetes calls are short, so they run as local activities: in the worker, within the
+// workflow task, without a round trip through the server per call. Retries are unlimited
+// (the API server may be down for a while); past localRetryThreshold they wait on timers.
+export const kube = proxyLocalActivities<KubernetesActivities & HostConfigActivities>({
+  startToCloseTimeout: '30 seconds',
+  localRetryThreshold: '10 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+  },
+});
+
+/** Events are for people: a few tries, then the flow goes on without them. */
+export const events = proxyLocalActivities<EventActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumAttempts: 3 },
+});
+
+export const allocator = proxyActivities<TemporalActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds' },
+});
+
+/** Transient SSH trouble retries with back-off; after that the host counts as failed. */
+export const delivery = proxyActivities<DeliveryActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 4 },
+});
+
+/** Removing the build user of a served TaskRun retries until the host is back: never dropped. */
+export const durableCleanup = proxyActivities<SshActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+/** Hosts that failed provisioning may never come back: try for a while, then leave it to GC. */
+export const boundedCleanup = proxyActivities<SshActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
+});

@@ -1,0 +1,196 @@
+// The allocator: one entity workflow per platform (`allocator/<platform>`) that owns the
+// platform's host slots. Requests are served one at a time, in order, so slots are never
+// over-committed; its state survives crashes and continues-as-new as plain JSON.
+import {
+  condition,
+  continueAsNew,
+  allHandlersFinished,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { SshActivities } from '../activities/ssh.js';
+import type { TemporalActivities } from '../activities/temporal.js';
+import {
+  applyHosts,
+  emptyState,
+  hostsDueForProbe,
+  nextWakeUp,
+  recordFailure,
+  recordProbe,
+  recordSuccess,
+  release,
+  request,
+  serveQueue,
+  summary,
+  type AllocationState,
+} from './allocation.js';
+import {
+  allocatorState,
+  hostConfigChanged,
+  hostOutcome,
+  releaseSlot,
+  requestSlot,
+  slotExhausted,
+  slotGranted,
+  type AllocatorInput,
+} from './allocator-messages.js';
+import { kube } from './activities.js';
+import { metrics } from './metrics.js';
+
+const ssh = proxyActivities<SshActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 }, // a probe's failure is an answer, not something to retry
+});
+const temporal = proxyActivities<TemporalActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+/** Safety net beside the bridge's push: reload config and check holders are alive. */
+const RESYNC_MS = 5 * 60_000;
+const MAX_HISTORY = 5_000;
+
+/** `<taskrun workflow id>#<attempt>` → the workflow to answer. */
+export const workflowIdOfRequest = (requestId: string): string =>
+  requestId.slice(0, requestId.lastIndexOf('#'));
+
+export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
+  const { platform } = input;
+  const state: AllocationState = (input.state as AllocationState | undefined) ?? emptyState();
+  let loaded = false;
+  let dirty = true;
+  let reloadRequested = true;
+  let probesInFlight = 0;
+  let lastResync = Date.now();
+
+  setHandler(
+    requestSlot,
+    async ({ requestId, excluded }) => {
+      await condition(() => loaded); // the first request may arrive with the start itself
+      const outcome = request(
+        state,
+        { requestId, excluded, requestedAt: Date.now() },
+        Math.random,
+        Date.now(),
+      );
+      dirty = true;
+      return outcome;
+    },
+    {
+      validator: ({ requestId, workflowId, excluded }) => {
+        if (
+          !requestId ||
+          workflowIdOfRequest(requestId) !== workflowId ||
+          !Array.isArray(excluded)
+        ) {
+          throw new Error(
+            'requestSlot needs requestId "<workflowId>#<attempt>", its workflowId, and excluded hosts',
+          );
+        }
+      },
+    },
+  );
+  setHandler(releaseSlot, ({ requestId }) => {
+    release(state, requestId);
+    dirty = true;
+  });
+  setHandler(hostOutcome, ({ host, ok }) => {
+    if (ok) recordSuccess(state, host);
+    else recordFailure(state, host, Date.now());
+    dirty = true;
+  });
+  setHandler(hostConfigChanged, () => {
+    reloadRequested = true;
+    dirty = true;
+  });
+  setHandler(allocatorState, () => summary(state, Date.now()));
+
+  for (;;) {
+    if (reloadRequested || Date.now() - lastResync >= RESYNC_MS) {
+      const periodic = !reloadRequested;
+      reloadRequested = false;
+      applyHosts(state, await kube.loadPlatformHosts({ platform }));
+      loaded = true;
+      if (periodic) await releaseClosedHolders(state);
+      lastResync = Date.now();
+    }
+    await answerWaiters(state);
+    for (const host of hostsDueForProbe(state, Date.now())) {
+      probesInFlight++;
+      void ssh
+        .probeHost({ host: state.hosts[host]! })
+        .then(
+          (result) => recordProbe(state, host, result.ok, Date.now()),
+          () => recordProbe(state, host, false, Date.now()),
+        )
+        .finally(() => {
+          probesInFlight--;
+          dirty = true;
+        });
+    }
+    report(platform, state);
+    dirty = false;
+
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
+      await condition(() => allHandlersFinished() && probesInFlight === 0);
+      await continueAsNew<typeof allocatorWorkflow>({ platform, state });
+    }
+    const now = Date.now();
+    const wake = Math.min(nextWakeUp(state, now) ?? Infinity, lastResync + RESYNC_MS) - now;
+    await condition(() => dirty || reloadRequested, Math.max(1, wake));
+  }
+}
+
+/** Grants (and refusals) for queued requests go back to their TaskRun workflows by signal. */
+async function answerWaiters(state: AllocationState): Promise<void> {
+  const { grants, exhausted } = serveQueue(state, Math.random, Date.now());
+  await Promise.all([
+    ...grants.map(async ({ requestId, host }) => {
+      try {
+        await getExternalWorkflowHandle(workflowIdOfRequest(requestId)).signal(slotGranted, {
+          requestId,
+          host,
+        });
+      } catch {
+        release(state, requestId); // its TaskRun workflow is gone: the slot is free again
+      }
+    }),
+    ...exhausted.map(async ({ requestId, reason }) => {
+      await getExternalWorkflowHandle(workflowIdOfRequest(requestId))
+        .signal(slotExhausted, { requestId, reason })
+        .catch(() => undefined);
+    }),
+  ]);
+}
+
+/** A holder whose workflow was terminated never releases: find those and free their slots. */
+async function releaseClosedHolders(state: AllocationState): Promise<void> {
+  const holders = Object.values(state.holders).flat();
+  if (holders.length === 0) return;
+  const closed = await temporal.closedWorkflows({ workflowIds: holders.map(workflowIdOfRequest) });
+  for (const requestId of holders) {
+    if (closed.includes(workflowIdOfRequest(requestId))) release(state, requestId);
+  }
+}
+
+function report(platform: string, state: AllocationState): void {
+  const view = summary(state, Date.now());
+  const tags = { platform };
+  metrics.slotsInUse.set(view.inUse, tags);
+  metrics.slotsTotal.set(view.capacity, tags);
+  metrics.queueLength.set(view.queue.length, tags);
+  const hosts = view.hosts
+    .map(
+      (h) =>
+        `${h.name} ${h.inUse}/${h.capacity}${h.health === 'healthy' ? '' : ` (${h.health})`}${h.removed ? ' (removed)' : ''}`,
+    )
+    .join(', ');
+  setCurrentDetails(
+    `**${platform}**: ${view.inUse}/${view.capacity} slots in use; ` +
+      `${view.queue.length} waiting${view.queue.length ? `: ${view.queue.slice(0, 5).join(', ')}` : ''}.\n\n` +
+      `Hosts: ${hosts || 'none configured'}`,
+  );
+}

@@ -1,0 +1,46 @@
+// The engine's own Prometheus metrics, emitted from workflows through the worker's runtime
+// (exported on the worker's /metrics; never emitted during replay). Names live here only.
+import { metricMeter } from '@temporalio/workflow';
+
+export const metrics = {
+  allocationWait: metricMeter.createHistogram(
+    'hostflow_allocation_wait_seconds',
+    'float',
+    's',
+    'Time a TaskRun waited for a host slot',
+  ),
+  provisioning: metricMeter.createHistogram(
+    'hostflow_provisioning_seconds',
+    'float',
+    's',
+    'Time to provision a build user and deliver its Secret',
+  ),
+  provisioningFailures: metricMeter.createCounter(
+    'hostflow_provisioning_failures',
+    '1',
+    'Provisioning attempts that failed on a host',
+  ),
+  cleanupFailures: metricMeter.createCounter(
+    'hostflow_cleanup_failures',
+    '1',
+    'Cleanup attempts that failed (and were retried)',
+  ),
+  slotsInUse: metricMeter.createGauge(
+    'hostflow_slots_in_use',
+    'int',
+    '1',
+    'Host slots held by TaskRuns',
+  ),
+  slotsTotal: metricMeter.createGauge(
+    'hostflow_slots_total',
+    'int',
+    '1',
+    'Host slots configured and healthy',
+  ),
+  queueLength: metricMeter.createGauge(
+    'hostflow_queue_length',
+    'int',
+    '1',
+    'TaskRuns waiting for a slot',
+  ),
+};

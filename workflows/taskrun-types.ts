@@ -1,0 +1,37 @@
+// What the TaskRun workflow's steps share.
+import type { TaskRunRef } from '../activities/kubernetes.js';
+import type { SlotHost } from './allocation.js';
+import type { Phase, TaskRunStatus } from './messages.js';
+
+export interface TaskRunWorkflowInput extends TaskRunRef {
+  platform: string;
+}
+
+export type TaskRunOutcome =
+  | { served: 'local' }
+  | { served: 'static'; host: string; user: string }
+  | { served: 'error'; message: string }
+  | { served: 'nothing'; reason: string };
+
+/** A static-pool TaskRun's allocation: plain data, rebuilt by replay. */
+export interface PoolRun {
+  attempt: number;
+  /** The request that holds (or waits for) a slot. */
+  requestId?: string;
+  grant?: SlotHost;
+  exhausted?: string;
+  /** The host serving the build, once provisioned. */
+  serving?: SlotHost;
+  /** Hosts where a build user may exist: everything provisioning touched. */
+  touched: SlotHost[];
+  lastError?: string;
+}
+
+export interface TaskRun {
+  input: TaskRunWorkflowInput;
+  ref: TaskRunRef;
+  status: TaskRunStatus;
+  ended(): boolean;
+  publish(phase: Phase): void;
+  pool: PoolRun;
+}
