@@ -5,9 +5,9 @@
 // with the script on stdin; values travel only as positional arguments, each checked against a
 // strict pattern here and then single-quoted (ssh exec passes the command line through the remote
 // login shell). Nothing is ever interpolated into script text.
+import { generateEd25519KeyPair } from './ssh-keys.js';
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import ssh2 from 'ssh2';
 
 export const BUILD_USER_PATTERN = /^u-[0-9a-f]{12}$/;
 export const ADMIN_USER_PATTERN = /^[a-z_][a-z0-9_-]{0,31}$/;
@@ -38,27 +38,10 @@ export function buildDir(user: string): string {
   return `${homeDir(user)}/${BUILD_DIR_NAME}`;
 }
 
-/** An ed25519 public key blob: string "ssh-ed25519" (4 + 11 bytes) and the 32-byte key (4 + 32). */
-const ED25519_BLOB_BYTES = 51;
-
-/**
- * A fresh ed25519 key pair: OpenSSH private key, and the `ssh-ed25519 AAAA… <user>@hostflow` line.
- * ssh2 1.17 strips a leading zero byte from the public key (mscdex/ssh2#1390, #1513), so 1 pair in
- * 256 is malformed and neither ssh2 nor OpenSSH accepts it; such a pair is drawn again.
- */
+/** A fresh key pair for a build user (its public key checked like every remote value). */
 export function generateBuildUserKey(user: string): { privateKey: string; publicKey: string } {
-  for (;;) {
-    const pair = ssh2.utils.generateKeyPairSync('ed25519', {
-      comment: `${checkBuildUser(user)}@hostflow`,
-    });
-    const blob = Buffer.from(pair.public.split(' ')[1] ?? '', 'base64');
-    if (
-      blob.length === ED25519_BLOB_BYTES &&
-      !(ssh2.utils.parseKey(pair.private) instanceof Error)
-    ) {
-      return { privateKey: pair.private, publicKey: checkPublicKey(pair.public) };
-    }
-  }
+  const pair = generateEd25519KeyPair(`${checkBuildUser(user)}@hostflow`);
+  return { privateKey: pair.privateKey, publicKey: checkPublicKey(pair.publicKey) };
 }
 
 function unsafe(what: string, value: string, allowed: string): never {

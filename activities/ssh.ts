@@ -168,6 +168,9 @@ async function heartbeating<T>(fn: (options: SshOptions) => Promise<T>): Promise
   const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
   try {
     return await fn({ signal: ctx.cancellationSignal });
+  } catch (err) {
+    // cancelled: report it as such (a CancelledFailure), not as the closed connection it caused
+    throw ctx.cancellationSignal.aborted ? (ctx.cancellationSignal.reason ?? err) : err;
   } finally {
     clearInterval(timer);
   }

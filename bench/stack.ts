@@ -1,4 +1,6 @@
 // A throwaway local stack for benchmarks: the same components as the tests, in a temp dir.
+// With `sshHosts`, also a static pool: real sshd hosts, their admin keys as Secrets, their
+// host-config entries, and the OTP service the worker delivers build users' keys through.
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,59 +8,158 @@ import { join } from 'node:path';
 import { ensureNamespace, installTaskRunCrd } from '../local-stack/cluster-setup.js';
 import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js';
 import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
+import { startSshHosts, type SshHost } from '../local-stack/ssh-hosts.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
-import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
+import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
+
+export interface StaticPoolOptions {
+  /** How many sshd hosts to start; each becomes host-config entry `h<i+1>`. */
+  sshHosts: number;
+  /** Their platform, e.g. `linux/bench`. */
+  platform: string;
+  /** `host.<name>.concurrency` of every host. */
+  concurrency: number;
+}
 
 export interface BenchStack {
   kc: KubeConfig;
   core: CoreV1Api;
   custom: CustomObjectsApi;
   namespace: string;
+  engineNamespace: string;
+  temporal: { address: string; namespace: string };
   worker: EngineProcess;
   bridge: EngineProcess;
+  /** Only with a static pool. */
+  sshHosts: SshHost[];
+  otp?: OtpService;
   stop(): Promise<void>;
 }
 
-export async function startBenchStack(hostConfig: Record<string, string>): Promise<BenchStack> {
+/**
+ * Starts everything, or nothing: a failure part-way, or SIGINT/SIGTERM at any point until
+ * `stop()`, stops what was started (SSH hosts would otherwise leave network namespaces behind).
+ */
+export async function startBenchStack(
+  hostConfig: Record<string, string>,
+  staticPool?: StaticPoolOptions,
+): Promise<BenchStack> {
   const dir = mkdtempSync(join(tmpdir(), 'hostflow-bench-'));
   const logDir = join(dir, 'logs');
-  const [kube, temporal] = await Promise.all([
-    startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir }),
-    startTemporalDevServer({ persist: false, fixedPorts: false, logDir }),
-  ]);
-  const kc = new KubeConfig();
-  kc.loadFromFile(kube.kubeconfigPath);
-  await installTaskRunCrd(kc);
-  const namespace = 'bench';
-  const engineNamespace = 'bench-engine';
-  await ensureNamespace(kc, namespace);
-  await ensureNamespace(kc, engineNamespace);
-  const core = kc.makeApiClient(CoreV1Api);
-  await core.createNamespacedConfigMap({
-    namespace: engineNamespace,
-    body: { metadata: { name: HOST_CONFIG_NAME }, data: hostConfig },
-  });
-  const env = {
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_NAMESPACE: temporal.namespace,
-    KUBECONFIG: kube.kubeconfigPath,
-    HOSTFLOW_NAMESPACE: engineNamespace,
-  };
-  const [worker, bridge] = await Promise.all([
-    startEngineProcess('worker', env, { logFile: join(logDir, 'worker.log') }),
-    startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') }),
-  ]);
-  return {
-    kc,
-    core,
-    custom: kc.makeApiClient(CustomObjectsApi),
-    namespace,
-    worker,
-    bridge,
-    async stop() {
-      await Promise.all([worker.stop(), bridge.stop()]);
-      await Promise.all([kube.stop(), temporal.stop()]);
+  const stops: Array<() => Promise<void>> = [];
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+      // Last started, first stopped; every step runs even when one fails.
+      for (const stop of stops.reverse()) await stop().catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
-    },
-  };
+    })());
+  function onSignal(signal: NodeJS.Signals): void {
+    console.error(`bench: ${signal}, stopping the stack`);
+    void stopAll().finally(() => process.exit(130));
+  }
+  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+
+  try {
+    const [kube, temporal] = await settled(
+      startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir }).then((k) => {
+        stops.push(k.stop);
+        return k;
+      }),
+      startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then((t) => {
+        stops.push(t.stop);
+        return t;
+      }),
+    );
+    const kc = new KubeConfig();
+    kc.loadFromFile(kube.kubeconfigPath);
+    await installTaskRunCrd(kc);
+    const namespace = 'bench';
+    const engineNamespace = 'bench-engine';
+    await ensureNamespace(kc, namespace);
+    await ensureNamespace(kc, engineNamespace);
+    const core = kc.makeApiClient(CoreV1Api);
+
+    let sshHosts: SshHost[] = [];
+    let otp: OtpService | undefined;
+    const data = { ...hostConfig };
+    if (staticPool) {
+      const pool = await startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') });
+      stops.push(pool.stop);
+      sshHosts = pool.hosts;
+      otp = await startOtpService({
+        stateDir: join(dir, 'otp'),
+        kubeconfig: kube.kubeconfigPath,
+        namespace: engineNamespace,
+        logFile: join(logDir, 'otp-server.log'),
+      });
+      stops.push(otp.stop);
+      for (const [i, host] of sshHosts.entries()) {
+        const name = `h${i + 1}`;
+        await core.createNamespacedSecret({
+          namespace: engineNamespace,
+          body: { metadata: { name: `admin-${i}` }, stringData: { id_rsa: host.adminPrivateKey } },
+        });
+        data[`host.${name}.address`] = host.address;
+        data[`host.${name}.user`] = host.adminUser;
+        data[`host.${name}.platform`] = staticPool.platform;
+        data[`host.${name}.secret`] = `admin-${i}`;
+        data[`host.${name}.concurrency`] = String(staticPool.concurrency);
+      }
+    }
+    await core.createNamespacedConfigMap({
+      namespace: engineNamespace,
+      body: {
+        metadata: { name: HOST_CONFIG_NAME, labels: { [LABELS.multiPlatformConfig]: 'hosts' } },
+        data,
+      },
+    });
+
+    const env = {
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: temporal.namespace,
+      KUBECONFIG: kube.kubeconfigPath,
+      HOSTFLOW_NAMESPACE: engineNamespace,
+    };
+    const started = (p: EngineProcess) => {
+      stops.push(() => p.stop());
+      return p;
+    };
+    const [worker, bridge] = await settled(
+      startEngineProcess(
+        'worker',
+        { ...env, ...otp?.workerEnv },
+        {
+          logFile: join(logDir, 'worker.log'),
+        },
+      ).then(started),
+      startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') }).then(started),
+    );
+    return {
+      kc,
+      core,
+      custom: kc.makeApiClient(CustomObjectsApi),
+      namespace,
+      engineNamespace,
+      temporal: { address: temporal.address, namespace: temporal.namespace },
+      worker,
+      bridge,
+      sshHosts,
+      otp,
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** Like Promise.all, but waits for both, so nothing started is still pending when we undo. */
+async function settled<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'rejected') throw ra.reason;
+  if (rb.status === 'rejected') throw rb.reason;
+  return [ra.value, rb.value];
 }

@@ -11,6 +11,8 @@ import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
+import { startOtpService } from '../local-stack/otp-service.js';
+import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { supervise, type Supervised } from './supervise.js';
 
 export interface StartOptions {
@@ -68,6 +70,7 @@ export async function runStart(options: StartOptions): Promise<number> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     const engineNamespace = env.HOSTFLOW_NAMESPACE || DEFAULT_ENGINE_NAMESPACE;
     let uiUrl = 'your Temporal UI';
+    let demoHosts: string[] = [];
 
     const temporalAddress = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS;
     if (temporalAddress) {
@@ -120,8 +123,31 @@ export async function runStart(options: StartOptions): Promise<number> {
       stops.push(kube.stop);
       kubeconfigPath = kube.kubeconfigPath;
       await prepareLocalCluster(kubeconfigPath, engineNamespace);
+      console.log('hostflow: starting the demo SSH hosts…');
+      const kc = new KubeConfig();
+      kc.loadFromFile(kubeconfigPath);
+      const demo = await startDemoHosts({
+        stateDir: join(stateDir, 'ssh-hosts'),
+        kubeConfig: kc,
+        engineNamespace,
+      });
+      stops.push(demo.stop);
+      demoHosts = demo.hosts.map((h) => `${h.name} ${h.address}`);
     }
     if (kubeconfigPath) env.KUBECONFIG = kubeconfigPath;
+
+    if (kubeconfigPath) {
+      await assertPortsFree('OTP service', [LOCAL_PORTS.otp]);
+      const otp = await startOtpService({
+        stateDir: join(stateDir, 'otp'),
+        kubeconfig: kubeconfigPath,
+        namespace: engineNamespace,
+        port: LOCAL_PORTS.otp,
+        logFile: join(logDir, 'otp-server.log'),
+      });
+      stops.push(otp.stop);
+      Object.assign(env, otp.workerEnv);
+    }
 
     const processes: Supervised[] = ['worker', 'bridge'].map((kind) =>
       supervise(
@@ -138,7 +164,7 @@ export async function runStart(options: StartOptions): Promise<number> {
       await Promise.all(processes.map((p) => p.stop()));
     });
     await Promise.all(processes.map((p) => p.ready(/polling|watching/)));
-    printBanner(uiUrl, kubeconfigPath, logDir, engineNamespace);
+    printBanner(uiUrl, kubeconfigPath, logDir, engineNamespace, demoHosts);
   } catch (err) {
     console.error(`hostflow start: ${(err as Error).message}`);
     await stopAll();
@@ -172,8 +198,16 @@ function printBanner(
   kubeconfig: string | undefined,
   logDir: string,
   engineNamespace: string,
+  demoHosts: string[],
 ): void {
-  const example = join(REPO_ROOT, 'deploy/examples/taskrun-local.yaml');
+  const examples = join(REPO_ROOT, 'deploy/examples');
+  const staticDemo = demoHosts.length
+    ? `
+Try a static-pool TaskRun (${DEMO_STATIC_PLATFORM} on the demo hosts ${demoHosts.join(', ')}):
+  kubectl apply -f ${examples}/taskrun-static.yaml
+  bash ${examples}/login.sh demo demo-static     # redeems the OTP like a build task, then logs in
+`
+    : '';
   console.log(`
 hostflow is running.
   Temporal UI:  ${uiUrl}
@@ -183,8 +217,8 @@ hostflow is running.
 
 Try a local-platform TaskRun:
   export KUBECONFIG=${kubeconfig ?? '~/.kube/config'}
-  kubectl apply -f ${example}
+  kubectl apply -f ${examples}/taskrun-local.yaml
   kubectl -n demo get secret multi-platform-ssh-demo-local -o jsonpath='{.data.host}' | base64 -d
-
+${staticDemo}
 Ctrl-C stops everything hostflow started.`);
 }

@@ -8,6 +8,8 @@ import {
   type Client,
 } from '@temporalio/client';
 import pLimit from 'p-limit';
+import type { Registry } from 'prom-client';
+import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { taskRunObserved, type TaskRunState } from '../workflows/messages.js';
@@ -24,6 +26,7 @@ export interface BridgeOptions {
   resyncMs: number;
   /** Watch one namespace only (a namespace-scoped install); all namespaces when undefined. */
   watchNamespace?: string;
+  metrics?: Registry;
   /** Concurrent Temporal calls; bounds the burst after a restart. */
   concurrency?: number;
   log?: (message: string) => void;
@@ -45,9 +48,11 @@ export class Bridge {
   private readonly listWatch: ListWatch<TaskRunObject>;
   private readonly log: (message: string) => void;
   private running?: Promise<void>;
+  private readonly metrics?: BridgeMetrics;
 
   constructor(private readonly options: BridgeOptions) {
     this.log = options.log ?? ((m) => console.log(m));
+    if (options.metrics) this.metrics = createBridgeMetrics(options.metrics, () => this.index.size);
     this.limit = pLimit(options.concurrency ?? 32);
     this.listWatch = new ListWatch<TaskRunObject>({
       name: 'taskrun watch',
@@ -104,6 +109,7 @@ export class Bridge {
    * whose TaskRun is then absent from the list was deleted, not merely created after the list.
    */
   private async onListStart(): Promise<void> {
+    this.metrics?.relists.inc();
     this.seenInList = new Set();
     this.runningBeforeList = [];
     // Only this bridge's scope: its task queue, and its namespace when it watches one.
@@ -169,13 +175,16 @@ export class Bridge {
     await this.limit(async () => {
       try {
         await this.signalWithStart(taskRun, state);
+        this.metrics?.signals.inc({ state, result: 'ok' });
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
           // Leave the index alone, so the next resync tries again.
+          this.metrics?.signals.inc({ state, result: 'error' });
           this.log(`signal ${describe(taskRun)} (${state}) failed: ${(err as Error).message}`);
           return;
         }
         // Its workflow has already finished: nothing more to tell it.
+        this.metrics?.signals.inc({ state, result: 'already_finished' });
       }
       this.index.set(taskRun.uid, {
         namespace: taskRun.namespace,

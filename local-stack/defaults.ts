@@ -3,4 +3,5 @@
 export const LOCAL_PORTS = {
   kubeApi: 16443,
   etcd: 12379,
+  otp: 18443,
 } as const;

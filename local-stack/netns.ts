@@ -198,6 +198,9 @@ async function addHostNet(slot: number, netns: string): Promise<HostNet> {
   await inNs('addr', 'add', `${address}/16`, 'dev', 'eth0');
   await inNs('link', 'set', 'eth0', 'up');
   await inNs('link', 'set', 'lo', 'up');
+  // A reused address may still map to the previous host's MAC in the root namespace's
+  // neighbour cache for up to a minute: forget it, or the new sshd looks unreachable.
+  await run('ip', ['neigh', 'flush', 'to', address, 'dev', BRIDGE]);
   return { netns, address, slot };
 }
 

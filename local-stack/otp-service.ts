@@ -22,6 +22,8 @@ export async function startOtpService(options: {
   /** Namespace for its records (the engine namespace). */
   namespace: string;
   port?: number;
+  /** host:port for its /metrics endpoint. */
+  metricsAddress?: string;
   logFile?: string;
 }): Promise<OtpService> {
   const dir = options.stateDir;
@@ -53,6 +55,7 @@ export async function startOtpService(options: {
         HOSTFLOW_OTP_TLS_KEY_FILE: cert.key,
         HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
         HOSTFLOW_OTP_SEALING_KEY_FILE: sealingKeyFile,
+        ...(options.metricsAddress ? { HOSTFLOW_METRICS_ADDRESS: options.metricsAddress } : {}),
       },
       logFile: options.logFile,
     },

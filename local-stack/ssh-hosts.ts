@@ -1,10 +1,10 @@
 // Real OpenSSH test hosts (DESIGN.md §8): each sshd runs in its own network namespace, at its own
 // address on the hfbr0 bridge, and in its own mount namespace with a private /etc (overlayfs),
 // /home, /root, /tmp, /run, /var/mail and /var/log, so users created on one host exist nowhere else.
+import { generateEd25519KeyPair } from '../activities/ssh-keys.js';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
-import ssh2 from 'ssh2';
 import {
   createHostNets,
   destroyHostNet,
@@ -158,8 +158,8 @@ async function startHost(net: HostNet, dir: string, adminUser: string): Promise<
     const keyFile = join(dir, 'ssh_host_ed25519_key');
     await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
     const hostPublicKey = readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
-    const admin = ssh2.utils.generateKeyPairSync('ed25519', { comment: `${adminUser}@${name}` });
-    writeFileSync(join(dir, 'admin.pub'), `${admin.public}\n`);
+    const admin = generateEd25519KeyPair(`${adminUser}@${name}`);
+    writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
     writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address));
 
     const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--propagation', 'private'];
@@ -177,7 +177,7 @@ async function startHost(net: HostNet, dir: string, adminUser: string): Promise<
       address: net.address,
       port: 22,
       adminUser,
-      adminPrivateKey: admin.private,
+      adminPrivateKey: admin.privateKey,
       hostPublicKey,
       // `ip netns exec` → `unshare` → `sh` → sshd all exec in place: the pid we spawned is sshd's
       exec: (cmd) =>

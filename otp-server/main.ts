@@ -4,6 +4,8 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { Histogram } from 'prom-client';
+import { createRegistry, serveMetrics } from '../workers/metrics-server.js';
 import { kubeConfig, loadSettings } from '../workers/settings.js';
 import { createSealer, readSealingKey } from './sealing.js';
 import { startOtpServer } from './server.js';
@@ -67,6 +69,13 @@ async function main(): Promise<void> {
   const sealer = createSealer(readSealingKey(settings.HOSTFLOW_OTP_SEALING_KEY_FILE));
   const kc = kubeConfig(base);
   const store = new KubeOtpStore(kc.makeApiClient(CoreV1Api), base.HOSTFLOW_NAMESPACE, sealer);
+  const registry = createRegistry('otp-server');
+  const requests = new Histogram({
+    name: 'hostflow_otp_request_seconds',
+    help: 'OTP service requests by route and status',
+    labelNames: ['route', 'status'],
+    registers: [registry],
+  });
   const split = settings.HOSTFLOW_OTP_LISTEN.lastIndexOf(':');
   const server = await startOtpServer({
     host: settings.HOSTFLOW_OTP_LISTEN.slice(0, split).replace(/^\[|\]$/g, ''),
@@ -80,7 +89,11 @@ async function main(): Promise<void> {
     ttlSeconds: settings.HOSTFLOW_OTP_TTL_SECONDS,
     reloadIntervalMs: settings.HOSTFLOW_OTP_RELOAD_SECONDS * 1000,
     log,
+    observe: (route, status, seconds) => requests.observe({ route, status }, seconds),
   });
+  const metricsServer = base.HOSTFLOW_METRICS_ADDRESS
+    ? await serveMetrics(registry, base.HOSTFLOW_METRICS_ADDRESS)
+    : undefined;
   const sweeper = startSweeper(store, settings.HOSTFLOW_OTP_SWEEP_SECONDS * 1000, log);
   store.ready().catch((err) => log(`store not reachable yet: ${errorGist(err)}`));
   log(
@@ -93,6 +106,7 @@ async function main(): Promise<void> {
     stopping = true;
     log(`${signal}: draining`);
     sweeper.stop();
+    metricsServer?.close();
     server.close().then(
       () => process.exit(0),
       () => process.exit(1),

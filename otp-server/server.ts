@@ -29,6 +29,8 @@ export interface OtpServerOptions {
   ttlSeconds: number;
   reloadIntervalMs: number;
   log: (line: string) => void;
+  /** Called once per finished request, for metrics (route is `(other)` for unknown paths). */
+  observe?: (route: string, status: string, seconds: number) => void;
 }
 
 export interface OtpServer {
@@ -154,7 +156,9 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
     const logged = route ? path : '(other)';
     res.on('close', () => {
       const status = res.writableFinished ? res.statusCode : `${res.statusCode}-aborted`;
-      log(`${req.method} ${logged} ${status} ${(performance.now() - started).toFixed(1)}ms`);
+      const elapsed = performance.now() - started;
+      log(`${req.method} ${logged} ${status} ${elapsed.toFixed(1)}ms`);
+      options.observe?.(logged, String(status), elapsed / 1000);
     });
     let continued = !expectsContinue;
     const readBody: ReadBody = (limit) => {

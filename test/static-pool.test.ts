@@ -136,6 +136,31 @@ describe('a static-pool TaskRun', () => {
   });
 });
 
+describe('metrics', () => {
+  it('exposes allocation, slot and provisioning metrics on the worker, and its own on the bridge and OTP service', async () => {
+    const text = async (url: string) => (await fetch(url)).text();
+    const platform = `platform="${pool.platform}"`;
+    const worker = await waitFor('the worker to export the allocator gauges', async () => {
+      const body = await text(pool.metrics.worker);
+      return body.includes('hostflow_slots_total') ? body : undefined;
+    });
+    for (const name of [
+      'hostflow_allocation_wait_seconds',
+      'hostflow_provisioning_seconds',
+      'hostflow_queue_length',
+    ]) {
+      expect(worker).toMatch(new RegExp(`^${name}\\w*\\{[^}]*${platform}`, 'm'));
+    }
+    expect(worker).toMatch(new RegExp(`^hostflow_slots_total\\{[^}]*${platform}[^}]*\\} 4$`, 'm'));
+    expect(await text(pool.metrics.bridge)).toMatch(
+      /^hostflow_bridge_signals_total\{[^}]*result="ok"[^}]*\} [1-9]/m,
+    );
+    expect(await text(pool.metrics.otp)).toMatch(
+      /^hostflow_otp_request_seconds_count\{[^}]*route="\/otp"[^}]*status="200"[^}]*\} [1-9]/m,
+    );
+  });
+});
+
 describe('capacity', () => {
   it('never runs more than 2 hosts × 2 slots of builds, and serves 10 TaskRuns in creation order', async () => {
     const { scope, hosts } = pool;

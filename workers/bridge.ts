@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
 import { Bridge } from '../k8s-bridge/bridge.js';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
+import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
 async function main(): Promise<void> {
@@ -11,6 +12,10 @@ async function main(): Promise<void> {
   const kc = kubeConfig(settings);
   const connection = await Connection.connect(temporalConnection(settings));
   const temporal = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  const registry = createRegistry('bridge');
+  const metricsServer = settings.HOSTFLOW_METRICS_ADDRESS
+    ? await serveMetrics(registry, settings.HOSTFLOW_METRICS_ADDRESS)
+    : undefined;
   const hostConfig = new HostConfigWatch({
     kubeConfig: kc,
     core: kc.makeApiClient(CoreV1Api),
@@ -26,6 +31,7 @@ async function main(): Promise<void> {
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+    metrics: registry,
   });
   bridge.start();
   hostConfig.start();
@@ -35,6 +41,7 @@ async function main(): Promise<void> {
     process.once('SIGTERM', resolve);
   });
   await Promise.all([bridge.stop(), hostConfig.stop()]);
+  metricsServer?.close();
   await connection.close();
 }
 

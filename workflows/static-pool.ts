@@ -38,12 +38,17 @@ export async function serveFromStaticPool(
     pool.attempt++;
     pool.requestId = `${workflowInfo().workflowId}#${pool.attempt}`;
     pool.grant = pool.exhausted = undefined;
-    const outcome = await allocator.requestSlot({
-      platform: input.platform,
-      requestId: pool.requestId,
-      workflowId: workflowInfo().workflowId,
-      excluded: status.failedHosts,
-    });
+    const outcome = await allocator.requestSlot.executeWithOptions(
+      { summary: `Ask allocator/${input.platform} for a host (attempt ${pool.attempt})` },
+      [
+        {
+          platform: input.platform,
+          requestId: pool.requestId,
+          workflowId: workflowInfo().workflowId,
+          excluded: status.failedHosts,
+        },
+      ],
+    );
     if (outcome.status === 'granted') pool.grant = outcome.host;
     if (outcome.status === 'exhausted') pool.exhausted = outcome.reason;
     if (outcome.status === 'queued') {
@@ -95,11 +100,10 @@ export async function serveFromStaticPool(
 
     const started = Date.now();
     try {
-      const { user } = await delivery.deliverBuildUser({
-        host,
-        taskRun: ref,
-        platform: input.platform,
-      });
+      const { user } = await delivery.deliverBuildUser.executeWithOptions(
+        { summary: `Create a build user on ${host.name} (${host.address}) and deliver its Secret` },
+        [{ host, taskRun: ref, platform: input.platform }],
+      );
       metrics.provisioning.record((Date.now() - started) / 1000, { platform: input.platform });
       await platformAllocator.signal(hostOutcome, { host: host.name, ok: true });
       pool.serving = host;
@@ -141,7 +145,12 @@ export async function cleanUpStaticPool(
     pool.touched.map(async (host) => {
       const serving = host.name === pool.serving?.name;
       try {
-        await (serving ? durableCleanup : boundedCleanup).removeBuildUser({ host, ...taskRun });
+        await (serving ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
+          {
+            summary: `Remove build user ${run.status.user ?? 'of this TaskRun'} from ${host.name} (${host.address})`,
+          },
+          [{ host, ...taskRun }],
+        );
       } catch (err) {
         metrics.cleanupFailures.add(1, { platform: input.platform, host: host.name });
         await event(

@@ -2,6 +2,7 @@
 // Secrets in the engine namespace, the OTP service, and a worker and bridge configured for it.
 import { join } from 'node:path';
 import { startOtpService, type OtpService } from '../../local-stack/otp-service.js';
+import { freePort } from '../../local-stack/ports.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { WORKFLOW_ID } from '../../platform-config/contract.js';
 import { allocatorState } from '../../workflows/allocator-messages.js';
@@ -17,6 +18,8 @@ export interface StaticPool {
   otp: OtpService;
   worker: EngineProcess;
   bridge: EngineProcess;
+  /** Each process's /metrics URL. */
+  metrics: { worker: string; bridge: string; otp: string };
   /** host-config entries for `hosts` (by index) on `platform`, with their admin Secrets. */
   hostEntries(
     specs: Array<{
@@ -48,6 +51,12 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
   let otp: OtpService;
   let worker: EngineProcess;
   let bridge: EngineProcess;
+  const [workerMetrics, bridgeMetrics, otpMetrics] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
+  const metricsEnv = (port: number) => ({ HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${port}` });
   try {
     pool = await startSshHosts({
       count: hostCount,
@@ -60,13 +69,14 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
       kubeconfig: testEnv('kubeconfig'),
       namespace: scope.engineNamespace,
       logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
+      metricsAddress: `127.0.0.1:${otpMetrics}`,
     });
     started.push(otp);
     for (const [i, host] of pool.hosts.entries())
       await adminSecret(scope, `admin-${i}`, host.adminPrivateKey);
-    worker = await startWorker(scope, otp.workerEnv);
+    worker = await startWorker(scope, { ...otp.workerEnv, ...metricsEnv(workerMetrics) });
     started.push({ stop: () => worker.stop() });
-    bridge = await startBridge(scope);
+    bridge = await startBridge(scope, metricsEnv(bridgeMetrics));
   } catch (err) {
     await undo();
     throw err;
@@ -82,6 +92,11 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
       return worker;
     },
     bridge,
+    metrics: {
+      worker: `http://127.0.0.1:${workerMetrics}/metrics`,
+      bridge: `http://127.0.0.1:${bridgeMetrics}/metrics`,
+      otp: `http://127.0.0.1:${otpMetrics}/metrics`,
+    },
     hostEntries(specs) {
       const data: Record<string, string> = {};
       for (const spec of specs) {
@@ -98,7 +113,7 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
     adminSecret: (name, key) => adminSecret(scope, name, key),
     async restartWorker(kill = false) {
       await (kill ? worker.kill() : worker.stop());
-      worker = await startWorker(scope, otp.workerEnv);
+      worker = await startWorker(scope, { ...otp.workerEnv, ...metricsEnv(workerMetrics) });
     },
     async buildUsers(host) {
       const { stdout } = await host.exec(['getent', 'passwd']);

@@ -1,0 +1,272 @@
+// Benchmark: a burst of static-pool TaskRuns with real SSH provisioning (sshd hosts in network
+// namespaces, the OTP service, build users created and removed over SSH). Prints one JSON line.
+//
+// Only hosts × concurrency builds can hold a slot at once, so each TaskRun is completed as soon
+// as its Secret appears: its slot frees and the next waiter is served. "Created → Secret" is
+// reported for every TaskRun (waiters' figures include their time in line) and separately for
+// the TaskRuns that found a free slot on arrival, the ones the target applies to (DESIGN.md
+// section 9: p50 ≤ 1 s, p99 ≤ 3 s). A TaskRun found a free slot if it never carried the
+// waiting-for-platform label, which the workflow sets whenever the allocator queues it.
+import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import pLimit from 'p-limit';
+import { TASKRUN_API } from '../activities/taskrun-api.js';
+import {
+  LABELS,
+  SECRET_KEYS,
+  SECRET_PREFIX,
+  WORKFLOW_ID,
+  secretNameFor,
+} from '../platform-config/contract.js';
+import { startBenchStack } from './stack.js';
+import { peakRssMb, summarize } from './stats.js';
+
+const COUNT = envInt('BENCH_TASKRUNS', 200);
+const HOSTS = envInt('BENCH_HOSTS', 4);
+const CONCURRENCY = envInt('BENCH_CONCURRENCY', 8);
+const PLATFORM = 'linux/bench';
+const CREATE_CONCURRENCY = 16;
+const API_CONCURRENCY = 16;
+const TIMEOUT_MS = 10 * 60_000;
+
+interface KubeObject {
+  metadata?: { name?: string; labels?: Record<string, string> };
+  data?: Record<string, string>;
+}
+
+async function main(): Promise<void> {
+  const stack = await startBenchStack(
+    {},
+    { sshHosts: HOSTS, platform: PLATFORM, concurrency: CONCURRENCY },
+  );
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  const watches: AbortController[] = [];
+  try {
+    const client = new Client({ connection, namespace: stack.temporal.namespace });
+    const names = Array.from({ length: COUNT }, (_, i) => `sburst-${i}`);
+    const uids = new Map<string, string>();
+    const created = new Map<string, number>();
+    const secretAt = new Map<string, number>();
+    const completedAt = new Map<string, number>();
+    const secretGoneAt = new Map<string, number>();
+    const waited = new Set<string>();
+    const errors = new Map<string, string>();
+    const api = pLimit(API_CONCURRENCY);
+    const progress = () =>
+      `${created.size} created, ${secretAt.size} served (${waited.size} waited), ` +
+      `${completedAt.size} completed, ${secretGoneAt.size} cleaned up of ${COUNT}`;
+    let failed: (err: Error) => void = () => undefined;
+    const failure = new Promise<never>((_, reject) => (failed = reject));
+    failure.catch(() => undefined); // observed through the races below
+    const until = (what: string, done: () => boolean) =>
+      Promise.race([
+        failure,
+        new Promise<void>((resolve, reject) => {
+          const deadline = Date.now() + TIMEOUT_MS;
+          const timer = setInterval(() => {
+            if (done()) resolve();
+            else if (Date.now() > deadline)
+              reject(new Error(`timed out waiting for ${what}: ${progress()}`));
+            else return;
+            clearInterval(timer);
+          }, 20);
+        }),
+      ]);
+
+    const complete = (name: string) =>
+      api(async () => {
+        completedAt.set(name, performance.now());
+        await stack.custom.patchNamespacedCustomObjectStatus(
+          {
+            ...TASKRUN_API,
+            namespace: stack.namespace,
+            name,
+            body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+      }).catch((err: Error) => failed(new Error(`complete ${name}: ${err.message}`)));
+
+    const watchDone = (what: string) => (err: unknown) => {
+      if (err && !(err instanceof Error && err.name === 'AbortError'))
+        failed(new Error(`${what} watch ended: ${(err as Error).message ?? String(err)}`));
+    };
+    const watch = new Watch(stack.kc);
+    // Secret DELETED stands for "cleaned up": the workflow deletes the Secret only after it
+    // has removed the build user from the host (workflows/static-pool.ts, cleanUpStaticPool).
+    watches.push(
+      await watch.watch(
+        `/api/v1/namespaces/${stack.namespace}/secrets`,
+        {},
+        (type: string, obj: KubeObject) => {
+          const secret = obj.metadata?.name ?? '';
+          if (!secret.startsWith(SECRET_PREFIX)) return;
+          const name = secret.slice(SECRET_PREFIX.length);
+          if (type === 'ADDED' && !secretAt.has(name)) {
+            secretAt.set(name, performance.now());
+            const error = obj.data?.[SECRET_KEYS.error];
+            if (error) errors.set(name, Buffer.from(error, 'base64').toString('utf8'));
+            void complete(name);
+          } else if (type === 'DELETED') {
+            secretGoneAt.set(name, performance.now());
+          }
+        },
+        watchDone('Secret'),
+      ),
+    );
+    watches.push(
+      await watch.watch(
+        `/apis/${TASKRUN_API.group}/${TASKRUN_API.version}/namespaces/${stack.namespace}/${TASKRUN_API.plural}`,
+        {},
+        (_type: string, obj: KubeObject) => {
+          const name = obj.metadata?.name;
+          if (name && obj.metadata?.labels?.[LABELS.waitingForPlatform]) waited.add(name);
+        },
+        watchDone('TaskRun'),
+      ),
+    );
+
+    const create = pLimit(CREATE_CONCURRENCY);
+    const start = performance.now();
+    const creating = Promise.all(
+      names.map((name) =>
+        create(async () => {
+          created.set(name, performance.now());
+          const tr = (await stack.custom.createNamespacedCustomObject({
+            ...TASKRUN_API,
+            namespace: stack.namespace,
+            body: taskRun(name, stack.namespace),
+          })) as { metadata: { uid: string } };
+          uids.set(name, tr.metadata.uid);
+        }),
+      ),
+    );
+    await Promise.race([failure, creating]);
+    await until('every Secret', () => secretAt.size === COUNT);
+    const end = Math.max(...secretAt.values());
+    await until('every Secret to be deleted', () => secretGoneAt.size === COUNT);
+
+    // Each workflow's whole history: wait for it to finish (the slot release and the CleanedUp
+    // Event come after the Secret deletion), then count its events.
+    const histories = await Promise.all(
+      names.map((name) =>
+        api(async () => {
+          const handle = client.workflow.getHandle(
+            WORKFLOW_ID.taskRun(stack.namespace, name, uids.get(name)!),
+          );
+          await handle.result();
+          return (await handle.fetchHistory()).events?.length ?? NaN;
+        }),
+      ),
+    );
+    // DEBUG-TEMP
+    for (const name of [names[0]!, names[5]!, names[31]!, names[100]!]) {
+      const h = await client.workflow
+        .getHandle(WORKFLOW_ID.taskRun(stack.namespace, name, uids.get(name)!))
+        .fetchHistory();
+      const t0 =
+        Number(h.events![0]!.eventTime!.seconds) * 1000 + h.events![0]!.eventTime!.nanos! / 1e6;
+      console.error(
+        `--- ${name} created→wfstart ${Math.round(t0 - (performance.timeOrigin + created.get(name)!))} ms, secret at ${Math.round(secretAt.get(name)! - created.get(name)!)} waited=${waited.has(name)}`,
+      );
+      for (const e of h.events!) {
+        const t = Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6;
+        const attrs =
+          e.activityTaskScheduledEventAttributes?.activityType?.name ??
+          e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName ??
+          e.workflowExecutionSignaledEventAttributes?.signalName ??
+          '';
+        console.error(`${String(Math.round(t - t0)).padStart(7)} ${e.eventType} ${attrs}`);
+      }
+    }
+    {
+      const h = await client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM)).fetchHistory();
+      const ms = (e: NonNullable<typeof h.events>[number]) => Number(e!.eventTime!.seconds) * 1000 + e!.eventTime!.nanos! / 1e6;
+      const t0 = ms(h.events![0]!);
+      const counts: Record<string, number> = {};
+      let wftStarted = 0, wftDur = 0, last = 0, acceptedInWft = 0; const perWft: number[] = [];
+      for (const e of h.events!) {
+        counts[String(e.eventType)] = (counts[String(e.eventType)] ?? 0) + 1;
+        if (e.eventType === 6) wftStarted = ms(e);
+        if (e.eventType === 7) { wftDur += ms(e) - wftStarted; perWft.push(acceptedInWft); acceptedInWft = 0; }
+        if (e.eventType === 41) acceptedInWft++;
+        last = ms(e);
+      }
+      console.error(`allocator: span ${Math.round(last - t0)} ms, WFT busy ${Math.round(wftDur)} ms, counts ${JSON.stringify(counts)}, updates/WFT ${JSON.stringify(perWft.filter(Boolean))}`);
+    }
+    const allocatorEvents =
+      (await client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM)).fetchHistory()).events
+        ?.length ?? NaN;
+    const leftoverUsers = (
+      await Promise.all(stack.sshHosts.map((h) => h.exec(['getent', 'passwd'])))
+    ).flatMap((r) => r.stdout.split('\n').filter((line) => /^u-[0-9a-f]{12}:/.test(line)));
+
+    const latency = (subset: string[]) =>
+      summarize(subset.map((n) => secretAt.get(n)! - created.get(n)!));
+    const freeSlot = names.filter((n) => !waited.has(n));
+    const historySorted = [...histories].sort((a, b) => a - b);
+    console.log(
+      JSON.stringify({
+        bench: 'static-burst',
+        taskRuns: COUNT,
+        hosts: HOSTS,
+        concurrencyPerHost: CONCURRENCY,
+        errorSecrets: errors.size,
+        ...(errors.size > 0 ? { firstError: [...errors.values()][0] } : {}),
+        createdToSecretMs: {
+          freeSlot: { count: freeSlot.length, ...latency(freeSlot) },
+          all: latency(names),
+        },
+        throughputPerSec: Math.round((COUNT / ((end - start) / 1000)) * 10) / 10,
+        completedToCleanedMs: summarize(
+          names.map((n) => secretGoneAt.get(n)! - completedAt.get(n)!),
+        ),
+        historyEvents: {
+          p50: summarize(historySorted).p50,
+          max: historySorted[historySorted.length - 1],
+          allocator: allocatorEvents,
+        },
+        leftoverBuildUsers: leftoverUsers.length,
+        peakRssMb: {
+          worker: peakRssMb(stack.worker.pid),
+          bridge: peakRssMb(stack.bridge.pid),
+          otpServer: peakRssMb(stack.otp!.process.pid),
+        },
+        targets: { freeSlotP50Ms: 1000, freeSlotP99Ms: 3000, historyEventsMax: 60 },
+      }),
+    );
+  } finally {
+    for (const w of watches) w.abort();
+    await connection.close().catch(() => undefined);
+    await stack.stop();
+  }
+}
+
+function taskRun(name: string, namespace: string) {
+  return {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'TaskRun',
+    metadata: { name, namespace },
+    spec: {
+      params: [{ name: 'PLATFORM', value: PLATFORM }],
+      taskSpec: {
+        steps: [{ name: 'build', image: 'busybox', script: 'true' }],
+        volumes: [{ name: 'ssh', secret: { secretName: secretNameFor(name) } }],
+      },
+    },
+  };
+}
+
+function envInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`${name}: "${raw}" is not a positive integer`);
+  return value;
+}
+
+main().catch((err) => {
+  console.error(`bench static-burst: ${(err as Error).message}`);
+  process.exit(1);
+});

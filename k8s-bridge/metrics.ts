@@ -1,0 +1,32 @@
+// The bridge's Prometheus metrics: what it signalled, and how much it remembers.
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface BridgeMetrics {
+  signals: Counter<'state' | 'result'>;
+  indexSize: Gauge;
+  relists: Counter;
+}
+
+export function createBridgeMetrics(registry: Registry, indexSize: () => number): BridgeMetrics {
+  return {
+    signals: new Counter({
+      name: 'hostflow_bridge_signals_total',
+      help: 'TaskRun observations sent to workflows, by observed state and result',
+      labelNames: ['state', 'result'],
+      registers: [registry],
+    }),
+    indexSize: new Gauge({
+      name: 'hostflow_bridge_index_entries',
+      help: 'TaskRuns under contract the bridge remembers (uid and last state only)',
+      registers: [registry],
+      collect() {
+        this.set(indexSize());
+      },
+    }),
+    relists: new Counter({
+      name: 'hostflow_bridge_relists_total',
+      help: 'Full TaskRun relists (start-up, resync, or after a watch expired)',
+      registers: [registry],
+    }),
+  };
+}
