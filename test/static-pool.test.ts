@@ -220,6 +220,38 @@ describe('capacity', () => {
   });
 });
 
+describe('a broken host entry', () => {
+  it('fails only its own platform, quoting the problem, and becomes a Warning Event on the ConfigMap', async () => {
+    const { scope } = pool;
+    const broken = `${pool.platform}x`;
+    await scope.setHostConfig({
+      ...pool.hostEntries([{ host: 0 }, { host: 1 }]),
+      'host.bad.address': '10.231.0.250',
+      'host.bad.user': 'root',
+      'host.bad.platform': broken,
+      'host.bad.secret': 'admin-0',
+    });
+    await scope.taskRuns.create({ name: 'on-broken', platform: broken });
+    await scope.taskRuns.create({ name: 'on-good', platform: pool.platform });
+    const error = (await scope.taskRuns.waitForSecret('on-broken')).error!;
+    expect(error).toContain(`platform ${broken} is misconfigured`);
+    expect(error).toMatch(/host\.bad\.concurrency: required, an integer from 1 to 8/);
+    expect((await scope.taskRuns.waitForSecret('on-good')).host).toMatch(/^u-[0-9a-f]{12}@/);
+
+    const warning = await waitFor('a Warning Event on host-config', async () => {
+      const list = await scope.kube.core.listNamespacedEvent({ namespace: scope.engineNamespace });
+      return list.items.find(
+        (e) => e.type === 'Warning' && e.message?.includes('host.bad.concurrency'),
+      );
+    });
+    expect(warning.involvedObject).toMatchObject({ kind: 'ConfigMap', name: 'host-config' });
+    expect(warning.reason).toBe('InvalidHostConfig');
+    for (const name of ['on-broken', 'on-good']) await scope.taskRuns.complete(name);
+    for (const name of ['on-broken', 'on-good']) await scope.taskRuns.waitForSecretGone(name);
+    await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+  });
+});
+
 describe('live host-config changes', () => {
   it('serves waiters on an added host at once, and drains a removed host', async () => {
     const { scope, hosts } = pool;
