@@ -38,8 +38,10 @@ export interface BenchStack {
 }
 
 /**
- * Starts everything, or nothing: a failure part-way, or SIGINT/SIGTERM at any point until
- * `stop()`, stops what was started (SSH hosts would otherwise leave network namespaces behind).
+ * Starts everything, or nothing: a failure part-way stops what was started, and so does
+ * SIGINT/SIGTERM at any point until `stop()` (while starting: once the step under way is done,
+ * so nothing half-started is left). The processes run detached, and SSH hosts would otherwise
+ * leave network namespaces behind.
  */
 export async function startBenchStack(
   hostConfig: Record<string, string>,
@@ -47,61 +49,90 @@ export async function startBenchStack(
 ): Promise<BenchStack> {
   const dir = mkdtempSync(join(tmpdir(), 'hostflow-bench-'));
   const logDir = join(dir, 'logs');
-  const stops: Array<() => Promise<void>> = [];
+  // What was started, by layer: hostflow's processes and the OTP service, then the SSH hosts,
+  // then the Kubernetes API and Temporal. Stopped top layer first; within a layer, together.
+  const layers: Array<Array<() => Promise<void>>> = [[], [], []];
+  const [INFRA, HOSTS, SERVICES] = [0, 1, 2] as const;
   let stopping: Promise<void> | undefined;
   const stopAll = () =>
     (stopping ??= (async () => {
       process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
-      // Last started, first stopped; every step runs even when one fails.
-      for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      // Every step runs even when one fails.
+      for (const layer of [...layers].reverse())
+        await Promise.allSettled(layer.map((stop) => stop()));
       rmSync(dir, { recursive: true, force: true });
     })());
+  let running = false;
+  let interrupted: NodeJS.Signals | undefined;
   function onSignal(signal: NodeJS.Signals): void {
-    console.error(`bench: ${signal}, stopping the stack`);
-    void stopAll().finally(() => process.exit(130));
+    if (running) {
+      console.error(`bench: ${signal}, stopping the stack`);
+      void stopAll().finally(() => process.exit(130));
+    } else if (interrupted) {
+      process.exit(130); // asked twice: leave now
+    } else {
+      interrupted = signal;
+      console.error(`bench: ${signal}, stopping the stack once the step under way is done`);
+    }
   }
   process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  const step = async <T>(starting: Promise<T>): Promise<T> => {
+    const value = await starting;
+    if (interrupted) throw new Error(`${interrupted} while starting the stack`);
+    return value;
+  };
 
   try {
-    const [kube, temporal] = await settled(
-      startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir }).then((k) => {
-        stops.push(k.stop);
-        return k;
-      }),
-      startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then((t) => {
-        stops.push(t.stop);
-        return t;
-      }),
+    const [kube, temporal] = await step(
+      settled(
+        startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir }).then((k) => {
+          layers[INFRA].push(k.stop);
+          return k;
+        }),
+        startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then((t) => {
+          layers[INFRA].push(t.stop);
+          return t;
+        }),
+      ),
     );
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
-    await installTaskRunCrd(kc);
+    await step(installTaskRunCrd(kc));
     const namespace = 'bench';
     const engineNamespace = 'bench-engine';
-    await ensureNamespace(kc, namespace);
-    await ensureNamespace(kc, engineNamespace);
+    await step(ensureNamespace(kc, namespace));
+    await step(ensureNamespace(kc, engineNamespace));
     const core = kc.makeApiClient(CoreV1Api);
 
     let sshHosts: SshHost[] = [];
     let otp: OtpService | undefined;
     const data = { ...hostConfig };
     if (staticPool) {
-      const pool = await startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') });
-      stops.push(pool.stop);
+      const pool = await step(
+        startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') }),
+      );
+      layers[HOSTS].push(pool.stop);
       sshHosts = pool.hosts;
-      otp = await startOtpService({
-        stateDir: join(dir, 'otp'),
-        kubeconfig: kube.kubeconfigPath,
-        namespace: engineNamespace,
-        logFile: join(logDir, 'otp-server.log'),
-      });
-      stops.push(otp.stop);
+      otp = await step(
+        startOtpService({
+          stateDir: join(dir, 'otp'),
+          kubeconfig: kube.kubeconfigPath,
+          namespace: engineNamespace,
+          logFile: join(logDir, 'otp-server.log'),
+        }),
+      );
+      layers[SERVICES].push(otp.stop);
       for (const [i, host] of sshHosts.entries()) {
         const name = `h${i + 1}`;
-        await core.createNamespacedSecret({
-          namespace: engineNamespace,
-          body: { metadata: { name: `admin-${i}` }, stringData: { id_rsa: host.adminPrivateKey } },
-        });
+        await step(
+          core.createNamespacedSecret({
+            namespace: engineNamespace,
+            body: {
+              metadata: { name: `admin-${i}` },
+              stringData: { id_rsa: host.adminPrivateKey },
+            },
+          }),
+        );
         data[`host.${name}.address`] = host.address;
         data[`host.${name}.user`] = host.adminUser;
         data[`host.${name}.platform`] = staticPool.platform;
@@ -109,13 +140,15 @@ export async function startBenchStack(
         data[`host.${name}.concurrency`] = String(staticPool.concurrency);
       }
     }
-    await core.createNamespacedConfigMap({
-      namespace: engineNamespace,
-      body: {
-        metadata: { name: HOST_CONFIG_NAME, labels: { [LABELS.multiPlatformConfig]: 'hosts' } },
-        data,
-      },
-    });
+    await step(
+      core.createNamespacedConfigMap({
+        namespace: engineNamespace,
+        body: {
+          metadata: { name: HOST_CONFIG_NAME, labels: { [LABELS.multiPlatformConfig]: 'hosts' } },
+          data,
+        },
+      }),
+    );
 
     const env = {
       TEMPORAL_ADDRESS: temporal.address,
@@ -124,19 +157,22 @@ export async function startBenchStack(
       HOSTFLOW_NAMESPACE: engineNamespace,
     };
     const started = (p: EngineProcess) => {
-      stops.push(() => p.stop());
+      layers[SERVICES].push(() => p.stop());
       return p;
     };
-    const [worker, bridge] = await settled(
-      startEngineProcess(
-        'worker',
-        { ...env, ...otp?.workerEnv },
-        {
-          logFile: join(logDir, 'worker.log'),
-        },
-      ).then(started),
-      startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') }).then(started),
+    const [worker, bridge] = await step(
+      settled(
+        startEngineProcess(
+          'worker',
+          { ...env, ...otp?.workerEnv },
+          {
+            logFile: join(logDir, 'worker.log'),
+          },
+        ).then(started),
+        startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') }).then(started),
+      ),
     );
+    running = true;
     return {
       kc,
       core,

@@ -8,7 +8,7 @@
 // section 9: p50 ≤ 1 s, p99 ≤ 3 s). A TaskRun found a free slot if it never carried the
 // waiting-for-platform label, which the workflow sets whenever the allocator queues it.
 import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
 import {
@@ -21,9 +21,6 @@ import {
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
 
-const COUNT = envInt('BENCH_TASKRUNS', 200);
-const HOSTS = envInt('BENCH_HOSTS', 4);
-const CONCURRENCY = envInt('BENCH_CONCURRENCY', 8);
 const PLATFORM = 'linux/bench';
 const CREATE_CONCURRENCY = 16;
 const API_CONCURRENCY = 16;
@@ -35,6 +32,9 @@ interface KubeObject {
 }
 
 async function main(): Promise<void> {
+  const COUNT = envInt('BENCH_TASKRUNS', 200);
+  const HOSTS = envInt('BENCH_HOSTS', 4);
+  const CONCURRENCY = envInt('BENCH_CONCURRENCY', 8);
   const stack = await startBenchStack(
     {},
     { sshHosts: HOSTS, platform: PLATFORM, concurrency: CONCURRENCY },
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
     await until('every Secret to be deleted', () => secretGoneAt.size === COUNT);
 
     // Each workflow's whole history: wait for it to finish (the slot release and the CleanedUp
-    // Event come after the Secret deletion), then count its events.
+    // Event come after the Secret deletion), then count its events and time its phases.
     const histories = await Promise.all(
       names.map((name) =>
         api(async () => {
@@ -155,45 +155,11 @@ async function main(): Promise<void> {
             WORKFLOW_ID.taskRun(stack.namespace, name, uids.get(name)!),
           );
           await handle.result();
-          return (await handle.fetchHistory()).events?.length ?? NaN;
+          const events = (await handle.fetchHistory()).events ?? [];
+          return { name, events: events.length, phases: phases(events, created.get(name)!) };
         }),
       ),
     );
-    // DEBUG-TEMP
-    for (const name of [names[0]!, names[5]!, names[31]!, names[100]!]) {
-      const h = await client.workflow
-        .getHandle(WORKFLOW_ID.taskRun(stack.namespace, name, uids.get(name)!))
-        .fetchHistory();
-      const t0 =
-        Number(h.events![0]!.eventTime!.seconds) * 1000 + h.events![0]!.eventTime!.nanos! / 1e6;
-      console.error(
-        `--- ${name} created→wfstart ${Math.round(t0 - (performance.timeOrigin + created.get(name)!))} ms, secret at ${Math.round(secretAt.get(name)! - created.get(name)!)} waited=${waited.has(name)}`,
-      );
-      for (const e of h.events!) {
-        const t = Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6;
-        const attrs =
-          e.activityTaskScheduledEventAttributes?.activityType?.name ??
-          e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName ??
-          e.workflowExecutionSignaledEventAttributes?.signalName ??
-          '';
-        console.error(`${String(Math.round(t - t0)).padStart(7)} ${e.eventType} ${attrs}`);
-      }
-    }
-    {
-      const h = await client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM)).fetchHistory();
-      const ms = (e: NonNullable<typeof h.events>[number]) => Number(e!.eventTime!.seconds) * 1000 + e!.eventTime!.nanos! / 1e6;
-      const t0 = ms(h.events![0]!);
-      const counts: Record<string, number> = {};
-      let wftStarted = 0, wftDur = 0, last = 0, acceptedInWft = 0; const perWft: number[] = [];
-      for (const e of h.events!) {
-        counts[String(e.eventType)] = (counts[String(e.eventType)] ?? 0) + 1;
-        if (e.eventType === 6) wftStarted = ms(e);
-        if (e.eventType === 7) { wftDur += ms(e) - wftStarted; perWft.push(acceptedInWft); acceptedInWft = 0; }
-        if (e.eventType === 41) acceptedInWft++;
-        last = ms(e);
-      }
-      console.error(`allocator: span ${Math.round(last - t0)} ms, WFT busy ${Math.round(wftDur)} ms, counts ${JSON.stringify(counts)}, updates/WFT ${JSON.stringify(perWft.filter(Boolean))}`);
-    }
     const allocatorEvents =
       (await client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM)).fetchHistory()).events
         ?.length ?? NaN;
@@ -204,7 +170,14 @@ async function main(): Promise<void> {
     const latency = (subset: string[]) =>
       summarize(subset.map((n) => secretAt.get(n)! - created.get(n)!));
     const freeSlot = names.filter((n) => !waited.has(n));
-    const historySorted = [...histories].sort((a, b) => a - b);
+    const historySorted = histories.map((h) => h.events).sort((a, b) => a - b);
+    const freePhases = histories.filter((h) => !waited.has(h.name)).map((h) => h.phases);
+    const breakdown = Object.fromEntries(
+      (Object.keys(freePhases[0] ?? {}) as Array<keyof Phases>).map((key) => {
+        const { p50, p99 } = summarize(freePhases.map((p) => p[key]));
+        return [key, { p50, p99 }];
+      }),
+    );
     console.log(
       JSON.stringify({
         bench: 'static-burst',
@@ -217,6 +190,7 @@ async function main(): Promise<void> {
           freeSlot: { count: freeSlot.length, ...latency(freeSlot) },
           all: latency(names),
         },
+        freeSlotBreakdownMs: breakdown,
         throughputPerSec: Math.round((COUNT / ((end - start) / 1000)) * 10) / 10,
         completedToCleanedMs: summarize(
           names.map((n) => secretGoneAt.get(n)! - completedAt.get(n)!),
@@ -240,6 +214,77 @@ async function main(): Promise<void> {
     await connection.close().catch(() => undefined);
     await stack.stop();
   }
+}
+
+type HistoryEvent = NonNullable<
+  Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']
+>[number];
+
+/** temporal.api.enums.v1.EventType values this benchmark reads. */
+const EVENT = {
+  started: 1,
+  workflowTaskScheduled: 5,
+  workflowTaskCompleted: 7,
+  activityScheduled: 10,
+  activityStarted: 11,
+  activityCompleted: 12,
+} as const;
+
+interface Phases {
+  /** TaskRun created → its workflow started: the bridge and the start call. */
+  toWorkflowStart: number;
+  /** The allocator's answer (granted or queued), through its update. */
+  requestSlot: number;
+  /** deliverBuildUser scheduled → picked up by the worker. */
+  deliverQueued: number;
+  /** deliverBuildUser running: SSH provisioning, OTP store, Secret write. */
+  deliverRun: number;
+  /** Workflow tasks (scheduled → completed, local activities included) before delivery ends. */
+  workflowTasks: number;
+}
+
+/** Where a TaskRun's time to its Secret went, from its workflow history. */
+function phases(events: HistoryEvent[], createdAt: number): Phases {
+  const ms = (e: HistoryEvent | undefined) =>
+    e?.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : NaN;
+  const byId = new Map(events.map((e) => [Number(e.eventId), e]));
+  const activity = (type: string) => {
+    const scheduled = events.find(
+      (e) =>
+        e.eventType === EVENT.activityScheduled &&
+        e.activityTaskScheduledEventAttributes?.activityType?.name === type,
+    );
+    const of = (
+      eventType: number,
+      attrs: 'activityTaskStartedEventAttributes' | 'activityTaskCompletedEventAttributes',
+    ) =>
+      events.find(
+        (e) =>
+          e.eventType === eventType &&
+          Number(e[attrs]?.scheduledEventId) === Number(scheduled?.eventId),
+      );
+    return {
+      scheduled: ms(scheduled),
+      started: ms(of(EVENT.activityStarted, 'activityTaskStartedEventAttributes')),
+      completed: ms(of(EVENT.activityCompleted, 'activityTaskCompletedEventAttributes')),
+    };
+  };
+  const request = activity('requestSlot');
+  const deliver = activity('deliverBuildUser');
+  let workflowTasks = 0;
+  for (const e of events) {
+    if (e.eventType !== EVENT.workflowTaskCompleted || ms(e) > deliver.completed) continue;
+    const scheduled = byId.get(Number(e.workflowTaskCompletedEventAttributes?.scheduledEventId));
+    workflowTasks += ms(e) - ms(scheduled);
+  }
+  return {
+    toWorkflowStart:
+      ms(events.find((e) => e.eventType === EVENT.started)) - (performance.timeOrigin + createdAt),
+    requestSlot: request.completed - request.scheduled,
+    deliverQueued: deliver.started - deliver.scheduled,
+    deliverRun: deliver.completed - deliver.started,
+    workflowTasks,
+  };
 }
 
 function taskRun(name: string, namespace: string) {
