@@ -76,6 +76,12 @@ export async function startBenchStack(
     }
   }
   process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  /** Records how to stop what `starting` starts, as soon as it has started. */
+  const track = <T extends { stop(): Promise<void> }>(layer: number, starting: Promise<T>) =>
+    starting.then((started) => {
+      layers[layer].push(() => started.stop());
+      return started;
+    });
   const step = async <T>(starting: Promise<T>): Promise<T> => {
     const value = await starting;
     if (interrupted) throw new Error(`${interrupted} while starting the stack`);
@@ -85,14 +91,8 @@ export async function startBenchStack(
   try {
     const [kube, temporal] = await step(
       settled(
-        startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir }).then((k) => {
-          layers[INFRA].push(k.stop);
-          return k;
-        }),
-        startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then((t) => {
-          layers[INFRA].push(t.stop);
-          return t;
-        }),
+        track(INFRA, startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir })),
+        track(INFRA, startTemporalDevServer({ persist: false, fixedPorts: false, logDir })),
       ),
     );
     const kc = new KubeConfig();
@@ -109,19 +109,20 @@ export async function startBenchStack(
     const data = { ...hostConfig };
     if (staticPool) {
       const pool = await step(
-        startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') }),
+        track(HOSTS, startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') })),
       );
-      layers[HOSTS].push(pool.stop);
       sshHosts = pool.hosts;
       otp = await step(
-        startOtpService({
-          stateDir: join(dir, 'otp'),
-          kubeconfig: kube.kubeconfigPath,
-          namespace: engineNamespace,
-          logFile: join(logDir, 'otp-server.log'),
-        }),
+        track(
+          SERVICES,
+          startOtpService({
+            stateDir: join(dir, 'otp'),
+            kubeconfig: kube.kubeconfigPath,
+            namespace: engineNamespace,
+            logFile: join(logDir, 'otp-server.log'),
+          }),
+        ),
       );
-      layers[SERVICES].push(otp.stop);
       for (const [i, host] of sshHosts.entries()) {
         const name = `h${i + 1}`;
         await step(
@@ -156,20 +157,17 @@ export async function startBenchStack(
       KUBECONFIG: kube.kubeconfigPath,
       HOSTFLOW_NAMESPACE: engineNamespace,
     };
-    const started = (p: EngineProcess) => {
-      layers[SERVICES].push(() => p.stop());
-      return p;
-    };
     const [worker, bridge] = await step(
       settled(
-        startEngineProcess(
-          'worker',
-          { ...env, ...otp?.workerEnv },
-          {
-            logFile: join(logDir, 'worker.log'),
-          },
-        ).then(started),
-        startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') }).then(started),
+        track(
+          SERVICES,
+          startEngineProcess(
+            'worker',
+            { ...env, ...otp?.workerEnv },
+            { logFile: join(logDir, 'worker.log') },
+          ),
+        ),
+        track(SERVICES, startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') })),
       ),
     );
     running = true;

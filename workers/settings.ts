@@ -50,6 +50,7 @@ const EnvSchema = z.object({
     .optional(),
   HOSTFLOW_RESYNC_SECONDS: z.coerce.number().int().min(5).max(86_400).default(300),
   HOSTFLOW_WORKFLOW_BUNDLE: z.string().optional(),
+  HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 
 export type Settings = z.infer<typeof EnvSchema>;

@@ -37,6 +37,9 @@ export async function createWorker(
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     activities,
+    // Most activities wait on the network (SSH, the allocator's answer), not the CPU: a slot
+    // held by a TaskRun waiting for its allocator must not keep deliveries from starting.
+    maxConcurrentActivityTaskExecutions: settings.HOSTFLOW_MAX_CONCURRENT_ACTIVITIES,
     ...(settings.HOSTFLOW_WORKFLOW_BUNDLE
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
       : { workflowsPath: WORKFLOWS_PATH }),

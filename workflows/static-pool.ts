@@ -4,6 +4,7 @@
 import {
   condition,
   getExternalWorkflowHandle,
+  patched,
   setCurrentDetails,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -18,6 +19,9 @@ type Fail = (
   message: string,
   labels: Record<string, string | null>,
 ) => Promise<TaskRunOutcome>;
+
+/** See serveFromStaticPool. */
+export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
 
 export const newPoolRun = (): PoolRun => ({ attempt: 0, touched: [] });
 
@@ -34,6 +38,9 @@ export async function serveFromStaticPool(
     annotations: { [ANNOTATIONS.allocationStartTime]: String(Math.floor(waitingSince / 1000)) },
   });
 
+  // v2: the TaskRun's labels and Event are written while the build user is being provisioned
+  // rather than before it, saving a workflow task per TaskRun.
+  const v2 = patched(PATCH_FAST_STATIC_PATH);
   for (;;) {
     pool.attempt++;
     pool.requestId = `${workflowInfo().workflowId}#${pool.attempt}`;
@@ -90,20 +97,24 @@ export async function serveFromStaticPool(
     setCurrentDetails(
       `Creating a build user on ${host.name} (${host.address}) for TaskRun ${input.namespace}/${input.name}.`,
     );
-    await Promise.all([
-      patch(run, {
-        labels: { [LABELS.waitingForPlatform]: null, [LABELS.assignedHost]: host.name },
-      }),
-      event(run, 'Normal', 'HostAllocated', `Allocated host ${host.name} (${host.address})`),
-    ]);
+    const noteAllocation = () =>
+      Promise.all([
+        patch(run, {
+          labels: { [LABELS.waitingForPlatform]: null, [LABELS.assignedHost]: host.name },
+        }),
+        event(run, 'Normal', 'HostAllocated', `Allocated host ${host.name} (${host.address})`),
+      ]);
+    if (!v2) await noteAllocation();
     if (!pool.touched.some((h) => h.name === host.name)) pool.touched.push(host);
 
     const started = Date.now();
     try {
-      const { user } = await delivery.deliverBuildUser.executeWithOptions(
+      const delivered = delivery.deliverBuildUser.executeWithOptions(
         { summary: `Create a build user on ${host.name} (${host.address}) and deliver its Secret` },
         [{ host, taskRun: ref, platform: input.platform }],
       );
+      // In v2 the notes are written alongside; a failed delivery still waits for them.
+      const [{ user }] = await Promise.all([delivered, v2 ? noteAllocation() : undefined]);
       metrics.provisioning.record((Date.now() - started) / 1000, { platform: input.platform });
       await platformAllocator.signal(hostOutcome, { host: host.name, ok: true });
       pool.serving = host;
