@@ -410,3 +410,432 @@ describe('static platform resolution', () => {
     );
   });
 });
+
+// Dynamic and dynamic-pool platforms: `dynamic.<cfg>.*` keys (DESIGN.md section 4).
+import { parseAwsConfig } from '../platform-config/aws-config.js';
+import { parseDynamicPlatforms, type ProviderParsers } from '../platform-config/dynamic.js';
+
+describe('dynamic platforms', () => {
+  // The seed's example ConfigMap (multi-platform-controller.txt), dynamic keys verbatim.
+  const SEED: Record<string, string> = {
+    'dynamic-platforms': 'linux/arm64',
+    'dynamic-pool-platforms': 'linux-m4xlarge/amd64',
+    'instance-tag': 'unique-identifier',
+    'dynamic.linux-arm64.type': 'aws',
+    'dynamic.linux-arm64.region': 'us-east-1',
+    'dynamic.linux-arm64.ami': 'ami-03d6a5256a46c9feb',
+    'dynamic.linux-arm64.instance-type': 't4g.medium',
+    'dynamic.linux-arm64.key-name': 'sdouglas-arm-test',
+    'dynamic.linux-arm64.aws-secret': 'awsiam',
+    'dynamic.linux-arm64.ssh-secret': 'awskeys',
+    'dynamic.linux-arm64.security-group': 'launch-wizard-1',
+    'dynamic.linux-arm64.max-instances': '10',
+    'dynamic.linux-m4xlarge-amd64.type': 'aws',
+    'dynamic.linux-m4xlarge-amd64.region': 'us-east-1',
+    'dynamic.linux-m4xlarge-amd64.ami': 'ami-026ebd4cfe2c043b2',
+    'dynamic.linux-m4xlarge-amd64.instance-type': 'm6a.4xlarge',
+    'dynamic.linux-m4xlarge-amd64.key-name': 'konflux-stage-ext-mab01',
+    'dynamic.linux-m4xlarge-amd64.aws-secret': 'aws-account',
+    'dynamic.linux-m4xlarge-amd64.ssh-secret': 'aws-ssh-key',
+    'dynamic.linux-m4xlarge-amd64.security-group-id': 'sg-05bc8dd0b52158567',
+    'dynamic.linux-m4xlarge-amd64.max-instances': '4',
+    'dynamic.linux-m4xlarge-amd64.max-concurrency': '4',
+    'dynamic.linux-m4xlarge-amd64.subnet-id': 'subnet-030738beb81d3863a',
+    'dynamic.linux-m4xlarge-amd64.instance-tag': 'some-pool-identifier',
+  };
+  const AWS_ONLY: ProviderParsers = { aws: parseAwsConfig };
+
+  /** Parses `data` the way the lead will: lists and instance-tag from parseHostConfig. */
+  function parse(data: Record<string, string>, parsers: ProviderParsers = AWS_ONLY) {
+    const config = parseHostConfig(data);
+    return parseDynamicPlatforms(data, config, parsers);
+  }
+  /** One AWS dynamic platform linux/arm64 with `fields` overriding (undefined removes a key). */
+  function arm64(fields: Record<string, string | undefined> = {}) {
+    const entry: Record<string, string | undefined> = {
+      type: 'aws',
+      region: 'us-east-1',
+      ami: 'ami-03d6a5256a46c9feb',
+      'instance-type': 't4g.medium',
+      'key-name': 'builder',
+      'aws-secret': 'awsiam',
+      'ssh-secret': 'awskeys',
+      'max-instances': '2',
+      ...fields,
+    };
+    return {
+      'dynamic-platforms': 'linux/arm64',
+      'instance-tag': 'prod',
+      ...Object.fromEntries(
+        Object.entries(entry)
+          .filter((pair): pair is [string, string] => pair[1] !== undefined)
+          .map(([field, value]) => [`dynamic.linux-arm64.${field}`, value]),
+      ),
+    };
+  }
+  const problemsOf = (data: Record<string, string>) => parse(data).problems;
+
+  it("parses the seed's dynamic platform, with every default", () => {
+    const { platforms, problems } = parse(SEED);
+    expect(platforms.find((p) => p.platform === 'linux/arm64')).toEqual({
+      platform: 'linux/arm64',
+      configName: 'linux-arm64',
+      common: {
+        maxInstances: 10,
+        sshSecret: 'awskeys',
+        instanceTag: 'unique-identifier',
+        allocationTimeoutSeconds: 600,
+        checkIntervalSeconds: 60,
+        sudoCommands: [],
+      },
+      provider: {
+        type: 'aws',
+        config: {
+          region: 'us-east-1',
+          ami: 'ami-03d6a5256a46c9feb',
+          instanceType: 't4g.medium',
+          keyName: 'sdouglas-arm-test',
+          awsSecret: 'awsiam',
+          securityGroup: 'launch-wizard-1',
+          strictPublicAddress: false,
+          disk: { sizeGb: 40 },
+        },
+      },
+    });
+    // The seed's pool omits max-age, which a pool cannot do without: only that is reported.
+    expect(problems).toEqual([
+      {
+        key: 'dynamic.linux-m4xlarge-amd64.max-age',
+        reason: 'required, an integer from 1 to 1440 (minutes a pool VM takes new builds)',
+        platform: 'linux-m4xlarge/amd64',
+      },
+    ]);
+  });
+
+  it("parses the seed's pool once max-age is set, reading max-concurrency as concurrency", () => {
+    const { platforms, problems } = parse({
+      ...SEED,
+      'dynamic.linux-m4xlarge-amd64.max-age': '120',
+    });
+    expect(problems).toEqual([]);
+    const pool = platforms.find((p) => p.platform === 'linux-m4xlarge/amd64');
+    expect(pool?.pool).toEqual({ concurrency: 4, maxAgeMinutes: 120 });
+    expect(pool?.common.instanceTag).toBe('some-pool-identifier');
+    expect(pool?.common.maxInstances).toBe(4);
+    expect(pool?.provider).toEqual({
+      type: 'aws',
+      config: expect.objectContaining({
+        instanceType: 'm6a.4xlarge',
+        securityGroupId: 'sg-05bc8dd0b52158567',
+        subnetId: 'subnet-030738beb81d3863a',
+      }),
+    });
+  });
+
+  it('applies every AWS key and every common key', () => {
+    const userData = '#!/bin/bash\n  echo "hello"  \n';
+    const { platforms, problems } = parse(
+      arm64({
+        'instance-tag': 'prod-arm64',
+        'allocation-timeout': '900',
+        'check-interval': '5',
+        'sudo-commands': '/usr/bin/podman, /usr/bin/buildah',
+        'security-group': 'builders',
+        'security-group-id': 'sg-05bc8dd0b52158567',
+        'subnet-id': 'subnet-030738beb81d3863a',
+        'instance-profile-name': 'builder-profile',
+        'instance-profile-arn': 'arn:aws:iam::123456789012:instance-profile/builder-profile',
+        'strict-public-address': 'true',
+        disk: '200',
+        iops: '4000',
+        throughput: '250',
+        'user-data': userData,
+        tenancy: 'host',
+        'host-resource-group-arn': 'arn:aws:resource-groups:us-east-1:123456789012:group/mac',
+        'license-configuration-arn':
+          'arn:aws:license-manager:us-east-1:123456789012:license-configuration:lic-0123abcd',
+      }),
+    );
+    expect(problems).toEqual([]);
+    expect(platforms[0].common).toEqual({
+      maxInstances: 2,
+      sshSecret: 'awskeys',
+      instanceTag: 'prod-arm64',
+      allocationTimeoutSeconds: 900,
+      checkIntervalSeconds: 5,
+      sudoCommands: ['/usr/bin/podman', '/usr/bin/buildah'],
+    });
+    expect(platforms[0].provider.config).toEqual({
+      region: 'us-east-1',
+      ami: 'ami-03d6a5256a46c9feb',
+      instanceType: 't4g.medium',
+      keyName: 'builder',
+      awsSecret: 'awsiam',
+      securityGroup: 'builders',
+      securityGroupId: 'sg-05bc8dd0b52158567',
+      subnetId: 'subnet-030738beb81d3863a',
+      instanceProfileName: 'builder-profile',
+      instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/builder-profile',
+      strictPublicAddress: true,
+      disk: { sizeGb: 200, iops: 4000, throughputMiBps: 250 },
+      userData, // raw, untrimmed: base64-encoded only at launch
+      dedicatedHost: {
+        tenancy: 'host',
+        hostResourceGroupArn: 'arn:aws:resource-groups:us-east-1:123456789012:group/mac',
+        licenseConfigurationArn:
+          'arn:aws:license-manager:us-east-1:123456789012:license-configuration:lic-0123abcd',
+      },
+    });
+    expect(platforms[0].pool).toBeUndefined();
+  });
+
+  it('names every missing required key', () => {
+    const data = {
+      'dynamic-platforms': 'linux/arm64',
+      'dynamic-pool-platforms': 'linux/amd64',
+      'instance-tag': 'prod',
+      'dynamic.linux-arm64.type': 'aws',
+      'dynamic.linux-amd64.type': 'aws',
+    };
+    const { platforms, problems } = parse(data);
+    expect(platforms).toEqual([]);
+    const required = (platform: string, cfg: string, keys: string[]) =>
+      keys.map((key) => ({ key: `dynamic.${cfg}.${key}`, platform }));
+    const aws = ['region', 'ami', 'instance-type', 'key-name', 'aws-secret'];
+    const common = ['max-instances', 'ssh-secret'];
+    expect(problems.map(({ key, platform }) => ({ key, platform })).sort(byKey)).toEqual(
+      [
+        ...required('linux/arm64', 'linux-arm64', [...common, ...aws]),
+        ...required('linux/amd64', 'linux-amd64', [...common, ...aws, 'concurrency', 'max-age']),
+      ].sort(byKey),
+    );
+    for (const problem of problems) expect(problem.reason).toMatch(/^required, /);
+    expect(problemsOf({ 'dynamic-platforms': 'linux/arm64' })).toContainEqual({
+      key: 'dynamic.linux-arm64.type',
+      reason: 'required, the cloud provider: aws, ibmz or ibmp',
+      platform: 'linux/arm64',
+    });
+  });
+
+  it.each([
+    ['type', 'gcp', /"gcp" is not valid; expected aws, ibmz or ibmp/],
+    ['max-instances', '0', /"0" is not an integer of at least 1/],
+    ['max-instances', 'ten', /"ten" is not an integer/],
+    ['max-instances', '1.5', /"1.5" is not an integer/],
+    ['allocation-timeout', '-1', /"-1" is not an integer from 1 to 86400/],
+    ['check-interval', '60s', /"60s" is not an integer from 1 to 86400 \(seconds between/],
+    ['ssh-secret', 'My_Keys', /expected a Kubernetes Secret name/],
+    ['aws-secret', 'a/b', /expected a Kubernetes Secret name/],
+    ['instance-tag', 'has space', /not usable as an owner tag/],
+    ['sudo-commands', '/usr/bin/podman,rm -rf', /"rm -rf" is not an absolute command path/],
+    ['region', 'US-East-1', /expected an AWS region such as us-east-1/],
+    ['ami', 'ubuntu-22.04', /expected an image id such as ami-/],
+    ['instance-type', 't4g', /expected an EC2 instance type such as t4g.medium/],
+    ['key-name', 'a\u0007b', /"a\\u0007b" is not valid/],
+    ['security-group-id', 'launch-wizard-1', /expected a security group id/],
+    ['subnet-id', 'sub-1', /expected a subnet id/],
+    ['instance-profile-name', 'has space', /expected an IAM instance profile name/],
+    ['instance-profile-arn', 'builder-profile', /expected an ARN such as arn:aws:iam::/],
+    ['strict-public-address', 'yes', /"yes" is not valid; expected true or false/],
+    ['disk', '0', /"0" is not an integer of at least 1 \(GB of the gp3 root volume\)/],
+    ['disk', '40GB', /"40GB" is not an integer/],
+    ['iops', '100', /"100" is not an integer of at least 3000/],
+    ['throughput', '10', /"10" is not an integer of at least 125/],
+  ])('rejects %s=%j with a clear reason', (key, value, reason) => {
+    const problems = problemsOf(arm64({ [key]: value }));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toEqual({
+      key: `dynamic.linux-arm64.${key}`,
+      reason: expect.stringMatching(reason),
+      platform: 'linux/arm64',
+    });
+  });
+
+  it("rejects user-data beyond AWS's 16 KB", () => {
+    expect(problemsOf(arm64({ 'user-data': 'é'.repeat(8193) }))).toEqual([
+      {
+        key: 'dynamic.linux-arm64.user-data',
+        reason: 'is 16386 bytes; AWS accepts at most 16384',
+        platform: 'linux/arm64',
+      },
+    ]);
+  });
+
+  it.each([
+    ['concurrency', '0', /"0" is not an integer from 1 to 8 \(the builds each VM runs at once\)/],
+    ['concurrency', '9', /"9" is not an integer from 1 to 8/],
+    ['max-age', '1441', /"1441" is not an integer from 1 to 1440/],
+    ['max-age', '0', /"0" is not an integer from 1 to 1440/],
+  ])('rejects pool %s=%j', (key, value, reason) => {
+    const data = {
+      ...arm64({ concurrency: '2', 'max-age': '60', [key]: value }),
+      'dynamic-platforms': '',
+      'dynamic-pool-platforms': 'linux/arm64',
+    };
+    expect(problemsOf(data)).toEqual([
+      {
+        key: `dynamic.linux-arm64.${key}`,
+        reason: expect.stringMatching(reason),
+        platform: 'linux/arm64',
+      },
+    ]);
+  });
+
+  it('requires tenancy, host-resource-group-arn and license-configuration-arn together', () => {
+    const problems = problemsOf(arm64({ tenancy: 'host' }));
+    expect(problems.map((p) => p.key)).toEqual([
+      'dynamic.linux-arm64.host-resource-group-arn',
+      'dynamic.linux-arm64.license-configuration-arn',
+    ]);
+    expect(problems[0].reason).toContain('required because tenancy is set');
+    expect(problems[0].reason).toContain('all three or none');
+    const two = problemsOf(
+      arm64({
+        'host-resource-group-arn': 'arn:aws:resource-groups:us-east-1:123456789012:group/mac',
+        'license-configuration-arn':
+          'arn:aws:license-manager:us-east-1:123456789012:license-configuration:lic-0123abcd',
+      }),
+    );
+    expect(two).toEqual([
+      {
+        key: 'dynamic.linux-arm64.tenancy',
+        reason: expect.stringContaining(
+          'required because host-resource-group-arn and license-configuration-arn are set',
+        ),
+        platform: 'linux/arm64',
+      },
+    ]);
+    const dedicated = problemsOf(
+      arm64({
+        tenancy: 'dedicated',
+        'host-resource-group-arn': 'arn:aws:resource-groups:us-east-1:123456789012:group/mac',
+        'license-configuration-arn':
+          'arn:aws:license-manager:us-east-1:123456789012:license-configuration:lic-0123abcd',
+      }),
+    );
+    expect(dedicated.map((p) => [p.key, p.reason])).toEqual([
+      ['dynamic.linux-arm64.tenancy', expect.stringContaining('expected host')],
+    ]);
+    expect(parse(arm64()).platforms[0].provider.config).not.toHaveProperty('dedicatedHost');
+  });
+
+  it('fails only the platform with the bad entry', () => {
+    const data = {
+      ...arm64({ ami: 'nope' }),
+      ...SEED,
+      'dynamic.linux-arm64.ami': 'nope',
+      'dynamic.linux-m4xlarge-amd64.max-age': '60',
+    };
+    const { platforms, problems } = parse(data);
+    expect(platforms.map((p) => p.platform)).toEqual(['linux-m4xlarge/amd64']);
+    expect(problems).toEqual([
+      {
+        key: 'dynamic.linux-arm64.ami',
+        reason: expect.stringContaining('"nope" is not valid'),
+        platform: 'linux/arm64',
+      },
+    ]);
+  });
+
+  it('needs an owner tag: its own instance-tag or a valid global one', () => {
+    const untagged: Record<string, string> = arm64();
+    delete untagged['instance-tag'];
+    expect(problemsOf(untagged)).toEqual([
+      {
+        key: 'dynamic.linux-arm64.instance-tag',
+        reason: expect.stringContaining('required when the global instance-tag is not set'),
+        platform: 'linux/arm64',
+      },
+    ]);
+    expect(parse({ ...untagged, 'dynamic.linux-arm64.instance-tag': 'own' }).problems).toEqual([]);
+    expect(problemsOf({ ...arm64(), 'instance-tag': 'two words' })).toEqual([
+      {
+        key: 'instance-tag',
+        reason: expect.stringContaining('"two words" is not usable as an owner tag'),
+        platform: 'linux/arm64',
+      },
+    ]);
+  });
+
+  it('reports unknown and pool-only keys instead of ignoring them', () => {
+    const problems = problemsOf(
+      arm64({ instance_type: 'm5.large', 'spot-price': '0.1', concurrency: '2' }),
+    );
+    expect(problems.map((p) => [p.key, p.reason])).toEqual([
+      [
+        'dynamic.linux-arm64.concurrency',
+        'applies only to dynamic-pool-platforms; remove it or list linux/arm64 there',
+      ],
+      [
+        'dynamic.linux-arm64.instance_type',
+        'unknown key "instance_type"; did you mean instance-type?',
+      ],
+      [
+        'dynamic.linux-arm64.spot-price',
+        expect.stringContaining('spot instances are not supported'),
+      ],
+    ]);
+    expect(problemsOf(arm64({ colour: 'blue' }))[0].reason).toMatch(
+      /unknown key "colour"; expected one of .*ami, .*user-data/,
+    );
+  });
+
+  it('rejects concurrency and max-concurrency that disagree, and a platform listed twice', () => {
+    const pool = {
+      ...arm64({ concurrency: '2', 'max-concurrency': '3', 'max-age': '60' }),
+      'dynamic-platforms': '',
+      'dynamic-pool-platforms': 'linux/arm64',
+    };
+    expect(problemsOf(pool).map((p) => [p.key, p.reason])).toEqual([
+      ['dynamic.linux-arm64.max-concurrency', 'conflicts with concurrency; set only concurrency'],
+    ]);
+    const both = { ...arm64(), 'dynamic-pool-platforms': 'linux/arm64' };
+    expect(problemsOf(both)).toContainEqual({
+      key: 'dynamic-pool-platforms',
+      reason: 'linux/arm64 is also listed in dynamic-platforms; list it in only one of them',
+      platform: 'linux/arm64',
+    });
+  });
+
+  it('says plainly when a provider type has no parser yet, and uses one once registered', () => {
+    const data = {
+      'dynamic-platforms': 'linux/s390x',
+      'instance-tag': 'prod',
+      'dynamic.linux-s390x.type': 'ibmz',
+      'dynamic.linux-s390x.max-instances': '2',
+      'dynamic.linux-s390x.ssh-secret': 'ibm-keys',
+      'dynamic.linux-s390x.vpc': 'us-east-default-vpc',
+      'dynamic.linux-s390x.bogus': 'x',
+    };
+    expect(parse(data).problems).toEqual([
+      {
+        key: 'dynamic.linux-s390x.type',
+        reason: 'type ibmz is not supported yet',
+        platform: 'linux/s390x',
+      },
+    ]);
+    const seen: string[] = [];
+    const parsers: ProviderParsers<{ vpc: string }> = {
+      aws: parseAwsConfig,
+      ibmz: (read, problem) => {
+        seen.push(read('vpc') ?? '');
+        problem('image-id', 'required, the image');
+        return undefined;
+      },
+    };
+    expect(parse(data, parsers).problems.map((p) => [p.key, p.reason])).toEqual([
+      ['dynamic.linux-s390x.image-id', 'required, the image'],
+      ['dynamic.linux-s390x.bogus', expect.stringContaining('unknown key "bogus"')],
+    ]);
+    expect(seen).toEqual(['us-east-default-vpc']);
+    parsers.ibmz = (read) => ({ vpc: read('vpc') ?? '' });
+    delete (data as Record<string, string>)['dynamic.linux-s390x.bogus'];
+    const ok = parse(data, parsers);
+    expect(ok.platforms[0].provider).toEqual({
+      type: 'ibmz',
+      config: { vpc: 'us-east-default-vpc' },
+    });
+  });
+});
+
+const byKey = (a: { key: string }, b: { key: string }) => a.key.localeCompare(b.key);

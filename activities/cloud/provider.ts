@@ -1,0 +1,48 @@
+// The one shape every cloud provider implements (DESIGN.md section 5, "Dynamic"): launch with
+// owner tags, describe, list and count by owner tag, terminate. Each provider is a thin adapter
+// over its own API; errors are classified for Temporal (throttling and 5xx retry, permanent
+// problems such as a bad image or rejected credentials are non-retryable with a clear message).
+
+export type InstanceState =
+  'pending' | 'running' | 'stopping' | 'stopped' | 'terminated' | 'failed' | 'unknown';
+
+export interface Instance {
+  id: string;
+  state: InstanceState;
+  /** The address to SSH to, chosen by the provider's address rules (e.g. strict-public-address). */
+  address?: string;
+  /** ISO time the cloud reports the instance was launched. */
+  launchedAt?: string;
+  tags: Record<string, string>;
+}
+
+export interface LaunchRequest {
+  /** Human-readable instance name (the `Name` tag on AWS). */
+  name: string;
+  /** Owner tag key/value: which hostflow install owns the VM (`instance-tag`). */
+  owner: { key: string; value: string };
+  /** Extra tags: the TaskRun id `<ns>:<name>`, additional-instance-tags, … */
+  tags: Record<string, string>;
+  /**
+   * Makes launch idempotent: a retried launch with the same key returns the same instance
+   * instead of creating a second one (AWS ClientToken; IBM: look up by name/tag first).
+   */
+  idempotencyKey: string;
+}
+
+export interface CloudProvider {
+  readonly kind: 'aws' | 'ibmz' | 'ibmp';
+  launch(request: LaunchRequest): Promise<Instance>;
+  /** undefined when the cloud no longer knows the instance. */
+  describe(id: string): Promise<Instance | undefined>;
+  /** Instances carrying the owner tag, in any state but terminated. */
+  listByOwner(owner: { key: string; value: string }): Promise<Instance[]>;
+  countByOwner(owner: { key: string; value: string }): Promise<number>;
+  /** Idempotent: terminating a gone instance is success. */
+  terminate(id: string): Promise<void>;
+}
+
+/** The owner tag key the original controller used for `instance-tag`. */
+export const OWNER_TAG_KEY = 'multi-platform-instance';
+/** Tag carrying the TaskRun a dynamic VM belongs to: `<namespace>:<name>`. */
+export const TASKRUN_TAG_KEY = 'hostflow.dev/taskrun';
