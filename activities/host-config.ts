@@ -1,6 +1,5 @@
 // host-config adapter: reads the ConfigMap live (so edits apply to the next request without
 // restarts), resolves platforms, and reports problems as Warning Events on the ConfigMap.
-import { createHash } from 'node:crypto';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import {
   describeProblem,
@@ -13,7 +12,8 @@ import {
   type PlatformResolution,
 } from '../platform-config/resolve.js';
 import type { SlotHost } from '../workflows/allocation.js';
-import { isConflict, isNotFound, rethrowKube } from './kube-errors.js';
+import { isNotFound, rethrowKube } from './kube-errors.js';
+import { recordEvent } from './kube-events.js';
 import type { KubeClients } from './kubernetes.js';
 
 type ConfigRead =
@@ -80,39 +80,21 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
       if (!read.found)
         return { problems: [missingConfigMessage(engineNamespace, 'it does not exist')] };
       const problems = read.config.problems.map(describeProblem);
-      const now = new Date();
       for (const problem of problems) {
-        const digest = createHash('sha256')
-          .update(`${read.resourceVersion}\n${problem}`)
-          .digest('hex')
-          .slice(0, 16);
-        try {
-          await core.createNamespacedEvent({
+        await recordEvent(core, {
+          involvedObject: {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            name: HOST_CONFIG_NAME,
             namespace: engineNamespace,
-            body: {
-              metadata: { name: `${HOST_CONFIG_NAME}.${digest}`, namespace: engineNamespace },
-              involvedObject: {
-                apiVersion: 'v1',
-                kind: 'ConfigMap',
-                name: HOST_CONFIG_NAME,
-                namespace: engineNamespace,
-                uid: read.uid,
-                resourceVersion: read.resourceVersion,
-              },
-              type: 'Warning',
-              reason: 'InvalidHostConfig',
-              message: problem,
-              source: { component: 'hostflow' },
-              reportingComponent: 'hostflow',
-              reportingInstance: 'hostflow-worker',
-              firstTimestamp: now,
-              lastTimestamp: now,
-              count: 1,
-            },
-          });
-        } catch (err) {
-          if (!isConflict(err)) rethrowKube(`record a Warning Event on ${where}`, err);
-        }
+            uid: read.uid,
+            resourceVersion: read.resourceVersion,
+          },
+          type: 'Warning',
+          reason: 'InvalidHostConfig',
+          message: problem,
+          dedupKey: `${read.resourceVersion}\n${problem}`,
+        });
       }
       return { problems };
     },

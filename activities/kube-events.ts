@@ -1,4 +1,5 @@
-// Kubernetes Events on TaskRuns: what the build's owner sees in `kubectl describe taskrun`.
+// Kubernetes Events: what people see in `kubectl describe` for TaskRuns and host-config.
+import type { CoreV1Api, V1ObjectReference } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
 import { TASKRUN_API } from './taskrun-api.js';
 import { isConflict, isNotFound, rethrowKube } from './kube-errors.js';
@@ -12,44 +13,65 @@ export interface TaskRunEvent extends TaskRunRef {
   key: string;
 }
 
+/**
+ * Records one Event. Its name derives from `dedupKey`, so a retried call (or a second report of
+ * the same thing) finds it already there instead of repeating it.
+ */
+export async function recordEvent(
+  core: CoreV1Api,
+  event: {
+    involvedObject: V1ObjectReference & { name: string; namespace: string };
+    type: 'Normal' | 'Warning';
+    reason: string;
+    message: string;
+    dedupKey: string;
+  },
+): Promise<void> {
+  const { involvedObject: object } = event;
+  const digest = createHash('sha256').update(event.dedupKey).digest('hex').slice(0, 16);
+  const now = new Date();
+  try {
+    await core.createNamespacedEvent({
+      namespace: object.namespace,
+      body: {
+        metadata: { name: `${object.name.slice(0, 200)}.${digest}`, namespace: object.namespace },
+        involvedObject: object,
+        type: event.type,
+        reason: event.reason,
+        message: event.message.slice(0, 1024),
+        source: { component: 'hostflow' },
+        reportingComponent: 'hostflow',
+        reportingInstance: 'hostflow-worker',
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      },
+    });
+  } catch (err) {
+    if (isConflict(err) || isNotFound(err)) return; // already recorded, or the namespace is gone
+    rethrowKube(
+      `record Event ${event.reason} on ${object.kind} ${object.namespace}/${object.name}`,
+      err,
+    );
+  }
+}
+
 export function createEventActivities({ core }: KubeClients) {
   return {
     async recordTaskRunEvent(event: TaskRunEvent): Promise<void> {
-      const digest = createHash('sha256')
-        .update(`${event.uid}\n${event.reason}\n${event.key}`)
-        .digest('hex')
-        .slice(0, 16);
-      const now = new Date();
-      try {
-        await core.createNamespacedEvent({
+      await recordEvent(core, {
+        involvedObject: {
+          apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
+          kind: 'TaskRun',
+          name: event.name,
           namespace: event.namespace,
-          body: {
-            metadata: { name: `${event.name.slice(0, 200)}.${digest}`, namespace: event.namespace },
-            involvedObject: {
-              apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
-              kind: 'TaskRun',
-              name: event.name,
-              namespace: event.namespace,
-              uid: event.uid,
-            },
-            type: event.type,
-            reason: event.reason,
-            message: event.message.slice(0, 1024),
-            source: { component: 'hostflow' },
-            reportingComponent: 'hostflow',
-            reportingInstance: 'hostflow-worker',
-            firstTimestamp: now,
-            lastTimestamp: now,
-            count: 1,
-          },
-        });
-      } catch (err) {
-        if (isConflict(err) || isNotFound(err)) return; // already recorded, or the namespace is gone
-        rethrowKube(
-          `record Event ${event.reason} on TaskRun ${event.namespace}/${event.name}`,
-          err,
-        );
-      }
+          uid: event.uid,
+        },
+        type: event.type,
+        reason: event.reason,
+        message: event.message,
+        dedupKey: `${event.uid}\n${event.reason}\n${event.key}`,
+      });
     },
   };
 }
