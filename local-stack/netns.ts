@@ -3,7 +3,7 @@
 // by every pool on the machine (parallel jest workers, the dev stack), so they are handed out as
 // slot files under /run/hostflow-ssh, guarded by one machine-wide lock.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -14,6 +14,11 @@ const SLOTS_DIR = `${RUN_DIR}/slots`;
 const LOCK_DIR = `${RUN_DIR}/lock`;
 const FIRST_SLOT = 2; // 10.231.0.0 is the network, 10.231.0.1 the bridge
 const LAST_SLOT = 65_534; // 10.231.255.255 is broadcast
+/**
+ * Pools count slots up to here only (10.231.0.2–10.231.127.255): the upper half of the bridge
+ * network is left to hosts at caller-chosen addresses (createHostNetAt), e.g. the EC2 VM double.
+ */
+const LAST_POOL_SLOT = 32_767;
 
 export interface RunResult {
   code: number;
@@ -164,7 +169,7 @@ async function cleanStale(prefix: string): Promise<void> {
 }
 
 function claimSlot(record: SlotRecord): number {
-  for (let slot = FIRST_SLOT; slot <= LAST_SLOT; slot++) {
+  for (let slot = FIRST_SLOT; slot <= LAST_POOL_SLOT; slot++) {
     try {
       const fd = openSync(`${SLOTS_DIR}/${slot}`, 'wx');
       writeFileSync(fd, JSON.stringify(record));
@@ -174,7 +179,7 @@ function claimSlot(record: SlotRecord): number {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
-  throw new Error(`ssh hosts: all ${LAST_SLOT - FIRST_SLOT + 1} addresses in use`);
+  throw new Error(`ssh hosts: all ${LAST_POOL_SLOT - FIRST_SLOT + 1} addresses in use`);
 }
 
 async function ensureBridge(): Promise<void> {
@@ -232,6 +237,60 @@ export function createHostNets(
       for (const net of nets) await releaseSlot(net.slot, net.netns);
       await deleteBridgeIfUnused();
       throw new Error(`ssh hosts: network setup failed: ${(err as Error).message}`);
+    }
+  });
+}
+
+/** The slot of an address on the bridge network, or undefined if it is not a host address. */
+export function addressSlot(address: string): number | undefined {
+  const m = /^10\.231\.(\d{1,3})\.(\d{1,3})$/.exec(address);
+  if (!m) return undefined;
+  const [hi, lo] = [Number(m[1]), Number(m[2])];
+  const slot = hi * 256 + lo;
+  return hi <= 255 && lo <= 255 && slot >= FIRST_SLOT && slot <= LAST_SLOT ? slot : undefined;
+}
+
+/**
+ * Creates one namespace `netns` at exactly `address` (in 10.231.0.0/16, best in its upper half,
+ * which pools never hand out). Fails if a live owner holds the address; a dead owner's is reclaimed.
+ */
+export function createHostNetAt(
+  prefix: string,
+  netns: string,
+  address: string,
+  stateDir: string,
+): Promise<HostNet> {
+  const slot = addressSlot(address);
+  if (slot === undefined) {
+    throw new Error(`ssh hosts: ${address} is not a host address in ${BRIDGE_CIDR}`);
+  }
+  return withLock(async () => {
+    mkdirSync(SLOTS_DIR, { recursive: true });
+    const file = `${SLOTS_DIR}/${slot}`;
+    if (existsSync(file)) {
+      let record: SlotRecord | undefined;
+      try {
+        record = JSON.parse(readFileSync(file, 'utf8')) as SlotRecord;
+      } catch {
+        // torn by a crash: stays reserved, as in cleanStale
+      }
+      if (!record || alive(record.owner)) {
+        const by = record ? `${record.netns} (pid ${record.owner})` : 'an unreadable slot file';
+        throw new Error(`ssh hosts: ${address} is in use by ${by}`);
+      }
+      await releaseSlot(slot, record.netns);
+      rmSync(record.stateDir, { recursive: true, force: true });
+    }
+    await ensureBridge();
+    const fd = openSync(file, 'wx');
+    writeFileSync(fd, JSON.stringify({ owner: process.pid, prefix, netns, stateDir }));
+    closeSync(fd);
+    try {
+      return await addHostNet(slot, netns);
+    } catch (err) {
+      await releaseSlot(slot, netns);
+      await deleteBridgeIfUnused();
+      throw new Error(`ssh hosts: network setup at ${address} failed: ${(err as Error).message}`);
     }
   });
 }

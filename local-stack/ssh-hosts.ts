@@ -6,6 +6,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import {
+  createHostNetAt,
   createHostNets,
   destroyHostNet,
   must,
@@ -131,7 +132,14 @@ function sshBanner(address: string): Promise<true | undefined> {
   });
 }
 
-async function startHost(net: HostNet, dir: string, adminUser: string): Promise<SshHost> {
+type KeyPair = { publicKey: string; privateKey: string };
+
+async function startHost(
+  net: HostNet,
+  dir: string,
+  adminUser: string,
+  adminKey?: KeyPair,
+): Promise<SshHost> {
   const name = net.netns;
   let proc: ManagedProcess | undefined;
   let stopping: Promise<void> | undefined;
@@ -158,7 +166,7 @@ async function startHost(net: HostNet, dir: string, adminUser: string): Promise<
     const keyFile = join(dir, 'ssh_host_ed25519_key');
     await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
     const hostPublicKey = readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
-    const admin = generateEd25519KeyPair(`${adminUser}@${name}`);
+    const admin = adminKey ?? generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
     writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address));
 
@@ -191,13 +199,47 @@ async function startHost(net: HostNet, dir: string, adminUser: string): Promise<
   }
 }
 
-export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool> {
+async function checkTools(): Promise<void> {
   for (const [path, pkg] of TOOLS) {
     if (!existsSync(path)) throw new Error(`ssh hosts: ${path} not found; install ${pkg}`);
   }
   if ((await run('ip', ['-V'])).code !== 0) {
     throw new Error('ssh hosts: ip not found; install iproute2');
   }
+}
+
+export interface SshHostAtOptions {
+  /** In 10.231.0.0/16, best in 10.231.128.0/17, which pools never hand out. */
+  address: string;
+  /** Network namespace and host name: unique on the machine, at most 64 characters. */
+  name: string;
+  /** Recorded with the address, so a crashed owner's host is reclaimed by the next one. */
+  prefix: string;
+  /** The host's own state dir: removed and recreated at start, removed at stop. */
+  stateDir: string;
+  adminUser?: string;
+  /** The admin user's key pair; default a fresh one. */
+  adminKey?: KeyPair;
+}
+
+/** One SSH test host at a caller-chosen address (as a cloud VM double gets its address). */
+export async function startSshHostAt(opts: SshHostAtOptions): Promise<SshHost> {
+  await checkTools();
+  const dir = resolve(opts.stateDir);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  let net: HostNet;
+  try {
+    net = await createHostNetAt(opts.prefix, opts.name, opts.address, dir);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return startHost(net, dir, opts.adminUser ?? 'hfadmin', opts.adminKey);
+}
+
+export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool> {
+  await checkTools();
   const prefix = opts.prefix ?? `hf${process.pid}`;
   const adminUser = opts.adminUser ?? 'hfadmin';
   const stateDir = resolve(opts.stateDir);

@@ -1,0 +1,310 @@
+// Makes moto's EC2 instances behave like VMs (DESIGN.md §8): a supervisor polls DescribeInstances
+// and, a boot delay after an instance in its subnet is running, starts an SSH test host at the
+// instance's private address; an instance that stops, terminates or disappears loses its host.
+// The subnet lies inside the SSH hosts' bridge network (hfbr0, 10.231.0.0/16), in the upper half
+// that host pools never hand out, so moto's private addresses are reachable from the machine.
+// Failure injection: a boot that hangs, an instance that fails (stopped), and API throttling
+// through a small proxy in front of moto.
+import {
+  CreateSubnetCommand,
+  CreateVpcCommand,
+  EC2Client,
+  ModifySubnetAttributeCommand,
+  StopInstancesCommand,
+  paginateDescribeInstances,
+} from '@aws-sdk/client-ec2';
+import { mkdirSync, rmSync } from 'node:fs';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { generateEd25519KeyPair } from '../activities/ssh-keys.js';
+import { addressSlot } from './netns.js';
+import { startSshHostAt, type SshHost } from './ssh-hosts.js';
+
+/** moto accepts any credentials; these are not secrets. */
+const MOTO_CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
+
+export interface Ec2VmNetwork {
+  vpcId: string;
+  subnetId: string;
+}
+
+/**
+ * A VPC and a subnet without public addresses in moto, inside the bridge network: instances
+ * launched into the subnet get a private address (the one AwsProvider then reports) that an SSH
+ * host can take. The subnet must lie in 10.231.128.0/17 (never handed out to host pools).
+ */
+export async function createEc2VmNetwork(
+  ec2: EC2Client,
+  { vpcCidr = '10.231.0.0/16', subnetCidr = '10.231.128.0/20' } = {},
+): Promise<Ec2VmNetwork> {
+  const [base] = subnetCidr.split('/');
+  const slot = addressSlot(base ?? '');
+  if (slot === undefined || slot < 32_768) {
+    throw new Error(`ec2 vms: subnet ${subnetCidr} is not inside 10.231.128.0/17`);
+  }
+  const vpc = (await ec2.send(new CreateVpcCommand({ CidrBlock: vpcCidr }))).Vpc;
+  const subnet = (
+    await ec2.send(new CreateSubnetCommand({ VpcId: vpc?.VpcId, CidrBlock: subnetCidr }))
+  ).Subnet;
+  if (!vpc?.VpcId || !subnet?.SubnetId) throw new Error('ec2 vms: moto created no VPC or subnet');
+  await ec2.send(
+    new ModifySubnetAttributeCommand({
+      SubnetId: subnet.SubnetId,
+      MapPublicIpOnLaunch: { Value: false },
+    }),
+  );
+  return { vpcId: vpc.VpcId, subnetId: subnet.SubnetId };
+}
+
+export interface Ec2VmsOptions {
+  /** moto's endpoint. */
+  endpoint: string;
+  region?: string;
+  /** Hosts' state dirs go here; removed and recreated at start, removed at stop. */
+  stateDir: string;
+  /** From first seeing an instance running to starting its SSH host. Default 2000. */
+  bootDelayMs?: number;
+  /** DescribeInstances interval. Default 250. */
+  pollMs?: number;
+  /** Default 10.231.128.0/20; give parallel supervisors on one moto different subnets. */
+  subnetCidr?: string;
+  /** Default `ec2-user`, the admin user of the original's AMIs (AwsProvider.sshUser). */
+  adminUser?: string;
+}
+
+export interface Ec2Vms extends Ec2VmNetwork {
+  /** `ec2-user` unless configured: the admin user on every VM's host. */
+  adminUser: string;
+  /** OpenSSH private key authorized for the admin user on every VM: put it in the ssh-secret. */
+  adminPrivateKey: string;
+  /** Proxy in front of moto, for providers: passes everything through unless throttling. */
+  proxyEndpoint: string;
+  /** Instances whose SSH host is up, by instance id. */
+  hosts(): Map<string, SshHost>;
+  /** Host start failures so far (e.g. an address taken by someone else), oldest first. */
+  errors(): string[];
+  /** That instance (or the next one first seen from now on) runs but never gets an SSH host. */
+  hangBoot(instanceId: string | 'next'): void;
+  /**
+   * Stops the instance in moto (StopInstances): EC2 then reports `stopped`, which AwsProvider
+   * maps to InstanceState 'stopped' — a VM that is not coming up, for the allocator to
+   * terminate and replace. Its SSH host, if any, stops with it.
+   */
+  failInstance(instanceId: string): Promise<void>;
+  /**
+   * The next `n` requests through the proxy get EC2's `RequestLimitExceeded` (HTTP 503) instead
+   * of reaching moto. Returns the proxy endpoint.
+   */
+  throttle(n: number): string;
+  /** Stops polling, every host and the proxy. */
+  stop(): Promise<void>;
+}
+
+interface Vm {
+  id: string;
+  address: string;
+  /** When the supervisor first saw it running; reset when it stops running. */
+  runningSince?: number;
+  host?: SshHost;
+  /** A host start in flight. */
+  starting?: Promise<void>;
+}
+
+export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
+  const region = opts.region ?? 'us-east-1';
+  const bootDelayMs = opts.bootDelayMs ?? 2000;
+  const pollMs = opts.pollMs ?? 250;
+  const adminUser = opts.adminUser ?? 'ec2-user';
+  const stateDir = resolve(opts.stateDir);
+  rmSync(stateDir, { recursive: true, force: true });
+  mkdirSync(stateDir, { recursive: true });
+  const ec2 = new EC2Client({ region, endpoint: opts.endpoint, credentials: MOTO_CREDENTIALS });
+  const network = await createEc2VmNetwork(ec2, { subnetCidr: opts.subnetCidr });
+  const adminKey = generateEd25519KeyPair(`${adminUser}@ec2-vms`);
+  const prefix = `hfec2${process.pid}`;
+
+  const vms = new Map<string, Vm>();
+  const hung = new Set<string>();
+  let hangNext = 0;
+  const errors: string[] = [];
+  /** Hosts being stopped, by address: a reused address waits for its previous host to go. */
+  const stopping = new Map<string, Promise<void>>();
+  let stopped = false;
+
+  const stopHost = (vm: Vm) => {
+    const host = vm.host;
+    vm.host = undefined;
+    if (!host) return;
+    const done = host
+      .stop()
+      .catch((err: unknown) => void errors.push(`${vm.id}: stop: ${(err as Error).message}`))
+      .finally(() => {
+        if (stopping.get(vm.address) === done) stopping.delete(vm.address);
+      });
+    stopping.set(vm.address, done);
+  };
+
+  const inflight = new Set<Promise<void>>();
+  const startHost = (vm: Vm) => {
+    const start = (async () => {
+      await stopping.get(vm.address);
+      const host = await startSshHostAt({
+        address: vm.address,
+        name: `${prefix}-${vm.id}`,
+        prefix,
+        stateDir: join(stateDir, vm.id),
+        adminUser,
+        adminKey,
+      });
+      vm.host = host;
+      // Stopped, terminated or gone while booting: the host goes at once.
+      if (stopped || vms.get(vm.id) !== vm || vm.runningSince === undefined) stopHost(vm);
+    })()
+      .catch((err: unknown) => {
+        errors.push(`${vm.id} at ${vm.address}: ${(err as Error).message}`);
+        hung.add(vm.id); // not retried: the address is taken, or sshd cannot start here
+      })
+      .finally(() => {
+        vm.starting = undefined;
+        inflight.delete(start);
+      });
+    vm.starting = start;
+    inflight.add(start);
+  };
+
+  const reconcile = async () => {
+    const seen = new Map<string, { state?: string; address?: string }>();
+    const pages = paginateDescribeInstances(
+      { client: ec2, pageSize: 1000 },
+      { Filters: [{ Name: 'subnet-id', Values: [network.subnetId] }] },
+    );
+    for await (const page of pages) {
+      for (const r of page.Reservations ?? []) {
+        for (const i of r.Instances ?? []) {
+          if (i.InstanceId) {
+            seen.set(i.InstanceId, { state: i.State?.Name, address: i.PrivateIpAddress });
+          }
+        }
+      }
+    }
+    if (stopped) return;
+    const now = Date.now();
+    for (const [id, { state, address }] of seen) {
+      if (state === 'terminated' || !address) continue;
+      let vm = vms.get(id);
+      if (!vm) {
+        vms.set(id, (vm = { id, address }));
+        if (hangNext > 0) {
+          hangNext--;
+          hung.add(id);
+        }
+      }
+      if (state !== 'running') {
+        vm.runningSince = undefined;
+        stopHost(vm);
+        continue;
+      }
+      vm.runningSince ??= now;
+      const due = now - vm.runningSince >= bootDelayMs;
+      if (due && !vm.host && !vm.starting && !hung.has(id)) startHost(vm);
+    }
+    for (const [id, vm] of vms) {
+      const state = seen.get(id)?.state;
+      if (state === undefined || state === 'terminated') {
+        vm.runningSince = undefined;
+        stopHost(vm);
+        vms.delete(id);
+      }
+    }
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  let ticking: Promise<void> = Promise.resolve();
+  const tick = () => {
+    ticking = reconcile()
+      .catch(() => undefined) // moto briefly unreachable: the next poll tries again
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, pollMs);
+      });
+  };
+  tick();
+
+  // The proxy: everything passes through to moto unless a throttle is pending.
+  let throttled = 0;
+  const target = new URL(opts.endpoint);
+  const proxy = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (throttled > 0) {
+      throttled--;
+      req.resume();
+      res.writeHead(503, { 'content-type': 'text/xml' });
+      res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error>' +
+          '<Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message>' +
+          '</Error></Errors><RequestID>ec2-vms-throttle</RequestID></Response>',
+      );
+      return;
+    }
+    const upstream = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    upstream.on('error', (err) => {
+      res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`ec2 vms proxy: ${err.message}`);
+    });
+    req.pipe(upstream);
+  });
+  await new Promise<void>((done) => proxy.listen(0, '127.0.0.1', done));
+  const proxyEndpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+
+  let stopAll: Promise<void> | undefined;
+  return {
+    ...network,
+    adminUser,
+    adminPrivateKey: adminKey.privateKey,
+    proxyEndpoint,
+    hosts: () =>
+      new Map([...vms.values()].flatMap((vm) => (vm.host ? [[vm.id, vm.host] as const] : []))),
+    errors: () => [...errors],
+    hangBoot(instanceId) {
+      if (instanceId === 'next') hangNext++;
+      else hung.add(instanceId);
+    },
+    async failInstance(instanceId) {
+      await ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
+      const vm = vms.get(instanceId);
+      if (vm) {
+        vm.runningSince = undefined;
+        stopHost(vm);
+      }
+    },
+    throttle(n) {
+      throttled = n;
+      return proxyEndpoint;
+    },
+    stop: () =>
+      (stopAll ??= (async () => {
+        stopped = true;
+        clearTimeout(timer);
+        await ticking;
+        clearTimeout(timer);
+        await Promise.all(inflight);
+        for (const vm of vms.values()) stopHost(vm);
+        await Promise.all(stopping.values());
+        proxy.closeAllConnections();
+        await new Promise<void>((done) => proxy.close(() => done()));
+        ec2.destroy();
+        rmSync(stateDir, { recursive: true, force: true });
+      })()),
+  };
+}
