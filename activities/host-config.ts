@@ -19,6 +19,9 @@ import type { KubeClients } from './kubernetes.js';
 type ConfigRead =
   { found: true; config: HostConfig; resourceVersion?: string; uid?: string } | { found: false };
 
+/** The allocator's single pseudo-host of a dynamic platform: its max-instances. */
+export const VM_SLOTS = 'vm-slots';
+
 export function createHostConfigActivities({ core, engineNamespace }: KubeClients) {
   const where = `ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`;
 
@@ -59,6 +62,18 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
       const read = await readConfig();
       if (!read.found) return [];
       if (read.config.problems.some((p) => p.platform === input.platform)) return [];
+      const cloud = read.config.dynamic.find((d) => d.platform === input.platform && !d.pool);
+      if (cloud) {
+        // A dynamic platform's slots are its max-instances: one slot per VM being run.
+        const instances = {
+          name: VM_SLOTS,
+          address: '-',
+          user: '-',
+          secret: '-',
+          sudoCommands: [],
+        };
+        return [{ ...instances, concurrency: cloud.common.maxInstances }];
+      }
       return read.config.staticHosts
         .filter((h) => h.platform === input.platform)
         .map(({ name, address, user, secret, concurrency, sudoCommands }) => ({

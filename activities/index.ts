@@ -1,5 +1,6 @@
 // Every activity the worker registers, built over the clients one process owns.
 import type { Client } from '@temporalio/client';
+import { createCloudActivities } from './cloud/instances.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
 import { createHostConfigActivities } from './host-config.js';
 import { createAdminKeyReader } from './host-keys.js';
@@ -12,6 +13,8 @@ export interface ActivityDeps {
   kube: KubeClients;
   temporal: { client: Client; taskQueue: string };
   otp?: OtpDelivery;
+  /** EC2 endpoint override (moto). */
+  awsEndpoint?: string;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -23,6 +26,11 @@ export function createActivities(deps: ActivityDeps) {
     ...createEventActivities(deps.kube),
     ...createTemporalActivities(deps.temporal),
     ...createSshActivities(ssh),
+    ...createCloudActivities({
+      core: deps.kube.core,
+      engineNamespace: deps.kube.engineNamespace,
+      awsEndpoint: deps.awsEndpoint,
+    }),
     ...createDeliveryActivities({
       ssh,
       otp: deps.otp,

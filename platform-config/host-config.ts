@@ -3,7 +3,18 @@
 // reason, and a problem only affects the platforms it belongs to.
 import { z } from 'zod';
 import { checkPlatform, printable } from './platform.js';
+import { parseAwsConfig } from './aws-config.js';
+import { parseDynamicPlatforms, type DynamicPlatform } from './dynamic.js';
+import {
+  parseIbmpConfig,
+  parseIbmzConfig,
+  type IbmpConfig,
+  type IbmzConfig,
+} from './ibm-config.js';
 import { parseStaticHosts, type StaticHost } from './static-hosts.js';
+
+/** A dynamic or dynamic-pool platform with its provider's config. */
+export type CloudPlatform = DynamicPlatform<IbmzConfig, IbmpConfig>;
 
 export type { StaticHost } from './static-hosts.js';
 
@@ -24,6 +35,8 @@ export interface HostConfig {
   allowedNamespaces: string[];
   /** Valid `host.<name>.*` entries only; the invalid ones are in `problems`. */
   staticHosts: StaticHost[];
+  /** `dynamic.<cfg>.*` of the platforms listed in dynamic-platforms and dynamic-pool-platforms. */
+  dynamic: CloudPlatform[];
   problems: ConfigProblem[];
 }
 
@@ -91,6 +104,12 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
   );
   const staticHosts = parseStaticHosts(data ?? {});
   problems.push(...staticHosts.problems);
+  const dynamic = parseDynamicPlatforms(
+    data ?? {},
+    { dynamicPlatforms, dynamicPoolPlatforms, instanceTag: globals['instance-tag'] || undefined },
+    { aws: parseAwsConfig, ibmz: parseIbmzConfig, ibmp: parseIbmpConfig },
+  );
+  problems.push(...dynamic.problems);
 
   return {
     localPlatforms,
@@ -100,6 +119,7 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
     additionalInstanceTags,
     allowedNamespaces,
     staticHosts: staticHosts.hosts,
+    dynamic: dynamic.platforms,
     problems,
   };
 }

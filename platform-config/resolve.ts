@@ -1,12 +1,19 @@
 // Which strategy serves a platform, in the original's order: local, dynamic, pool, static hosts.
 import { HOST_CONFIG_NAME } from './contract.js';
-import { describeProblem, type HostConfig, type StaticHost } from './host-config.js';
+import {
+  describeProblem,
+  type CloudPlatform,
+  type HostConfig,
+  type StaticHost,
+} from './host-config.js';
 import { checkPlatform, printable } from './platform.js';
 
 export type PlatformResolution =
   | { kind: 'local' }
   /** Served from the `host.<name>.*` hosts whose platform this is (never empty). */
   | { kind: 'static'; hosts: StaticHost[] }
+  /** One fresh VM per TaskRun (dynamic-platforms). */
+  | { kind: 'dynamic'; cloud: CloudPlatform }
   | { kind: 'error'; message: string };
 
 /** Platforms that mean "run in the pod" without appearing in `local-platforms`. */
@@ -47,6 +54,8 @@ export function resolvePlatform(
         `${ownProblems.map(describeProblem).join('; ')}. Ask the platform operators to fix it.`,
     };
   }
+  const cloud = config.dynamic.find((d) => d.platform === platform);
+  if (cloud && !cloud.pool && cloud.provider.type === 'aws') return { kind: 'dynamic', cloud };
   if (
     config.dynamicPlatforms.includes(platform) ||
     config.dynamicPoolPlatforms.includes(platform)

@@ -55,8 +55,14 @@ describe('host-config parsing', () => {
       additionalInstanceTags: { team: 'build', 'cost-center': '42' },
       allowedNamespaces: ['team-.*', 'ci'],
       staticHosts: [],
-      problems: [],
+      dynamic: [],
+      problems: expect.any(Array),
     });
+    // The listed dynamic platforms have none of their dynamic.<cfg>.* keys: only they complain.
+    expect(config.problems.length).toBeGreaterThan(0);
+    for (const problem of config.problems) {
+      expect(problem.key).toMatch(/^dynamic\.(linux-arm64|linux-m4xlarge-amd64)\./);
+    }
   });
 
   it('names the key and reason of every problem, and keeps the valid entries', () => {
@@ -114,10 +120,35 @@ describe('platform resolution', () => {
     }
   });
 
-  it('says plainly that dynamic platforms are not served yet', () => {
-    const result = resolve('linux/arm64');
-    expect(result.kind === 'error' && result.message).toMatch(
-      /dynamic platform .* does not serve yet/,
+  it('serves complete AWS dynamic platforms, and says plainly that pools are not served yet', () => {
+    const aws = (cfg: string) => ({
+      [`dynamic.${cfg}.type`]: 'aws',
+      [`dynamic.${cfg}.region`]: 'us-east-1',
+      [`dynamic.${cfg}.ami`]: 'ami-03d6a5256a46c9feb',
+      [`dynamic.${cfg}.instance-type`]: 't4g.medium',
+      [`dynamic.${cfg}.key-name`]: 'builders',
+      [`dynamic.${cfg}.aws-secret`]: 'awsiam',
+      [`dynamic.${cfg}.ssh-secret`]: 'awskeys',
+      [`dynamic.${cfg}.max-instances`]: '4',
+    });
+    const cloudConfig = parseHostConfig({
+      'dynamic-platforms': 'linux/arm64',
+      'dynamic-pool-platforms': 'linux/riscv64',
+      'instance-tag': 'prod',
+      ...aws('linux-arm64'),
+      ...aws('linux-riscv64'),
+      'dynamic.linux-riscv64.concurrency': '4',
+      'dynamic.linux-riscv64.max-age': '60',
+    });
+    expect(cloudConfig.problems).toEqual([]);
+    const arm = resolvePlatform(cloudConfig, 'linux/arm64', 'builds', 'mpc');
+    expect(arm.kind === 'dynamic' && arm.cloud.common.maxInstances).toBe(4);
+    const pool = resolvePlatform(cloudConfig, 'linux/riscv64', 'builds', 'mpc');
+    expect(pool.kind === 'error' && pool.message).toMatch(/dynamic platform .* does not serve yet/);
+    // A dynamic platform missing its keys is misconfigured, naming them.
+    const missing = resolve('linux/arm64');
+    expect(missing.kind === 'error' && missing.message).toMatch(
+      /misconfigured.*dynamic\.linux-arm64\.type: required/,
     );
   });
 
@@ -174,7 +205,8 @@ const problemsOf = (data: Record<string, string>) => parseHostConfig(data).probl
 describe('static hosts', () => {
   it("parses the seed's example hosts", () => {
     const config = parseHostConfig(SEED_CONFIG);
-    expect(config.problems).toEqual([]);
+    // (its dynamic platforms are abridged here, so only they have problems)
+    expect(config.problems.filter((p) => !p.key.startsWith('dynamic.'))).toEqual([]);
     expect(config.staticHosts).toEqual([
       {
         name: 'ibmz1',

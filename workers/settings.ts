@@ -50,6 +50,8 @@ const EnvSchema = z.object({
     .optional(),
   HOSTFLOW_RESYNC_SECONDS: z.coerce.number().int().min(5).max(86_400).default(300),
   HOSTFLOW_WORKFLOW_BUNDLE: z.string().optional(),
+  /** EC2 API endpoint override, e.g. moto's in the local stack and tests. */
+  HOSTFLOW_AWS_ENDPOINT: z.string().url().optional(),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 

@@ -31,6 +31,7 @@ export async function createWorker(
       taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     },
     otp: otpDelivery(settings),
+    awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
   });
   const worker = await Worker.create({
     connection,

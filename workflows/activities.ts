@@ -1,5 +1,6 @@
 // Activity proxies shared by the TaskRun workflow's steps, each with its timeout and retries.
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { CloudActivities } from '../activities/cloud/instances.js';
 import type { DeliveryActivities } from '../activities/delivery.js';
 import type { EventActivities } from '../activities/kube-events.js';
 import type { HostConfigActivities } from '../activities/host-config.js';
@@ -48,4 +49,21 @@ export const durableCleanup = proxyActivities<SshActivities>({
 export const boundedCleanup = proxyActivities<SshActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
+});
+
+/** Cloud calls: throttling and 5xx retry with back-off; a bad config fails at once. */
+export const cloud = proxyActivities<CloudActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 8,
+  },
+});
+
+/** Terminating a VM retries until the cloud confirms it: a VM is never left behind. */
+export const durableTerminate = proxyActivities<CloudActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '2 minutes' },
 });

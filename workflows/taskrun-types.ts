@@ -1,5 +1,6 @@
 // What the TaskRun workflow's steps share.
 import type { TaskRunRef } from '../activities/kubernetes.js';
+import type { CloudPlatform } from '../platform-config/host-config.js';
 import type { SlotHost } from './allocation.js';
 import type { Phase, TaskRunStatus } from './messages.js';
 
@@ -10,6 +11,7 @@ export interface TaskRunWorkflowInput extends TaskRunRef {
 export type TaskRunOutcome =
   | { served: 'local' }
   | { served: 'static'; host: string; user: string }
+  | { served: 'dynamic'; instance: string; user: string }
   | { served: 'error'; message: string }
   | { served: 'nothing'; reason: string };
 
@@ -25,6 +27,8 @@ export interface PoolRun {
   /** Hosts where a build user may exist: everything provisioning touched. */
   touched: SlotHost[];
   lastError?: string;
+  /** Cloud VMs launched for this TaskRun (dynamic platforms); each is terminated at clean-up. */
+  vms?: string[];
 }
 
 export interface TaskRun {
@@ -34,4 +38,6 @@ export interface TaskRun {
   ended(): boolean;
   publish(phase: Phase): void;
   pool: PoolRun;
+  /** The dynamic platform serving this TaskRun, once resolved. */
+  cloud?: CloudPlatform;
 }

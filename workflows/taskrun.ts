@@ -21,6 +21,7 @@ import {
   type TaskRunStatus,
 } from './messages.js';
 import { SA } from './search-attributes.js';
+import { serveFromCloud, terminateVms } from './cloud-vm.js';
 import { cleanUpStaticPool, newPoolRun, serveFromStaticPool } from './static-pool.js';
 import type { TaskRun, TaskRunOutcome, TaskRunWorkflowInput } from './taskrun-types.js';
 
@@ -66,6 +67,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     await CancellationScope.nonCancellable(async () => {
       status.phase = 'CleaningUp';
       setCurrentDetails(`${label} ${describe(status.observed)}; cleaning up.`);
+      await terminateVms(run, run.cloud);
       await cleanUpStaticPool(run, async () => {
         await kube.deleteTaskRunSecret(run.ref);
       });
@@ -94,6 +96,9 @@ async function serve(run: TaskRun): Promise<TaskRunOutcome> {
       return fail(run, resolution.message, labels);
     case 'static':
       return serveFromStaticPool(run, labels, fail);
+    case 'dynamic':
+      run.cloud = resolution.cloud;
+      return serveFromCloud(run, resolution.cloud, labels, fail);
     case 'local':
       await Promise.all([
         kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),

@@ -1,0 +1,206 @@
+// A dynamic-platform TaskRun, as the seed's "Dynamic" section tells it: take one of the
+// platform's max-instances slots (waiting in line if all are in use), launch a VM, wait for it
+// on workflow timers (never a blocked worker) within allocation-timeout, create the build user,
+// and at the end terminate the VM, retrying until the cloud confirms it.
+import { condition, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
+import type { CloudPlatform } from '../platform-config/host-config.js';
+import { ANNOTATIONS, LABELS, platformLabel } from '../platform-config/contract.js';
+import {
+  allocator,
+  cloud as cloudApi,
+  delivery,
+  durableTerminate,
+  events,
+  kube,
+} from './activities.js';
+import type { TaskRun, TaskRunOutcome } from './taskrun-types.js';
+
+type Fail = (
+  run: TaskRun,
+  message: string,
+  labels: Record<string, string | null>,
+) => Promise<TaskRunOutcome>;
+
+/** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
+const MAX_LAUNCHES = 3;
+
+export async function serveFromCloud(
+  run: TaskRun,
+  cloud: CloudPlatform,
+  labels: Record<string, string>,
+  fail: Fail,
+): Promise<TaskRunOutcome> {
+  const { input, ref, status, pool } = run;
+  pool.vms = [];
+  pool.attempt = 1;
+  pool.requestId = `${workflowInfo().workflowId}#1`;
+  const answer = await allocator.requestSlot.executeWithOptions(
+    { summary: `Ask allocator/${input.platform} for one of ${cloud.common.maxInstances} VM slots` },
+    [
+      {
+        platform: input.platform,
+        requestId: pool.requestId,
+        workflowId: workflowInfo().workflowId,
+        excluded: [],
+      },
+    ],
+  );
+  if (answer.status === 'exhausted')
+    return fail(run, `no ${input.platform} VM can be launched: ${answer.reason}`, labels);
+  if (answer.status === 'queued') {
+    run.publish('Waiting');
+    setCurrentDetails(
+      `Waiting for one of ${cloud.common.maxInstances} ${input.platform} VM slots (position ${answer.position}).`,
+    );
+    await Promise.all([
+      kube.patchTaskRunMetadata({
+        ...ref,
+        labels: { ...labels, [LABELS.waitingForPlatform]: platformLabel(input.platform) },
+      }),
+      note(
+        run,
+        'Normal',
+        'WaitingForHost',
+        `Waiting for a ${input.platform} VM: all ${cloud.common.maxInstances} instances are in use`,
+      ),
+    ]);
+    await condition(() => pool.grant !== undefined || pool.exhausted !== undefined || run.ended());
+    if (pool.exhausted !== undefined)
+      return fail(run, `no ${input.platform} VM can be launched: ${pool.exhausted}`, labels);
+    if (!pool.grant)
+      return { served: 'nothing', reason: 'the TaskRun ended while waiting for a VM slot' };
+  }
+
+  for (let launch = 1; launch <= MAX_LAUNCHES && !run.ended(); launch++) {
+    run.publish('Provisioning');
+    let vmId: string;
+    let sshUser: string;
+    try {
+      const vm = await cloudApi.launchInstance.executeWithOptions(
+        { summary: `Launch a ${input.platform} VM (attempt ${launch})` },
+        [{ cloud, taskRun: ref, attempt: launch }],
+      );
+      vmId = vm.id;
+      sshUser = vm.sshUser;
+    } catch (err) {
+      return fail(run, `launching a ${input.platform} VM failed: ${innermost(err)}`, {
+        ...labels,
+        [LABELS.waitingForPlatform]: null,
+      });
+    }
+    pool.vms.push(vmId);
+    status.host = vmId;
+    await kube.patchTaskRunMetadata({
+      ...ref,
+      labels: { ...labels, [LABELS.waitingForPlatform]: null, [LABELS.assignedHost]: vmId },
+      annotations: { [ANNOTATIONS.cloudInstanceId]: vmId },
+    });
+
+    const address = await waitForSsh(run, cloud, vmId);
+    if (address) {
+      await kube.patchTaskRunMetadata({
+        ...ref,
+        annotations: { [ANNOTATIONS.cloudAddress]: address },
+      });
+      const host = {
+        name: vmId,
+        address,
+        user: sshUser,
+        secret: cloud.common.sshSecret,
+        concurrency: 1,
+        sudoCommands: cloud.common.sudoCommands,
+      };
+      try {
+        const { user } = await delivery.deliverBuildUser.executeWithOptions(
+          { summary: `Create a build user on VM ${vmId} (${address}) and deliver its Secret` },
+          [{ host, taskRun: ref, platform: input.platform }],
+        );
+        status.user = user;
+        run.publish('Ready');
+        await note(run, 'Normal', 'HostAllocated', `VM ${vmId} (${address}) is ready`);
+        return { served: 'dynamic', instance: vmId, user };
+      } catch (err) {
+        pool.lastError = `provisioning VM ${vmId} failed: ${innermost(err)}`;
+      }
+    }
+    await note(run, 'Warning', 'ProvisioningFailed', pool.lastError ?? `VM ${vmId} failed`);
+    await terminate(run, cloud, vmId); // replaced by the next launch
+  }
+  return fail(
+    run,
+    `no ${input.platform} VM became usable after ${MAX_LAUNCHES} launches: ${pool.lastError ?? 'the TaskRun ended'}. ` +
+      'Retry the build; if it keeps failing, ask the platform operators to check the cloud account and image.',
+    { ...labels, [LABELS.waitingForPlatform]: null },
+  );
+}
+
+/** Polls on workflow timers every check-interval until SSH answers, the VM fails, or allocation-timeout passes. */
+async function waitForSsh(
+  run: TaskRun,
+  cloud: CloudPlatform,
+  vmId: string,
+): Promise<string | undefined> {
+  const deadline = Date.now() + cloud.common.allocationTimeoutSeconds * 1000;
+  for (;;) {
+    const vm = await cloudApi.describeInstance.executeWithOptions({ summary: `Check VM ${vmId}` }, [
+      { cloud, id: vmId },
+    ]);
+    if (vm && ['failed', 'stopped', 'stopping', 'terminated'].includes(vm.state)) {
+      run.pool.lastError = `VM ${vmId} went ${vm.state} while booting`;
+      return undefined;
+    }
+    if (
+      vm?.state === 'running' &&
+      vm.address &&
+      (await cloudApi.sshReachable({ address: vm.address }))
+    )
+      return vm.address;
+    const left = deadline - Date.now();
+    if (left <= 0 || run.ended()) {
+      run.pool.lastError = `VM ${vmId} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`;
+      return undefined;
+    }
+    setCurrentDetails(
+      `Waiting for VM ${vmId} to boot (${vm?.state ?? 'not visible yet'}${vm?.address ? `, ${vm.address}` : ''}).`,
+    );
+    await sleep(Math.min(cloud.common.checkIntervalSeconds * 1000, left));
+  }
+}
+
+async function terminate(run: TaskRun, cloud: CloudPlatform, vmId: string): Promise<void> {
+  await durableTerminate.terminateInstance.executeWithOptions({ summary: `Terminate VM ${vmId}` }, [
+    { cloud, id: vmId },
+  ]);
+  run.pool.vms = (run.pool.vms ?? []).filter((id) => id !== vmId);
+}
+
+/** Clean-up: every VM this TaskRun launched is terminated, retried until the cloud confirms. */
+export async function terminateVms(run: TaskRun, cloud: CloudPlatform | undefined): Promise<void> {
+  if (!cloud) return;
+  for (const vmId of [...(run.pool.vms ?? [])]) await terminate(run, cloud, vmId);
+}
+
+async function note(
+  run: TaskRun,
+  type: 'Normal' | 'Warning',
+  reason: string,
+  message: string,
+): Promise<void> {
+  try {
+    await events.recordTaskRunEvent({
+      ...run.ref,
+      type,
+      reason,
+      message,
+      key: `${(run.pool.vms ?? []).length}`,
+    });
+  } catch {
+    // Events are best-effort.
+  }
+}
+
+function innermost(err: unknown): string {
+  let current = err as { message?: string; cause?: unknown } | undefined;
+  while (current?.cause) current = current.cause as typeof current;
+  return current?.message ?? String(err);
+}
