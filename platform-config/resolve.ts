@@ -13,7 +13,7 @@ export type PlatformResolution =
   /** Served from the `host.<name>.*` hosts whose platform this is (never empty). */
   | { kind: 'static'; hosts: StaticHost[] }
   /** One fresh VM per TaskRun (dynamic-platforms). */
-  | { kind: 'dynamic'; cloud: CloudPlatform }
+  | { kind: 'dynamic'; cloud: CloudPlatform; additionalTags: Record<string, string> }
   | { kind: 'error'; message: string };
 
 /** Platforms that mean "run in the pod" without appearing in `local-platforms`. */
@@ -55,7 +55,9 @@ export function resolvePlatform(
     };
   }
   const cloud = config.dynamic.find((d) => d.platform === platform);
-  if (cloud && !cloud.pool && cloud.provider.type === 'aws') return { kind: 'dynamic', cloud };
+  if (cloud && !cloud.pool && cloud.provider.type === 'aws') {
+    return { kind: 'dynamic', cloud, additionalTags: config.additionalInstanceTags };
+  }
   if (
     config.dynamicPlatforms.includes(platform) ||
     config.dynamicPoolPlatforms.includes(platform)

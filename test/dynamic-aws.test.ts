@@ -31,6 +31,7 @@ function hostConfig(overrides: Record<string, string> = {}): Record<string, stri
   return {
     'dynamic-platforms': platform,
     'instance-tag': ownerTag,
+    'additional-instance-tags': 'team=builds',
     [`${cfg}.type`]: 'aws',
     [`${cfg}.region`]: 'us-east-1',
     [`${cfg}.ami`]: 'ami-760aaa0f',
@@ -112,6 +113,15 @@ describe('a dynamic AWS platform', () => {
     const address = meta.annotations?.[ANNOTATIONS.cloudAddress];
     expect(secret.host).toBe(`${secret.host!.split('@')[0]}@${address}`);
     expect(vms.hosts().get(instanceId!)?.address).toBe(address);
+    const described = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId!] }));
+    const tags = Object.fromEntries(
+      (described.Reservations?.[0]?.Instances?.[0]?.Tags ?? []).map((t) => [t.Key, t.Value]),
+    );
+    expect(tags).toMatchObject({
+      'multi-platform-instance': ownerTag,
+      'hostflow.dev/taskrun': `${scope.namespace}:${tr.name}`,
+      team: 'builds',
+    });
     const user = secret.host!.split('@')[0]!;
     const host = vms.hosts().get(instanceId!)!;
     expect((await host.exec(['getent', 'passwd', user])).code).toBe(0);

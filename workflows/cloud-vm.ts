@@ -27,6 +27,7 @@ const MAX_LAUNCHES = 3;
 export async function serveFromCloud(
   run: TaskRun,
   cloud: CloudPlatform,
+  additionalTags: Record<string, string>,
   labels: Record<string, string>,
   fail: Fail,
 ): Promise<TaskRunOutcome> {
@@ -78,7 +79,7 @@ export async function serveFromCloud(
     try {
       const vm = await cloudApi.launchInstance.executeWithOptions(
         { summary: `Launch a ${input.platform} VM (attempt ${launch})` },
-        [{ cloud, taskRun: ref, attempt: launch }],
+        [{ cloud, taskRun: ref, attempt: launch, additionalTags }],
       );
       vmId = vm.id;
       sshUser = vm.sshUser;

@@ -98,7 +98,7 @@ async function serve(run: TaskRun): Promise<TaskRunOutcome> {
       return serveFromStaticPool(run, labels, fail);
     case 'dynamic':
       run.cloud = resolution.cloud;
-      return serveFromCloud(run, resolution.cloud, labels, fail);
+      return serveFromCloud(run, resolution.cloud, resolution.additionalTags, labels, fail);
     case 'local':
       await Promise.all([
         kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),

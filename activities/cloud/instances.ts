@@ -15,8 +15,6 @@ export interface CloudDeps {
   engineNamespace: string;
   /** EC2 endpoint override (moto in the tests and the local stack). */
   awsEndpoint?: string;
-  /** additional-instance-tags, applied to every VM. */
-  extraTags?: () => Promise<Record<string, string>>;
 }
 
 const SSH_PROBE_TIMEOUT_MS = 3_000;
@@ -56,6 +54,8 @@ export function createCloudActivities(deps: CloudDeps) {
       cloud: CloudPlatform;
       taskRun: TaskRunRef;
       attempt: number;
+      /** additional-instance-tags. */
+      additionalTags?: Record<string, string>;
     }): Promise<Instance & { sshUser: string }> {
       const { cloud, taskRun, attempt } = input;
       const suffix = createHash('sha256')
@@ -67,7 +67,7 @@ export function createCloudActivities(deps: CloudDeps) {
           name: `${cloud.common.instanceTag}-${suffix}`,
           owner: { key: OWNER_TAG_KEY, value: cloud.common.instanceTag },
           tags: {
-            ...(await deps.extraTags?.()),
+            ...input.additionalTags,
             [TASKRUN_TAG_KEY]: `${taskRun.namespace}:${taskRun.name}`,
           },
           idempotencyKey: `${taskRun.uid}-${attempt}`,
