@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { startEc2Vms, type Ec2Vms } from '../local-stack/ec2-vms.js';
 import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
 import { waitFor } from '../local-stack/process.js';
-import { ANNOTATIONS, LABELS } from '../platform-config/contract.js';
+import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { createScope, type TestScope } from './support/scope.js';
@@ -90,7 +90,8 @@ beforeAll(async () => {
   });
   worker = await startWorker(scope, {
     ...otp.workerEnv,
-    HOSTFLOW_AWS_ENDPOINT: testEnv('motoEndpoint'),
+    // Through the supervisor's proxy, so a test can make EC2 throttle the worker's calls.
+    HOSTFLOW_AWS_ENDPOINT: vms.proxyEndpoint,
   });
   bridge = await startBridge(scope);
 });
@@ -169,6 +170,31 @@ describe('a dynamic AWS platform', () => {
     await waitFor('every VM terminated', async () =>
       (await liveInstances()).length === 0 ? true : undefined,
     );
+  });
+
+  it('keeps retrying a terminate that EC2 refuses for a while, until the VM is gone', async () => {
+    const tr = await scope.taskRuns.create({ name: 'throttled-terminate', platform });
+    await scope.taskRuns.waitForSecret(tr.name, 60_000);
+    const instanceId = (await scope.taskRuns.get(tr.name)).metadata.annotations?.[
+      ANNOTATIONS.cloudInstanceId
+    ];
+    vms.throttle(4); // the next 4 EC2 calls of the worker get RequestLimitExceeded
+    await scope.taskRuns.complete(tr.name);
+    await scope.taskRuns.waitForSecretGone(tr.name, 90_000);
+    expect(await liveInstances()).not.toContain(instanceId);
+    // The terminate activity's recorded start is its last, successful attempt: after the refusals.
+    const history = await scope.temporal.client.workflow
+      .getHandle(WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid))
+      .fetchHistory();
+    const scheduled = history.events!.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'terminateInstance',
+    )!;
+    const started = history.events!.find(
+      (e) =>
+        e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() ===
+        scheduled.eventId?.toString(),
+    )!;
+    expect(started.activityTaskStartedEventAttributes!.attempt).toBeGreaterThan(1);
   });
 
   it('replaces a VM that never boots, then gives up with an error Secret, leaving no VM', async () => {
