@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { ensureNamespace, installTaskRunCrd } from '../local-stack/cluster-setup.js';
 import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js';
 import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { startEc2Vms } from '../local-stack/ec2-vms.js';
+import { startMoto } from '../local-stack/moto.js';
 import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
 import { startSshHosts, type SshHost } from '../local-stack/ssh-hosts.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
@@ -20,6 +22,15 @@ export interface StaticPoolOptions {
   platform: string;
   /** `host.<name>.concurrency` of every host. */
   concurrency: number;
+}
+
+export interface CloudOptions {
+  /** A dynamic AWS platform served by moto, whose instances become sshd hosts. */
+  platform: string;
+  maxInstances: number;
+  bootDelayMs: number;
+  onHostReady: (instanceId: string, at: number) => void;
+  onProxiedCall: (params: URLSearchParams, at: number) => void;
 }
 
 export interface BenchStack {
@@ -46,6 +57,7 @@ export interface BenchStack {
 export async function startBenchStack(
   hostConfig: Record<string, string>,
   staticPool?: StaticPoolOptions,
+  cloud?: CloudOptions,
 ): Promise<BenchStack> {
   const dir = mkdtempSync(join(tmpdir(), 'hostflow-bench-'));
   const logDir = join(dir, 'logs');
@@ -141,6 +153,62 @@ export async function startBenchStack(
         data[`host.${name}.concurrency`] = String(staticPool.concurrency);
       }
     }
+    let awsEndpoint: string | undefined;
+    if (cloud) {
+      const moto = await step(track(HOSTS, startMoto({ logDir })));
+      const vms = await step(
+        track(
+          HOSTS,
+          startEc2Vms({
+            endpoint: moto.endpoint,
+            stateDir: join(dir, 'ec2-vms'),
+            bootDelayMs: cloud.bootDelayMs,
+            pollMs: 100,
+            onHostReady: cloud.onHostReady,
+            onProxiedCall: cloud.onProxiedCall,
+          }),
+        ),
+      );
+      awsEndpoint = vms.proxyEndpoint;
+      otp ??= await step(
+        track(
+          SERVICES,
+          startOtpService({
+            stateDir: join(dir, 'otp'),
+            kubeconfig: kube.kubeconfigPath,
+            namespace: engineNamespace,
+            logFile: join(logDir, 'otp-server.log'),
+          }),
+        ),
+      );
+      const secrets = {
+        'aws-creds': { 'access-key-id': 'testing', 'secret-access-key': 'testing' }, // moto's
+        'vm-ssh': { id_rsa: vms.adminPrivateKey },
+      };
+      for (const [name, stringData] of Object.entries(secrets)) {
+        await step(
+          core.createNamespacedSecret({
+            namespace: engineNamespace,
+            body: { metadata: { name }, stringData },
+          }),
+        );
+      }
+      const cfg = `dynamic.${cloud.platform.replace('/', '-')}`;
+      Object.assign(data, {
+        'dynamic-platforms': cloud.platform,
+        'instance-tag': 'hostflow-bench',
+        [`${cfg}.type`]: 'aws',
+        [`${cfg}.region`]: 'us-east-1',
+        [`${cfg}.ami`]: 'ami-760aaa0f',
+        [`${cfg}.instance-type`]: 't3.micro',
+        [`${cfg}.key-name`]: 'bench',
+        [`${cfg}.aws-secret`]: 'aws-creds',
+        [`${cfg}.ssh-secret`]: 'vm-ssh',
+        [`${cfg}.subnet-id`]: vms.subnetId,
+        [`${cfg}.max-instances`]: String(cloud.maxInstances),
+        [`${cfg}.check-interval`]: '1',
+      });
+    }
     await step(
       core.createNamespacedConfigMap({
         namespace: engineNamespace,
@@ -163,7 +231,11 @@ export async function startBenchStack(
           SERVICES,
           startEngineProcess(
             'worker',
-            { ...env, ...otp?.workerEnv },
+            {
+              ...env,
+              ...otp?.workerEnv,
+              ...(awsEndpoint ? { HOSTFLOW_AWS_ENDPOINT: awsEndpoint } : {}),
+            },
             { logFile: join(logDir, 'worker.log') },
           ),
         ),

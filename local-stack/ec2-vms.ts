@@ -71,6 +71,10 @@ export interface Ec2VmsOptions {
   subnetCidr?: string;
   /** Default `ec2-user`, the admin user of the original's AMIs (AwsProvider.sshUser). */
   adminUser?: string;
+  /** Called when an instance's SSH host answers (benchmarks time the engine from here). */
+  onHostReady?: (instanceId: string, at: number) => void;
+  /** Called for each EC2 call through the proxy, with its form parameters. */
+  onProxiedCall?: (params: URLSearchParams, at: number) => void;
 }
 
 export interface Ec2Vms extends Ec2VmNetwork {
@@ -158,6 +162,7 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
         adminKey,
       });
       vm.host = host;
+      opts.onHostReady?.(vm.id, performance.now());
       // Stopped, terminated or gone while booting: the host goes at once.
       if (stopped || vms.get(vm.id) !== vm || vm.runningSince === undefined) stopHost(vm);
     })()
@@ -244,6 +249,11 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
           '</Error></Errors><RequestID>ec2-vms-throttle</RequestID></Response>',
       );
       return;
+    }
+    if (opts.onProxiedCall) {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => opts.onProxiedCall?.(new URLSearchParams(body), performance.now()));
     }
     const upstream = request(
       {

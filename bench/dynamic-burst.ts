@@ -1,0 +1,144 @@
+// Benchmark: dynamic AWS TaskRuns against moto, whose instances become sshd hosts after a boot
+// delay. Prints one JSON line with the engine's own overhead: "instance reachable → Secret
+// present" and "TaskRun completed → TerminateInstances called" (p50/p99). Targets: ≤ 1.5 s at
+// p50, and terminate issued ≤ 2 s after completion. The original added up to a 60 s poll here.
+import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import pLimit from 'p-limit';
+import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { ANNOTATIONS, SECRET_PREFIX, secretNameFor } from '../platform-config/contract.js';
+import { startBenchStack } from './stack.js';
+import { peakRssMb, summarize } from './stats.js';
+
+const COUNT = Number(process.env.BENCH_TASKRUNS ?? 20);
+const MAX_INSTANCES = Number(process.env.BENCH_MAX_INSTANCES ?? 10);
+const BOOT_DELAY_MS = Number(process.env.BENCH_BOOT_DELAY_MS ?? 2000);
+const PLATFORM = 'linux/bench-vm';
+
+async function main(): Promise<void> {
+  const readyAt = new Map<string, number>();
+  const terminateAt = new Map<string, number>();
+  const stack = await startBenchStack({}, undefined, {
+    platform: PLATFORM,
+    maxInstances: MAX_INSTANCES,
+    bootDelayMs: BOOT_DELAY_MS,
+    onHostReady: (id, at) => readyAt.set(id, at),
+    onProxiedCall: (params, at) => {
+      if (params.get('Action') !== 'TerminateInstances') return;
+      for (const [key, id] of params)
+        if (key.startsWith('InstanceId.') && !terminateAt.has(id)) terminateAt.set(id, at);
+    },
+  });
+  try {
+    const created = new Map<string, number>();
+    const secretAt = new Map<string, number>();
+    const goneAt = new Map<string, number>();
+    const completedAt = new Map<string, number>();
+    const instanceOf = new Map<string, string>();
+    const limit = pLimit(8);
+    let allDone!: () => void;
+    const done = new Promise<void>((r) => (allDone = r));
+    const statusPatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+    // Each build "runs" only until its Secret appears: then it completes and its VM goes.
+    const finish = async (name: string): Promise<void> => {
+      const tr = (await stack.custom.getNamespacedCustomObject({
+        ...TASKRUN_API,
+        namespace: stack.namespace,
+        name,
+      })) as {
+        metadata: { annotations?: Record<string, string> };
+      };
+      const id = tr.metadata.annotations?.[ANNOTATIONS.cloudInstanceId];
+      if (id) instanceOf.set(name, id);
+      completedAt.set(name, performance.now());
+      await stack.custom.patchNamespacedCustomObjectStatus(
+        {
+          ...TASKRUN_API,
+          namespace: stack.namespace,
+          name,
+          body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
+        },
+        statusPatch,
+      );
+    };
+    const watch = await new Watch(stack.kc).watch(
+      `/api/v1/namespaces/${stack.namespace}/secrets`,
+      {},
+      (type: string, obj: { metadata?: { name?: string } }) => {
+        const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
+        if (!name || !created.has(name)) return;
+        if (type === 'ADDED' && !secretAt.has(name)) {
+          secretAt.set(name, performance.now());
+          void limit(() => finish(name));
+        } else if (type === 'DELETED') {
+          goneAt.set(name, performance.now());
+          if (goneAt.size === COUNT) allDone();
+        }
+      },
+      () => undefined,
+    );
+    const names = Array.from({ length: COUNT }, (_, i) => `vm-${i}`);
+    const start = performance.now();
+    await Promise.all(
+      names.map((name) =>
+        limit(async () => {
+          created.set(name, performance.now());
+          await stack.custom.createNamespacedCustomObject({
+            ...TASKRUN_API,
+            namespace: stack.namespace,
+            body: taskRun(name, stack.namespace),
+          });
+        }),
+      ),
+    );
+    await done;
+    watch.abort();
+    const end = performance.now();
+
+    const overhead = names.flatMap((n) => {
+      const ready = readyAt.get(instanceOf.get(n) ?? '');
+      return ready === undefined ? [] : [secretAt.get(n)! - ready];
+    });
+    const terminate = names.flatMap((n) => {
+      const at = terminateAt.get(instanceOf.get(n) ?? '');
+      return at === undefined ? [] : [at - completedAt.get(n)!];
+    });
+    console.log(
+      JSON.stringify({
+        bench: 'dynamic-burst',
+        taskRuns: COUNT,
+        maxInstances: MAX_INSTANCES,
+        bootDelayMs: BOOT_DELAY_MS,
+        reachableToSecretMs: summarize(overhead),
+        completedToTerminateCalledMs: summarize(terminate),
+        createdToSecretMs: summarize(names.map((n) => secretAt.get(n)! - created.get(n)!)),
+        throughputPerSec: Math.round((COUNT / ((end - start) / 1000)) * 10) / 10,
+        measured: { reachable: overhead.length, terminated: terminate.length },
+        peakRssMb: { worker: peakRssMb(stack.worker.pid), bridge: peakRssMb(stack.bridge.pid) },
+        targets: { reachableToSecretP50Ms: 1500, completedToTerminateMs: 2000 },
+      }),
+    );
+  } finally {
+    await stack.stop();
+  }
+}
+
+function taskRun(name: string, namespace: string) {
+  return {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'TaskRun',
+    metadata: { name, namespace },
+    spec: {
+      params: [{ name: 'PLATFORM', value: PLATFORM }],
+      taskSpec: {
+        steps: [{ name: 'build', image: 'busybox', script: 'true' }],
+        volumes: [{ name: 'ssh', secret: { secretName: secretNameFor(name) } }],
+      },
+    },
+  };
+}
+
+main().catch((err) => {
+  console.error(`bench dynamic-burst: ${(err as Error).message}`);
+  process.exit(1);
+});
