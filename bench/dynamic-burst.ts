@@ -5,9 +5,10 @@
 import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
-import { ANNOTATIONS, SECRET_PREFIX, secretNameFor } from '../platform-config/contract.js';
+import { ANNOTATIONS, SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
+import { benchTaskRun } from './taskruns.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 20);
 const MAX_INSTANCES = Number(process.env.BENCH_MAX_INSTANCES ?? 10);
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
           await stack.custom.createNamespacedCustomObject({
             ...TASKRUN_API,
             namespace: stack.namespace,
-            body: taskRun(name, stack.namespace),
+            body: benchTaskRun(name, stack.namespace, PLATFORM),
           });
         }),
       ),
@@ -121,21 +122,6 @@ async function main(): Promise<void> {
   } finally {
     await stack.stop();
   }
-}
-
-function taskRun(name: string, namespace: string) {
-  return {
-    apiVersion: 'tekton.dev/v1',
-    kind: 'TaskRun',
-    metadata: { name, namespace },
-    spec: {
-      params: [{ name: 'PLATFORM', value: PLATFORM }],
-      taskSpec: {
-        steps: [{ name: 'build', image: 'busybox', script: 'true' }],
-        volumes: [{ name: 'ssh', secret: { secretName: secretNameFor(name) } }],
-      },
-    },
-  };
 }
 
 main().catch((err) => {

@@ -4,9 +4,10 @@
 import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
-import { SECRET_PREFIX, secretNameFor } from '../platform-config/contract.js';
+import { SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
+import { benchTaskRun } from './taskruns.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 500);
 const CREATE_CONCURRENCY = 32;
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
           await stack.custom.createNamespacedCustomObject({
             ...TASKRUN_API,
             namespace: stack.namespace,
-            body: taskRun(name, stack.namespace),
+            body: benchTaskRun(name, stack.namespace, 'linux/amd64'),
           });
         }),
       ),
@@ -93,21 +94,6 @@ async function main(): Promise<void> {
   } finally {
     await stack.stop();
   }
-}
-
-function taskRun(name: string, namespace: string) {
-  return {
-    apiVersion: 'tekton.dev/v1',
-    kind: 'TaskRun',
-    metadata: { name, namespace },
-    spec: {
-      params: [{ name: 'PLATFORM', value: 'linux/amd64' }],
-      taskSpec: {
-        steps: [{ name: 'build', image: 'busybox', script: 'true' }],
-        volumes: [{ name: 'ssh', secret: { secretName: secretNameFor(name) } }],
-      },
-    },
-  };
 }
 
 main().catch((err) => {

@@ -11,15 +11,10 @@ import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node'
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
-import {
-  LABELS,
-  SECRET_KEYS,
-  SECRET_PREFIX,
-  WORKFLOW_ID,
-  secretNameFor,
-} from '../platform-config/contract.js';
+import { LABELS, SECRET_KEYS, SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
+import { benchTaskRun } from './taskruns.js';
 
 const PLATFORM = 'linux/bench';
 const CREATE_CONCURRENCY = 16;
@@ -135,7 +130,7 @@ async function main(): Promise<void> {
           const tr = (await stack.custom.createNamespacedCustomObject({
             ...TASKRUN_API,
             namespace: stack.namespace,
-            body: taskRun(name, stack.namespace),
+            body: benchTaskRun(name, stack.namespace, PLATFORM),
           })) as { metadata: { uid: string } };
           uids.set(name, tr.metadata.uid);
         }),
@@ -284,21 +279,6 @@ function phases(events: HistoryEvent[], createdAt: number): Phases {
     deliverQueued: deliver.started - deliver.scheduled,
     deliverRun: deliver.completed - deliver.started,
     workflowTasks,
-  };
-}
-
-function taskRun(name: string, namespace: string) {
-  return {
-    apiVersion: 'tekton.dev/v1',
-    kind: 'TaskRun',
-    metadata: { name, namespace },
-    spec: {
-      params: [{ name: 'PLATFORM', value: PLATFORM }],
-      taskSpec: {
-        steps: [{ name: 'build', image: 'busybox', script: 'true' }],
-        volumes: [{ name: 'ssh', secret: { secretName: secretNameFor(name) } }],
-      },
-    },
   };
 }
 

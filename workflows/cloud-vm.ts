@@ -5,14 +5,8 @@
 import { condition, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
 import type { CloudPlatform } from '../platform-config/host-config.js';
 import { ANNOTATIONS, LABELS, platformLabel } from '../platform-config/contract.js';
-import {
-  allocator,
-  cloud as cloudApi,
-  delivery,
-  durableTerminate,
-  events,
-  kube,
-} from './activities.js';
+import { allocator, cloud as cloudApi, delivery, durableTerminate, kube } from './activities.js';
+import { innermostMessage, note } from './notes.js';
 import type { TaskRun, TaskRunOutcome } from './taskrun-types.js';
 
 type Fail = (
@@ -58,7 +52,7 @@ export async function serveFromCloud(
         ...ref,
         labels: { ...labels, [LABELS.waitingForPlatform]: platformLabel(input.platform) },
       }),
-      note(
+      noteVm(
         run,
         'Normal',
         'WaitingForHost',
@@ -84,7 +78,7 @@ export async function serveFromCloud(
       vmId = vm.id;
       sshUser = vm.sshUser;
     } catch (err) {
-      return fail(run, `launching a ${input.platform} VM failed: ${innermost(err)}`, {
+      return fail(run, `launching a ${input.platform} VM failed: ${innermostMessage(err)}`, {
         ...labels,
         [LABELS.waitingForPlatform]: null,
       });
@@ -118,13 +112,13 @@ export async function serveFromCloud(
         );
         status.user = user;
         run.publish('Ready');
-        await note(run, 'Normal', 'HostAllocated', `VM ${vmId} (${address}) is ready`);
+        await noteVm(run, 'Normal', 'HostAllocated', `VM ${vmId} (${address}) is ready`);
         return { served: 'dynamic', instance: vmId, user };
       } catch (err) {
-        pool.lastError = `provisioning VM ${vmId} failed: ${innermost(err)}`;
+        pool.lastError = `provisioning VM ${vmId} failed: ${innermostMessage(err)}`;
       }
     }
-    await note(run, 'Warning', 'ProvisioningFailed', pool.lastError ?? `VM ${vmId} failed`);
+    await noteVm(run, 'Warning', 'ProvisioningFailed', pool.lastError ?? `VM ${vmId} failed`);
     await terminate(run, cloud, vmId); // replaced by the next launch
   }
   return fail(
@@ -181,27 +175,11 @@ export async function terminateVms(run: TaskRun, cloud: CloudPlatform | undefine
   for (const vmId of [...(run.pool.vms ?? [])]) await terminate(run, cloud, vmId);
 }
 
-async function note(
+function noteVm(
   run: TaskRun,
   type: 'Normal' | 'Warning',
   reason: string,
   message: string,
 ): Promise<void> {
-  try {
-    await events.recordTaskRunEvent({
-      ...run.ref,
-      type,
-      reason,
-      message,
-      key: `${(run.pool.vms ?? []).length}`,
-    });
-  } catch {
-    // Events are best-effort.
-  }
-}
-
-function innermost(err: unknown): string {
-  let current = err as { message?: string; cause?: unknown } | undefined;
-  while (current?.cause) current = current.cause as typeof current;
-  return current?.message ?? String(err);
+  return note(run, type, reason, message, `${(run.pool.vms ?? []).length}`);
 }

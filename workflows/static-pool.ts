@@ -9,9 +9,10 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID, platformLabel } from '../platform-config/contract.js';
-import { allocator, boundedCleanup, delivery, durableCleanup, events, kube } from './activities.js';
+import { allocator, boundedCleanup, delivery, durableCleanup, kube } from './activities.js';
 import { hostOutcome, releaseSlot } from './allocator-messages.js';
 import { metrics } from './metrics.js';
+import { innermostMessage, note } from './notes.js';
 import type { PoolRun, TaskRun, TaskRunOutcome } from './taskrun-types.js';
 
 type Fail = (
@@ -122,7 +123,7 @@ export async function serveFromStaticPool(
       run.publish('Ready');
       return { served: 'static', host: host.name, user };
     } catch (err) {
-      pool.lastError = describeFailure(err);
+      pool.lastError = innermostMessage(err);
       status.failedHosts.push(host.name);
       status.host = undefined;
       metrics.provisioningFailures.add(1, { platform: input.platform, host: host.name });
@@ -168,7 +169,7 @@ export async function cleanUpStaticPool(
           run,
           'Warning',
           'CleanupFailed',
-          `Could not remove the build user from ${host.name}: ${describeFailure(err)}`,
+          `Could not remove the build user from ${host.name}: ${innermostMessage(err)}`,
         );
       }
     }),
@@ -196,28 +197,11 @@ function patch(
   return kube.patchTaskRunMetadata({ ...run.ref, ...metadata });
 }
 
-async function event(
+function event(
   run: TaskRun,
   type: 'Normal' | 'Warning',
   reason: string,
   message: string,
 ): Promise<void> {
-  try {
-    await events.recordTaskRunEvent({
-      ...run.ref,
-      type,
-      reason,
-      message,
-      key: `${run.pool.attempt}`,
-    });
-  } catch {
-    // Events are best-effort; the flow does not wait on them.
-  }
-}
-
-/** The innermost failure's message: what actually went wrong on the host. */
-function describeFailure(err: unknown): string {
-  let current = err as { message?: string; cause?: unknown } | undefined;
-  while (current?.cause) current = current.cause as typeof current;
-  return current?.message ?? String(err);
+  return note(run, type, reason, message, `${run.pool.attempt}`);
 }
