@@ -282,3 +282,38 @@ function apiMessage(body: unknown, text: string): string {
   if (b?.description || b?.error) return [b.error, b.description].filter(Boolean).join(': ');
   return text.slice(0, 200) || 'no details';
 }
+
+/** What both IBM providers are built from; `config` is the provider's own. */
+export interface IbmProviderOptions<C extends { secret: string; url: string }> {
+  config: C;
+  apiKey: string;
+  /** e.g. `dynamic.linux-s390x.`, so messages name the full host-config key. */
+  keyPrefix?: string;
+  /** Overrides `config.url` (tests point it at the double). */
+  url?: string;
+  iamUrl?: string;
+  timeoutMs?: number;
+  /** Share one token cache between providers using the same key. */
+  tokens?: IamTokenSource;
+}
+
+/** The API base URL and an authenticated client for an IBM provider. */
+export function ibmConnection<C extends { secret: string; url: string }>(
+  options: IbmProviderOptions<C>,
+): { base: string; prefix: string; client: IbmClient } {
+  const prefix = options.keyPrefix ?? '';
+  const tokens =
+    options.tokens ??
+    new IamTokenSource({
+      apiKey: options.apiKey,
+      secretName: options.config.secret,
+      keyPrefix: prefix,
+      url: options.iamUrl,
+      timeoutMs: options.timeoutMs,
+    });
+  return {
+    base: (options.url ?? options.config.url).replace(/\/+$/, ''),
+    prefix,
+    client: new IbmClient(tokens, options.timeoutMs),
+  };
+}

@@ -8,21 +8,17 @@
 // with PUT …/volumes/<boot volume> {size}, and the instance reads as pending until it has been.
 import { ApplicationFailure } from '@temporalio/common';
 import type { IbmpConfig } from '../../platform-config/ibm-config.js';
-import { IamTokenSource, IbmClient, instanceName, ownerOfName } from './ibm-iam.js';
+import {
+  ibmConnection,
+  instanceName,
+  ownerOfName,
+  type IbmClient,
+  type IbmProviderOptions,
+} from './ibm-iam.js';
 import { OWNER_TAG_KEY, TASKRUN_TAG_KEY } from './provider.js';
 import type { CloudProvider, Instance, InstanceState, LaunchRequest } from './provider.js';
 
-export interface IbmpProviderOptions {
-  config: IbmpConfig;
-  apiKey: string;
-  /** e.g. `dynamic.linux-ppc64le.`, so messages name the full host-config key. */
-  keyPrefix?: string;
-  /** Overrides `config.url` (tests point it at the double). */
-  url?: string;
-  iamUrl?: string;
-  timeoutMs?: number;
-  tokens?: IamTokenSource;
-}
+export type IbmpProviderOptions = IbmProviderOptions<IbmpConfig>;
 
 // The original truncated longer names to 47 characters to avoid Bad Requests (maxPPCNameLength).
 const MAX_NAME = 47;
@@ -70,19 +66,10 @@ export class IbmpProvider implements CloudProvider {
 
   constructor(options: IbmpProviderOptions) {
     this.config = options.config;
-    this.prefix = options.keyPrefix ?? '';
-    const base = (options.url ?? options.config.url).replace(/\/+$/, '');
+    const { base, prefix, client } = ibmConnection(options);
+    this.prefix = prefix;
+    this.client = client;
     this.workspace = `${base}/pcloud/v1/cloud-instances/${encodeURIComponent(options.config.cloudInstanceId)}`;
-    const tokens =
-      options.tokens ??
-      new IamTokenSource({
-        apiKey: options.apiKey,
-        secretName: options.config.secret,
-        keyPrefix: this.prefix,
-        url: options.iamUrl,
-        timeoutMs: options.timeoutMs,
-      });
-    this.client = new IbmClient(tokens, options.timeoutMs);
   }
 
   async launch(request: LaunchRequest): Promise<Instance> {

@@ -9,23 +9,18 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import type { IbmzConfig } from '../../platform-config/ibm-config.js';
-import { IamTokenSource, IbmClient, instanceName, ownerOfName } from './ibm-iam.js';
+import {
+  ibmConnection,
+  instanceName,
+  ownerOfName,
+  type IbmClient,
+  type IbmProviderOptions,
+} from './ibm-iam.js';
 import type { IbmResponse } from './ibm-iam.js';
 import { OWNER_TAG_KEY, TASKRUN_TAG_KEY } from './provider.js';
 import type { CloudProvider, Instance, InstanceState, LaunchRequest } from './provider.js';
 
-export interface IbmzProviderOptions {
-  config: IbmzConfig;
-  apiKey: string;
-  /** e.g. `dynamic.linux-s390x.`, so messages name the full host-config key. */
-  keyPrefix?: string;
-  /** Overrides `config.url` (tests point it at the double). */
-  url?: string;
-  iamUrl?: string;
-  timeoutMs?: number;
-  /** Share one token cache between providers using the same key. */
-  tokens?: IamTokenSource;
-}
+export type IbmzProviderOptions = IbmProviderOptions<IbmzConfig>;
 
 const API_VERSION = '2024-11-12';
 const MAX_NAME = 63;
@@ -83,18 +78,7 @@ export class IbmzProvider implements CloudProvider {
 
   constructor(options: IbmzProviderOptions) {
     this.config = options.config;
-    this.prefix = options.keyPrefix ?? '';
-    this.base = (options.url ?? options.config.url).replace(/\/+$/, '');
-    const tokens =
-      options.tokens ??
-      new IamTokenSource({
-        apiKey: options.apiKey,
-        secretName: options.config.secret,
-        keyPrefix: this.prefix,
-        url: options.iamUrl,
-        timeoutMs: options.timeoutMs,
-      });
-    this.client = new IbmClient(tokens, options.timeoutMs);
+    ({ base: this.base, prefix: this.prefix, client: this.client } = ibmConnection(options));
   }
 
   async launch(request: LaunchRequest): Promise<Instance> {
