@@ -2,13 +2,13 @@
 // delay. Prints one JSON line with the engine's own overhead: "instance reachable → Secret
 // present" and "TaskRun completed → TerminateInstances called" (p50/p99). Targets: ≤ 1.5 s at
 // p50, and terminate issued ≤ 2 s after completion. The original added up to a 60 s poll here.
-import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
 import { ANNOTATIONS, SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
-import { benchTaskRun } from './taskruns.js';
+import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 20);
 const MAX_INSTANCES = Number(process.env.BENCH_MAX_INSTANCES ?? 10);
@@ -38,7 +38,6 @@ async function main(): Promise<void> {
     const limit = pLimit(8);
     let allDone!: () => void;
     const done = new Promise<void>((r) => (allDone = r));
-    const statusPatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
     // Each build "runs" only until its Secret appears: then it completes and its VM goes.
     const finish = async (name: string): Promise<void> => {
@@ -52,15 +51,7 @@ async function main(): Promise<void> {
       const id = tr.metadata.annotations?.[ANNOTATIONS.cloudInstanceId];
       if (id) instanceOf.set(name, id);
       completedAt.set(name, performance.now());
-      await stack.custom.patchNamespacedCustomObjectStatus(
-        {
-          ...TASKRUN_API,
-          namespace: stack.namespace,
-          name,
-          body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
-        },
-        statusPatch,
-      );
+      await completeTaskRun(stack.custom, stack.namespace, name);
     };
     const watch = await new Watch(stack.kc).watch(
       `/api/v1/namespaces/${stack.namespace}/secrets`,

@@ -1,13 +1,13 @@
 // Benchmark: a burst of local-platform TaskRuns. Prints one JSON line with the latency of
 // "TaskRun created → Secret present" (p50/p90/p99), throughput, cleanup latency and the peak
 // RSS of each hostflow process. Targets (DESIGN.md section 9): p50 ≤ 250 ms, p99 ≤ 1 s.
-import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
 import { SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
-import { benchTaskRun } from './taskruns.js';
+import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 500);
 const CREATE_CONCURRENCY = 32;
@@ -63,15 +63,7 @@ async function main(): Promise<void> {
       names.map((name) =>
         limit(async () => {
           completedAt.set(name, performance.now());
-          await stack.custom.patchNamespacedCustomObjectStatus(
-            {
-              ...TASKRUN_API,
-              namespace: stack.namespace,
-              name,
-              body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
-            },
-            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-          );
+          await completeTaskRun(stack.custom, stack.namespace, name);
         }),
       ),
     );

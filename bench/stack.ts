@@ -118,13 +118,8 @@ export async function startBenchStack(
 
     let sshHosts: SshHost[] = [];
     let otp: OtpService | undefined;
-    const data = { ...hostConfig };
-    if (staticPool) {
-      const pool = await step(
-        track(HOSTS, startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') })),
-      );
-      sshHosts = pool.hosts;
-      otp = await step(
+    const startOtp = () =>
+      step(
         track(
           SERVICES,
           startOtpService({
@@ -135,6 +130,13 @@ export async function startBenchStack(
           }),
         ),
       );
+    const data = { ...hostConfig };
+    if (staticPool) {
+      const pool = await step(
+        track(HOSTS, startSshHosts({ count: staticPool.sshHosts, stateDir: join(dir, 'ssh') })),
+      );
+      sshHosts = pool.hosts;
+      otp ??= await startOtp();
       for (const [i, host] of sshHosts.entries()) {
         const name = `h${i + 1}`;
         await step(
@@ -170,17 +172,7 @@ export async function startBenchStack(
         ),
       );
       awsEndpoint = vms.proxyEndpoint;
-      otp ??= await step(
-        track(
-          SERVICES,
-          startOtpService({
-            stateDir: join(dir, 'otp'),
-            kubeconfig: kube.kubeconfigPath,
-            namespace: engineNamespace,
-            logFile: join(logDir, 'otp-server.log'),
-          }),
-        ),
-      );
+      otp ??= await startOtp();
       const secrets = {
         'aws-creds': { 'access-key-id': 'testing', 'secret-access-key': 'testing' }, // moto's
         'vm-ssh': { id_rsa: vms.adminPrivateKey },

@@ -7,14 +7,14 @@
 // the TaskRuns that found a free slot on arrival, the ones the target applies to (DESIGN.md
 // section 9: p50 ≤ 1 s, p99 ≤ 3 s). A TaskRun found a free slot if it never carried the
 // waiting-for-platform label, which the workflow sets whenever the allocator queues it.
-import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../activities/taskrun-api.js';
 import { LABELS, SECRET_KEYS, SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
-import { benchTaskRun } from './taskruns.js';
+import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
 const PLATFORM = 'linux/bench';
 const CREATE_CONCURRENCY = 16;
@@ -71,15 +71,7 @@ async function main(): Promise<void> {
     const complete = (name: string) =>
       api(async () => {
         completedAt.set(name, performance.now());
-        await stack.custom.patchNamespacedCustomObjectStatus(
-          {
-            ...TASKRUN_API,
-            namespace: stack.namespace,
-            name,
-            body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
-          },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        );
+        await completeTaskRun(stack.custom, stack.namespace, name);
       }).catch((err: Error) => failed(new Error(`complete ${name}: ${err.message}`)));
 
     const watchDone = (what: string) => (err: unknown) => {

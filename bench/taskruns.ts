@@ -1,4 +1,7 @@
-// The TaskRuns the benchmarks create: an inline task spec that mounts the contract's Secret.
+// The TaskRuns the benchmarks create (an inline task spec that mounts the contract's Secret),
+// and how they finish.
+import { PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
+import { TASKRUN_API } from '../activities/taskrun-api.js';
 import { secretNameFor } from '../platform-config/contract.js';
 
 export function benchTaskRun(name: string, namespace: string, platform: string) {
@@ -14,4 +17,21 @@ export function benchTaskRun(name: string, namespace: string, platform: string) 
       },
     },
   };
+}
+
+/** Marks the TaskRun Succeeded, as Tekton would when its build ends. */
+export async function completeTaskRun(
+  custom: CustomObjectsApi,
+  namespace: string,
+  name: string,
+): Promise<void> {
+  await custom.patchNamespacedCustomObjectStatus(
+    {
+      ...TASKRUN_API,
+      namespace,
+      name,
+      body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }
