@@ -4,10 +4,8 @@
 // of an address with no host stays on the machine instead of following the default route.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApplicationFailure } from '@temporalio/common';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
 import { AwsProvider } from '../activities/cloud/aws.js';
 import { OWNER_TAG_KEY, TASKRUN_TAG_KEY } from '../activities/cloud/provider.js';
 import { startEc2Vms, type Ec2Vms } from '../local-stack/ec2-vms.js';
@@ -16,6 +14,7 @@ import { waitFor } from '../local-stack/process.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import type { AwsConfig } from '../platform-config/aws-config.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
+import { listens, sshCommand } from './support/ssh.js';
 
 const MOTO = { accessKeyId: 'testing', secretAccessKey: 'testing' };
 const BOOT_DELAY_MS = 4000;
@@ -46,61 +45,11 @@ const launch = (p: AwsProvider) => {
   });
 };
 
-/** Logs in as `user` with `privateKey`, checking the host key; returns the command's output. */
-function sshRun(
-  address: string,
-  user: string,
-  privateKey: string,
-  hostPublicKey: string,
-  command: string,
-): Promise<string> {
-  const blob = Buffer.from(hostPublicKey.split(' ')[1] ?? '', 'base64');
-  return new Promise((resolve, reject) => {
-    const client = new ssh2.Client();
-    client
-      .on('ready', () => {
-        client.exec(command, (err, stream) => {
-          if (err) return reject(err);
-          let out = '';
-          stream.on('data', (d: Buffer) => (out += d.toString('utf8')));
-          stream.stderr.on('data', () => undefined);
-          stream.on('close', () => {
-            client.end();
-            resolve(out);
-          });
-        });
-      })
-      .on('error', reject)
-      .connect({
-        host: address,
-        port: 22,
-        username: user,
-        privateKey,
-        hostVerifier: (key: Buffer) => key.equals(blob),
-        readyTimeout: 20_000,
-      });
-  });
-}
-
-/** True if something accepts TCP on address:22; false on refusal, unreachability or timeout. */
-function listens(address: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: address, port: 22, timeout: 1500 });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.on('connect', () => done(true));
-    socket.on('error', () => done(false));
-    socket.on('timeout', () => done(false));
-  });
-}
-
 /** Probes only over the bridge: never lets a packet for a hostless address leave the machine. */
 async function listensOnBridge(address: string): Promise<boolean> {
   const route = await run('ip', ['route', 'get', address]);
   expect(route.stdout).toMatch(/ dev hfbr0 /);
-  return listens(address);
+  return listens(address, 1500);
 }
 
 async function netnsFor(instanceId: string): Promise<string[]> {
@@ -165,11 +114,13 @@ describe('EC2 instances as VMs (moto + SSH test hosts)', () => {
     expect(host.adminUser).toBe('ec2-user');
     expect(aws.sshUser).toBe('ec2-user');
     expect((await aws.describe(launched.id))?.state).toBe('running');
-    const out = await sshRun(
-      address,
-      'ec2-user',
-      vms.adminPrivateKey,
-      host.hostPublicKey,
+    const { stdout: out } = await sshCommand(
+      {
+        address,
+        user: 'ec2-user',
+        privateKey: vms.adminPrivateKey,
+        hostPublicKey: host.hostPublicKey,
+      },
       'id -un; sudo -n id -u',
     );
     expect(out.split('\n')).toEqual(['ec2-user', '0', '']);

@@ -1,57 +1,23 @@
 // The SSH test hosts are real sshd instances, isolated from each other and from the machine.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
 import { run } from '../local-stack/netns.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { listens, sshCommand } from './support/ssh.js';
 
 /** Runs one command over SSH as the host's admin, checking the host key. */
-function sshExec(host: SshHost, command: string): Promise<{ code: number; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    const client = new ssh2.Client();
-    client
-      .on('ready', () => {
-        client.exec(command, (err, stream) => {
-          if (err) return reject(err);
-          let stdout = '';
-          stream.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-          stream.stderr.on('data', () => undefined);
-          stream.on('close', (code: number) => {
-            client.end();
-            resolve({ code, stdout });
-          });
-        });
-      })
-      .on('error', reject)
-      .connect({
-        host: host.address,
-        port: host.port,
-        username: host.adminUser,
-        privateKey: host.adminPrivateKey,
-        hostVerifier: (key: Buffer) => key.equals(sshKeyBlob(host.hostPublicKey)),
-        readyTimeout: 20_000,
-      });
-  });
-}
-
-const sshKeyBlob = (publicKey: string) => Buffer.from(publicKey.split(' ')[1] ?? '', 'base64');
-
-/** True if something accepts TCP on address:22 (as seen from the root namespace). */
-function listens(address: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: address, port: 22, timeout: 5000 });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.on('connect', () => done(true));
-    socket.on('error', () => done(false));
-    socket.on('timeout', () => done(false));
-  });
-}
+const sshExec = (host: SshHost, command: string) =>
+  sshCommand(
+    {
+      address: host.address,
+      user: host.adminUser,
+      privateKey: host.adminPrivateKey,
+      hostPublicKey: host.hostPublicKey,
+    },
+    command,
+  );
 
 /** Zombies count as dead: they hold nothing, and init here reaps them only now and then. */
 function alive(pid: number): boolean {
