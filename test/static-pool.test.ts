@@ -6,10 +6,13 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import ssh2 from 'ssh2';
 import { waitFor } from '../local-stack/process.js';
 import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
 import { testEnv } from './support/env.js';
+import { sshCommand } from './support/ssh.js';
+
+const sshExec = async (address: string, user: string, privateKey: string, command: string) =>
+  (await sshCommand({ address, user, privateKey }, command)).stdout.trim();
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
 const run = promisify(execFile);
@@ -39,28 +42,6 @@ async function redeem(secret: Record<string, string>): Promise<string> {
     },
   );
   return readFileSync(join(dir, 'id_rsa'), 'utf8');
-}
-
-function sshExec(host: string, user: string, privateKey: string, command: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const client = new ssh2.Client();
-    client
-      .on('ready', () => {
-        client.exec(command, (err, stream) => {
-          if (err) return reject(err);
-          let out = '';
-          stream
-            .on('data', (d: Buffer) => (out += d.toString()))
-            .stderr.on('data', () => undefined);
-          stream.on('close', () => {
-            client.end();
-            resolve(out.trim());
-          });
-        });
-      })
-      .on('error', reject)
-      .connect({ host, port: 22, username: user, privateKey, readyTimeout: 10_000 });
-  });
 }
 
 describe('a static-pool TaskRun', () => {
@@ -256,6 +237,17 @@ describe('live host-config changes', () => {
   it('serves waiters on an added host at once, and drains a removed host', async () => {
     const { scope, hosts } = pool;
     await scope.setHostConfig(pool.hostEntries([{ host: 0, concurrency: 1 }]));
+    // Changes reach the allocator asynchronously (bridge → hostconfig workflow → allocator).
+    await waitFor('the allocator to serve h1 alone', async () => {
+      // (no allocator yet: the first request starts one that reads the config then)
+      const state = await pool.allocator().catch((err: Error) => {
+        if (err.name === 'WorkflowNotFoundError') return { hosts: [{ name: 'h1' }], capacity: 1 };
+        throw err;
+      });
+      return state.hosts.map((h) => h.name).join() === 'h1' && state.capacity === 1
+        ? true
+        : undefined;
+    });
     await scope.taskRuns.create({ name: 'live-1', platform: pool.platform });
     const first = await scope.taskRuns.waitForSecret('live-1');
     expect(first.host).toContain(`@${hosts[0]!.address}`);
