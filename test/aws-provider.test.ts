@@ -33,6 +33,7 @@ import {
 } from '../activities/cloud/provider.js';
 import type { AwsConfig } from '../platform-config/aws-config.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { expectFailure } from './support/failures.js';
 
 // moto accepts any credentials; these are not secrets.
 const MOTO = { accessKeyId: 'testing', secretAccessKey: 'testing' };
@@ -91,15 +92,6 @@ async function createInstanceProfile(name: string): Promise<string> {
   const text = await res.text();
   expect(res.status).toBe(200);
   return /<Arn>([^<]+)<\/Arn>/.exec(text)![1];
-}
-
-async function expectFailure(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
 }
 
 describe('AWS provider (moto)', () => {

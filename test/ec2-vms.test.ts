@@ -3,7 +3,6 @@
 // Addresses are only ever probed while a host of this test keeps the bridge (hfbr0) up, so a probe
 // of an address with no host stays on the machine instead of following the default route.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApplicationFailure } from '@temporalio/common';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AwsProvider } from '../activities/cloud/aws.js';
@@ -15,6 +14,7 @@ import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import type { AwsConfig } from '../platform-config/aws-config.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { listens, sshCommand } from './support/ssh.js';
+import { expectFailure } from './support/failures.js';
 
 const MOTO = { accessKeyId: 'testing', secretAccessKey: 'testing' };
 const BOOT_DELAY_MS = 4000;
@@ -55,15 +55,6 @@ async function listensOnBridge(address: string): Promise<boolean> {
 async function netnsFor(instanceId: string): Promise<string[]> {
   const list = (await run('ip', ['netns', 'list'])).stdout.split('\n');
   return list.filter((line) => line.includes(instanceId));
-}
-
-async function expectFailure(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
 }
 
 describe('EC2 instances as VMs (moto + SSH test hosts)', () => {
