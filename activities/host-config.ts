@@ -4,6 +4,7 @@ import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import {
   describeProblem,
   parseHostConfig,
+  type CloudPlatform,
   type HostConfig,
 } from '../platform-config/host-config.js';
 import {
@@ -84,6 +85,26 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
           concurrency,
           sudoCommands,
         }));
+    },
+
+    /** The platform's dynamic-pool config; undefined when it is not a (valid) pool platform. */
+    async loadCloudPool(input: {
+      platform: string;
+    }): Promise<{ cloud: CloudPlatform; additionalTags: Record<string, string> } | undefined> {
+      const read = await readConfig();
+      if (!read.found || read.config.problems.some((p) => p.platform === input.platform)) {
+        return undefined;
+      }
+      const cloud = read.config.dynamic.find((d) => d.platform === input.platform && d.pool);
+      return cloud && { cloud, additionalTags: read.config.additionalInstanceTags };
+    },
+
+    /** Every valid dynamic and dynamic-pool platform: what garbage collection looks through. */
+    async loadCloudPlatforms(): Promise<CloudPlatform[]> {
+      const read = await readConfig();
+      if (!read.found) return [];
+      const broken = new Set(read.config.problems.map((p) => p.platform));
+      return read.config.dynamic.filter((d) => !broken.has(d.platform));
     },
 
     /**

@@ -13,8 +13,8 @@ export interface ActivityDeps {
   kube: KubeClients;
   temporal: { client: Client; taskQueue: string };
   otp?: OtpDelivery;
-  /** EC2 endpoint override (moto). */
-  awsEndpoint?: string;
+  /** Cloud endpoint overrides (moto, the IBM double) and orphan collection's grace period. */
+  cloud?: { awsEndpoint?: string; ibmIamEndpoint?: string; gcGraceSeconds?: number };
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -29,7 +29,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCloudActivities({
       core: deps.kube.core,
       engineNamespace: deps.kube.engineNamespace,
-      awsEndpoint: deps.awsEndpoint,
+      ...deps.cloud,
     }),
     ...createDeliveryActivities({
       ssh,

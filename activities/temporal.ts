@@ -59,6 +59,37 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
       return closed;
     },
 
+    /** Launch keys claimed by running workflows (CloudLaunches): the VMs GC must spare. */
+    async claimedLaunches(): Promise<string[]> {
+      const query = `${SA.cloudLaunches.name} IS NOT NULL AND ExecutionStatus = 'Running'`;
+      const claims: string[] = [];
+      for await (const execution of client.workflow.list({ query })) {
+        claims.push(...(execution.typedSearchAttributes.get(SA.cloudLaunches) ?? []));
+      }
+      return claims;
+    },
+
+    /**
+     * Running TaskRun workflows served by these hosts (their Host search attribute): the slot
+     * holders of a pool allocator rebuilding its state after a crash.
+     */
+    async holdersOfHosts(input: {
+      platform: string;
+      hosts: string[];
+    }): Promise<Array<{ workflowId: string; host: string }>> {
+      if (input.hosts.length === 0) return [];
+      const hosts = input.hosts.map((h) => `'${h.replace(/'/g, '')}'`).join(', ');
+      const query =
+        `${SA.kind.name} = '${KIND.taskRun}' AND ExecutionStatus = 'Running' AND ` +
+        `${SA.platform.name} = '${input.platform.replace(/'/g, '')}' AND ${SA.host.name} IN (${hosts})`;
+      const holders: Array<{ workflowId: string; host: string }> = [];
+      for await (const execution of client.workflow.list({ query })) {
+        const host = execution.typedSearchAttributes.get(SA.host);
+        if (host) holders.push({ workflowId: execution.workflowId, host });
+      }
+      return holders;
+    },
+
     /** Tells every running allocator of this task queue that host-config changed. */
     async notifyAllocators(): Promise<number> {
       const query = `${SA.kind.name} = '${KIND.allocator}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;

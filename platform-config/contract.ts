@@ -51,6 +51,16 @@ export const WORKFLOW_ID = {
   provisioning: (namespace: string, name: string) => `provisioning/${namespace}/${name}`,
   machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
   hostConfig: (engineNamespace: string) => `hostconfig/${engineNamespace}`,
+  cloudGc: (engineNamespace: string) => `cloud-gc/${engineNamespace}`,
 } as const;
 
 export const TASK_QUEUE = 'hostflow';
+
+/** The owner tag key the original controller used for `instance-tag`. */
+export const OWNER_TAG_KEY = 'multi-platform-instance';
+/** Tag carrying the TaskRun a dynamic VM belongs to: `<namespace>:<name>`. */
+export const TASKRUN_TAG_KEY = 'hostflow.dev/taskrun';
+/** Tag carrying the platform a VM serves, so platforms sharing an instance-tag stay apart. */
+export const PLATFORM_TAG_KEY = 'hostflow.dev/platform';
+/** The admin user of each provider's images, as the original used them: it provisions build users. */
+export const CLOUD_ADMIN_USER = { aws: 'ec2-user', ibmz: 'root', ibmp: 'root' } as const;

@@ -14,6 +14,8 @@ export type PlatformResolution =
   | { kind: 'static'; hosts: StaticHost[] }
   /** One fresh VM per TaskRun (dynamic-platforms). */
   | { kind: 'dynamic'; cloud: CloudPlatform; additionalTags: Record<string, string> }
+  /** A slot on a shared, auto-scaled VM (dynamic-pool-platforms); the allocator runs the VMs. */
+  | { kind: 'pool'; cloud: CloudPlatform }
   | { kind: 'error'; message: string };
 
 /** Platforms that mean "run in the pod" without appearing in `local-platforms`. */
@@ -55,18 +57,10 @@ export function resolvePlatform(
     };
   }
   const cloud = config.dynamic.find((d) => d.platform === platform);
-  if (cloud && !cloud.pool && cloud.provider.type === 'aws') {
+  if (cloud && !cloud.pool) {
     return { kind: 'dynamic', cloud, additionalTags: config.additionalInstanceTags };
   }
-  if (
-    config.dynamicPlatforms.includes(platform) ||
-    config.dynamicPoolPlatforms.includes(platform)
-  ) {
-    return {
-      kind: 'error',
-      message: `platform ${platform} is configured as a dynamic platform in ${where}, which this hostflow version does not serve yet.`,
-    };
-  }
+  if (cloud) return { kind: 'pool', cloud };
   const hosts = config.staticHosts.filter((host) => host.platform === platform);
   if (hosts.length > 0) return { kind: 'static', hosts };
   const hint =

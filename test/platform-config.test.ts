@@ -120,7 +120,7 @@ describe('platform resolution', () => {
     }
   });
 
-  it('serves complete AWS dynamic platforms, and says plainly that pools are not served yet', () => {
+  it('serves complete dynamic platforms one VM each, and pool platforms from shared VMs', () => {
     const aws = (cfg: string) => ({
       [`dynamic.${cfg}.type`]: 'aws',
       [`dynamic.${cfg}.region`]: 'us-east-1',
@@ -144,7 +144,7 @@ describe('platform resolution', () => {
     const arm = resolvePlatform(cloudConfig, 'linux/arm64', 'builds', 'mpc');
     expect(arm.kind === 'dynamic' && arm.cloud.common.maxInstances).toBe(4);
     const pool = resolvePlatform(cloudConfig, 'linux/riscv64', 'builds', 'mpc');
-    expect(pool.kind === 'error' && pool.message).toMatch(/dynamic platform .* does not serve yet/);
+    expect(pool.kind === 'pool' && pool.cloud.pool).toEqual({ concurrency: 4, maxAgeMinutes: 60 });
     // A dynamic platform missing its keys is misconfigured, naming them.
     const missing = resolve('linux/arm64');
     expect(missing.kind === 'error' && missing.message).toMatch(

@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../otp-server/client.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import type { cloudGcWorkflow } from '../workflows/cloud-gc.js';
+import { KIND, SA } from '../workflows/search-attributes.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
@@ -20,6 +23,10 @@ export async function createWorker(
     NativeConnection.connect(options),
     Connection.connect(options),
   ]);
+  const client = new Client({
+    connection: clientConnection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+  });
   const activities = createActivities({
     kube: {
       core: kc.makeApiClient(CoreV1Api),
@@ -27,11 +34,15 @@ export async function createWorker(
       engineNamespace: settings.HOSTFLOW_NAMESPACE,
     },
     temporal: {
-      client: new Client({ connection: clientConnection, namespace: settings.TEMPORAL_NAMESPACE }),
+      client,
       taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     },
     otp: otpDelivery(settings),
-    awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
+    cloud: {
+      awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
+      ibmIamEndpoint: settings.HOSTFLOW_IBM_IAM_ENDPOINT,
+      gcGraceSeconds: settings.HOSTFLOW_CLOUD_GC_GRACE_SECONDS,
+    },
   });
   const worker = await Worker.create({
     connection,
@@ -45,12 +56,26 @@ export async function createWorker(
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
       : { workflowsPath: WORKFLOWS_PATH }),
   });
+  await startCloudGc(client, settings);
   return {
     worker,
     close: async () => {
       await Promise.all([connection.close(), clientConnection.close()]);
     },
   };
+}
+
+/** Orphan collection runs at every worker start, then every interval (one workflow per install). */
+async function startCloudGc(client: Client, settings: Settings): Promise<void> {
+  // By name: importing the workflow module outside the workflow sandbox would run its proxies.
+  await client.workflow.signalWithStart<typeof cloudGcWorkflow, []>('cloudGcWorkflow', {
+    workflowId: WORKFLOW_ID.cloudGc(settings.HOSTFLOW_NAMESPACE),
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    args: [{ intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS }],
+    signal: 'collectNow',
+    typedSearchAttributes: [{ key: SA.kind, value: KIND.cloudGc }],
+    staticSummary: 'Cloud VM garbage collection',
+  });
 }
 
 function otpDelivery(settings: Settings): OtpDelivery | undefined {

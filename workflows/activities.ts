@@ -27,6 +27,12 @@ export const events = proxyLocalActivities<EventActivities>({
   retry: { initialInterval: '200 milliseconds', maximumAttempts: 3 },
 });
 
+/** Looking at other workflows from the worker (visibility, descriptions, signals). */
+export const temporal = proxyActivities<TemporalActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
 export const allocator = proxyActivities<TemporalActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds' },

@@ -44,6 +44,8 @@ export interface AllocationState {
   queue: SlotRequest[];
   /** Hosts with recent failures only; a healthy host has no entry. */
   health: Record<string, HostHealth>;
+  /** Capacity can grow (a dynamic pool launches VMs): waiters queue instead of being exhausted. */
+  elastic?: boolean;
 }
 
 export type RequestOutcome =
@@ -126,11 +128,16 @@ export function request(
   return { status: 'queued', position: state.queue.length };
 }
 
+/** The holder id of a slot found in the cloud after a crash, whose attempt number is unknown. */
+export const rebuiltHolder = (workflowId: string): string => `${workflowId}#rebuilt`;
+
 /** Frees the request's slot, or drops it from the queue. Unknown ids are ignored (idempotent). */
 export function release(state: AllocationState, requestId: string): void {
-  const host = holdingHost(state, requestId);
+  const rebuilt = rebuiltHolder(requestId.slice(0, requestId.lastIndexOf('#')));
+  const holder = holdingHost(state, requestId) !== undefined ? requestId : rebuilt;
+  const host = holdingHost(state, holder);
   if (host !== undefined) {
-    const remaining = state.holders[host].filter((id) => id !== requestId);
+    const remaining = state.holders[host].filter((id) => id !== holder);
     if (remaining.length > 0) state.holders[host] = remaining;
     else delete state.holders[host];
     dropIfGone(state, host);
@@ -294,8 +301,19 @@ function choose(
   return best[Math.min(best.length - 1, Math.floor(random() * best.length))];
 }
 
+/** Turns every waiter away (say, a pool that cannot start VMs); returns them to be told why. */
+export function exhaustQueue(
+  state: AllocationState,
+  reason: string,
+): Array<{ requestId: string; reason: string }> {
+  const turnedAway = state.queue.map((waiter) => ({ requestId: waiter.requestId, reason }));
+  state.queue = [];
+  return turnedAway;
+}
+
 /** Why no configured host can ever serve these exclusions, or undefined while one can. */
 function exhaustion(state: AllocationState, excluded: string[]): string | undefined {
+  if (state.elastic) return undefined;
   const live = Object.keys(state.hosts)
     .sort()
     .filter((host) => !state.hosts[host].removed);

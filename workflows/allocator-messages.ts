@@ -33,4 +33,6 @@ export interface AllocatorInput {
   platform: string;
   /** Carried across continue-as-new (plain JSON). */
   state?: unknown;
+  /** A dynamic pool's VMs, carried across continue-as-new. */
+  pool?: unknown;
 }

@@ -6,13 +6,13 @@ import {
   continueAsNew,
   allHandlersFinished,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SshActivities } from '../activities/ssh.js';
-import type { TemporalActivities } from '../activities/temporal.js';
 import {
   applyHosts,
   emptyState,
@@ -37,21 +37,22 @@ import {
   slotGranted,
   type AllocatorInput,
 } from './allocator-messages.js';
-import { kube } from './activities.js';
+import { kube, temporal } from './activities.js';
+import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { metrics } from './metrics.js';
 
 const ssh = proxyActivities<SshActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 1 }, // a probe's failure is an answer, not something to retry
 });
-const temporal = proxyActivities<TemporalActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
 
 /** Safety net beside the bridge's push: reload config and check holders are alive. */
 const RESYNC_MS = 5 * 60_000;
 const MAX_HISTORY = 5_000;
+/** v2: a dynamic-pool platform's allocator runs its VMs (workflows/pool-scaler.ts). */
+export const PATCH_CLOUD_POOLS = 'allocator-cloud-pools';
+/** How long continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
+const POOL_CALLS_DRAIN = '2 minutes';
 
 /** `<taskrun workflow id>#<attempt>` → the workflow to answer. */
 export const workflowIdOfRequest = (requestId: string): string =>
@@ -65,6 +66,9 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let reloadRequested = true;
   let probesInFlight = 0;
   let lastResync = Date.now();
+  const pools = PoolScaler.resume(platform, state, input.pool as PoolCarry | undefined, () => {
+    dirty = true;
+  });
 
   setHandler(
     requestSlot,
@@ -112,12 +116,14 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     if (reloadRequested || Date.now() - lastResync >= RESYNC_MS) {
       const periodic = !reloadRequested;
       reloadRequested = false;
-      applyHosts(state, await kube.loadPlatformHosts({ platform }));
+      const hosts = await kube.loadPlatformHosts({ platform });
+      if (patched(PATCH_CLOUD_POOLS)) await pools.reload();
+      if (!pools.active) applyHosts(state, hosts);
       loaded = true;
       if (periodic) await releaseClosedHolders(state);
       lastResync = Date.now();
     }
-    await answerWaiters(state);
+    await answerWaiters(state, pools.step(Date.now()));
     for (const host of hostsDueForProbe(state, Date.now())) {
       probesInFlight++;
       void ssh
@@ -131,22 +137,33 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           dirty = true;
         });
     }
-    report(platform, state);
+    report(platform, state, pools.describe());
     dirty = false;
 
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
-      await condition(() => allHandlersFinished() && probesInFlight === 0);
-      await continueAsNew<typeof allocatorWorkflow>({ platform, state });
+      const drained = () => allHandlersFinished() && probesInFlight === 0;
+      if (pools.active) await condition(() => drained() && pools.inFlight === 0, POOL_CALLS_DRAIN);
+      else await condition(drained);
+      await continueAsNew<typeof allocatorWorkflow>({ platform, state, pool: pools.saved() });
     }
     const now = Date.now();
-    const wake = Math.min(nextWakeUp(state, now) ?? Infinity, lastResync + RESYNC_MS) - now;
+    const wake =
+      Math.min(
+        nextWakeUp(state, now) ?? Infinity,
+        pools.wakeUp() ?? Infinity,
+        lastResync + RESYNC_MS,
+      ) - now;
     await condition(() => dirty || reloadRequested, Math.max(1, wake));
   }
 }
 
 /** Grants (and refusals) for queued requests go back to their TaskRun workflows by signal. */
-async function answerWaiters(state: AllocationState): Promise<void> {
-  const { grants, exhausted } = serveQueue(state, Math.random, Date.now());
+async function answerWaiters(
+  state: AllocationState,
+  turnedAway: Array<{ requestId: string; reason: string }>,
+): Promise<void> {
+  const { grants, exhausted: unservable } = serveQueue(state, Math.random, Date.now());
+  const exhausted = [...turnedAway, ...unservable];
   await Promise.all([
     ...grants.map(async ({ requestId, host }) => {
       try {
@@ -176,7 +193,7 @@ async function releaseClosedHolders(state: AllocationState): Promise<void> {
   }
 }
 
-function report(platform: string, state: AllocationState): void {
+function report(platform: string, state: AllocationState, poolVms: string): void {
   const view = summary(state, Date.now());
   const tags = { platform };
   metrics.slotsInUse.set(view.inUse, tags);
@@ -191,6 +208,7 @@ function report(platform: string, state: AllocationState): void {
   setCurrentDetails(
     `**${platform}**: ${view.inUse}/${view.capacity} slots in use; ` +
       `${view.queue.length} waiting${view.queue.length ? `: ${view.queue.slice(0, 5).join(', ')}` : ''}.\n\n` +
-      `Hosts: ${hosts || 'none configured'}`,
+      `Hosts: ${hosts || 'none configured'}` +
+      (poolVms ? `\n\nPool VMs: ${poolVms}` : ''),
   );
 }

@@ -2,11 +2,24 @@
 // platform's max-instances slots (waiting in line if all are in use), launch a VM, wait for it
 // on workflow timers (never a blocked worker) within allocation-timeout, create the build user,
 // and at the end terminate the VM, retrying until the cloud confirms it.
-import { condition, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  patched,
+  setCurrentDetails,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { CloudPlatform } from '../platform-config/host-config.js';
-import { ANNOTATIONS, LABELS, platformLabel } from '../platform-config/contract.js';
+import {
+  ANNOTATIONS,
+  LABELS,
+  TASKRUN_TAG_KEY,
+  platformLabel,
+} from '../platform-config/contract.js';
 import { allocator, cloud as cloudApi, delivery, durableTerminate, kube } from './activities.js';
 import { innermostMessage, note } from './notes.js';
+import { SA } from './search-attributes.js';
 import type { TaskRun, TaskRunOutcome } from './taskrun-types.js';
 
 type Fail = (
@@ -17,6 +30,8 @@ type Fail = (
 
 /** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
 const MAX_LAUNCHES = 3;
+/** v2: every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
+export const PATCH_CLAIM_LAUNCHES = 'cloud-vm-claim-launches';
 
 export async function serveFromCloud(
   run: TaskRun,
@@ -66,14 +81,26 @@ export async function serveFromCloud(
       return { served: 'nothing', reason: 'the TaskRun ended while waiting for a VM slot' };
   }
 
+  const claimed: string[] = [];
   for (let launch = 1; launch <= MAX_LAUNCHES && !run.ended(); launch++) {
     run.publish('Provisioning');
     let vmId: string;
     let sshUser: string;
+    const launchKey = `${ref.uid}-${launch}`;
+    if (patched(PATCH_CLAIM_LAUNCHES)) {
+      claimed.push(launchKey);
+      upsertSearchAttributes([{ key: SA.cloudLaunches, value: [...claimed] }]);
+    }
     try {
       const vm = await cloudApi.launchInstance.executeWithOptions(
         { summary: `Launch a ${input.platform} VM (attempt ${launch})` },
-        [{ cloud, taskRun: ref, attempt: launch, additionalTags }],
+        [
+          {
+            cloud,
+            launchKey,
+            tags: { ...additionalTags, [TASKRUN_TAG_KEY]: `${ref.namespace}:${ref.name}` },
+          },
+        ],
       );
       vmId = vm.id;
       sshUser = vm.sshUser;

@@ -2,3 +2,4 @@
 export { taskRunWorkflow } from './taskrun.js';
 export { allocatorWorkflow } from './allocator.js';
 export { hostConfigWorkflow } from './host-config.js';
+export { cloudGcWorkflow } from './cloud-gc.js';

@@ -43,4 +43,20 @@ export const metrics = {
     '1',
     'TaskRuns waiting for a slot',
   ),
+  poolVms: metricMeter.createGauge(
+    'hostflow_pool_vms',
+    'int',
+    '1',
+    'VMs of a dynamic pool, by phase (launching, booting, ready, retiring, terminating)',
+  ),
+  vmFailures: metricMeter.createCounter(
+    'hostflow_vm_start_failures',
+    '1',
+    'Cloud VMs that failed to launch or never became reachable',
+  ),
+  orphansCollected: metricMeter.createCounter(
+    'hostflow_orphan_vms_collected',
+    '1',
+    'Cloud VMs terminated by garbage collection because no running workflow owned them',
+  ),
 };

@@ -8,10 +8,13 @@ export const SA = {
   platform: defineSearchAttributeKey('Platform', SearchAttributeType.KEYWORD),
   host: defineSearchAttributeKey('Host', SearchAttributeType.KEYWORD),
   phase: defineSearchAttributeKey('Phase', SearchAttributeType.KEYWORD),
+  /** Launch keys of the cloud VMs a workflow owns, set before launching: GC spares those VMs. */
+  cloudLaunches: defineSearchAttributeKey('CloudLaunches', SearchAttributeType.KEYWORD_LIST),
 } as const;
 
 export const KIND = {
   taskRun: 'taskrun',
   allocator: 'allocator',
   hostConfig: 'hostconfig',
+  cloudGc: 'cloud-gc',
 } as const;

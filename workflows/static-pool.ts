@@ -155,9 +155,10 @@ export async function cleanUpStaticPool(
   const taskRun = { namespace: ref.namespace, taskRunName: ref.name };
   await Promise.all(
     pool.touched.map(async (host) => {
-      const serving = host.name === pool.serving?.name;
+      // A pool VM is retired at max-age anyway, and may be gone: its clean-up is bounded.
+      const durable = host.name === pool.serving?.name && !run.cloud?.pool;
       try {
-        await (serving ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
+        await (durable ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
           {
             summary: `Remove build user ${run.status.user ?? 'of this TaskRun'} from ${host.name} (${host.address})`,
           },

@@ -96,6 +96,10 @@ async function serve(run: TaskRun): Promise<TaskRunOutcome> {
       return fail(run, resolution.message, labels);
     case 'static':
       return serveFromStaticPool(run, labels, fail);
+    case 'pool':
+      // The allocator runs the pool's VMs; to the TaskRun they are hosts like static ones.
+      run.cloud = resolution.cloud;
+      return serveFromStaticPool(run, labels, fail);
     case 'dynamic':
       run.cloud = resolution.cloud;
       return serveFromCloud(run, resolution.cloud, resolution.additionalTags, labels, fail);

@@ -2,6 +2,7 @@
 // Launch is idempotent twice over: EC2's ClientToken, and a launch-key tag looked up first (moto,
 // the local EC2, ignores ClientToken). Errors become Temporal failures: throttling, 5xx and
 // network errors retry; bad config and rejected credentials are non-retryable and name the key.
+import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import { createHash } from 'node:crypto';
 import {
   DescribeImagesCommand,
@@ -50,7 +51,7 @@ export type AwsErrorContext = Pick<
 export class AwsProvider implements CloudProvider {
   readonly kind = 'aws' as const;
   /** Admin user of the AMIs the original launched (its pkg/aws SshUser). */
-  readonly sshUser = 'ec2-user';
+  readonly sshUser = CLOUD_ADMIN_USER.aws;
   private readonly ec2: EC2Client;
 
   constructor(private readonly options: AwsProviderOptions) {
@@ -169,13 +170,19 @@ export class AwsProvider implements CloudProvider {
   }
 
   private toInstance(instance: Ec2Instance): Instance {
+    const tags = Object.fromEntries((instance.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
     return {
       id: instance.InstanceId ?? '',
       state: stateOf(instance.State?.Name),
       address: addressOf(instance, this.options.config.strictPublicAddress),
       launchedAt: instance.LaunchTime?.toISOString(),
-      tags: Object.fromEntries((instance.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])),
+      tags,
+      ...(tags[LAUNCH_KEY_TAG_KEY] ? { launchRef: tags[LAUNCH_KEY_TAG_KEY] } : {}),
     };
+  }
+
+  launchRef(idempotencyKey: string): string {
+    return clientToken(idempotencyKey);
   }
 }
 

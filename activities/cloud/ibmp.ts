@@ -6,6 +6,7 @@
 // the original's orphan collector read (ibmp_helpers.go). Power VS creates the boot volume at the
 // image's size; like the original (resizeInstanceVolume), a larger `disk` is applied afterwards
 // with PUT …/volumes/<boot volume> {size}, and the instance reads as pending until it has been.
+import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { IbmpConfig } from '../../platform-config/ibm-config.js';
 import {
@@ -58,6 +59,8 @@ interface PvmInstance {
 }
 
 export class IbmpProvider implements CloudProvider {
+  /** The admin user of the IBM images the original launched. */
+  readonly sshUser = CLOUD_ADMIN_USER.ibmp;
   readonly kind = 'ibmp' as const;
   private readonly client: IbmClient;
   private readonly workspace: string;
@@ -70,6 +73,11 @@ export class IbmpProvider implements CloudProvider {
     this.prefix = prefix;
     this.client = client;
     this.workspace = `${base}/pcloud/v1/cloud-instances/${encodeURIComponent(options.config.cloudInstanceId)}`;
+  }
+
+  /** Instance names are derived from the key, so the name is the mark. */
+  launchRef(idempotencyKey: string, owner: { key: string; value: string }): string {
+    return instanceName(owner.value, idempotencyKey, MAX_NAME, 'instance-tag');
   }
 
   async launch(request: LaunchRequest): Promise<Instance> {
@@ -204,6 +212,7 @@ export class IbmpProvider implements CloudProvider {
       state,
       ...(address ? { address } : {}),
       ...(raw.creationDate ? { launchedAt: raw.creationDate } : {}),
+      launchRef: raw.serverName,
       tags: {
         Name: raw.serverName,
         [owner?.key ?? OWNER_TAG_KEY]: owner?.value ?? ownerOfName(raw.serverName),

@@ -6,6 +6,7 @@
 // The SSH address is the primary private IP with `private-ip`, otherwise a floating IP bound to
 // the primary network interface: an unbound one this engine created earlier is reused before a
 // new one is reserved, as the original did because a reserved floating IP is billed per month.
+import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import type { IbmzConfig } from '../../platform-config/ibm-config.js';
@@ -69,6 +70,8 @@ interface Resolved {
 }
 
 export class IbmzProvider implements CloudProvider {
+  /** The admin user of the IBM images the original launched. */
+  readonly sshUser = CLOUD_ADMIN_USER.ibmz;
   readonly kind = 'ibmz' as const;
   private readonly client: IbmClient;
   private readonly base: string;
@@ -79,6 +82,11 @@ export class IbmzProvider implements CloudProvider {
   constructor(options: IbmzProviderOptions) {
     this.config = options.config;
     ({ base: this.base, prefix: this.prefix, client: this.client } = ibmConnection(options));
+  }
+
+  /** Instance names are derived from the key, so the name is the mark. */
+  launchRef(idempotencyKey: string, owner: { key: string; value: string }): string {
+    return instanceName(owner.value, idempotencyKey, MAX_NAME, 'instance-tag');
   }
 
   async launch(request: LaunchRequest): Promise<Instance> {
@@ -277,6 +285,7 @@ export class IbmzProvider implements CloudProvider {
       state,
       ...(address ? { address } : {}),
       ...(raw.created_at ? { launchedAt: raw.created_at } : {}),
+      launchRef: raw.name,
       tags: {
         Name: raw.name,
         [owner?.key ?? OWNER_TAG_KEY]: owner?.value ?? ownerOfName(raw.name),

@@ -1,76 +1,66 @@
-// Cloud VM activities for dynamic platforms: launch, describe, terminate through the platform's
-// provider, and "is SSH answering yet?". Credentials are read from their Secret on each call and
-// never leave the worker; results carry only ids, states and addresses.
-import type { CoreV1Api } from '@kubernetes/client-node';
+// Cloud VM activities for dynamic platforms and pools: launch, describe, list and terminate
+// through the platform's provider, "is SSH answering yet?", and orphan collection. Credentials
+// are read from their Secret on each call and never leave the worker; results carry only ids,
+// states and addresses.
+import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
+import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import type { TaskRunRef } from '../kubernetes.js';
-import { awsCredentialsFromSecret } from './aws-credentials.js';
-import { AwsProvider } from './aws.js';
-import { OWNER_TAG_KEY, TASKRUN_TAG_KEY, type Instance } from './provider.js';
+import { recordEvent } from '../kube-events.js';
+import { openProvider, type ProviderDeps } from './open-provider.js';
+import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
 
-export interface CloudDeps {
-  core: CoreV1Api;
-  engineNamespace: string;
-  /** EC2 endpoint override (moto in the tests and the local stack). */
-  awsEndpoint?: string;
+export interface CloudDeps extends ProviderDeps {
+  /** VMs younger than this are never collected: their claim may not be visible yet. */
+  gcGraceSeconds?: number;
 }
 
 const SSH_PROBE_TIMEOUT_MS = 3_000;
+const DEFAULT_GC_GRACE_SECONDS = 300;
+/** Claims of VMs adopted by id rather than launched by key (see workflows/pool-state.ts). */
+const ADOPTED = 'adopted:';
+
+export interface CollectedVm {
+  id: string;
+  name?: string;
+  /** Seconds since the cloud says it was launched. */
+  ageSeconds?: number;
+}
 
 export function createCloudActivities(deps: CloudDeps) {
   async function withProvider<T>(
     cloud: CloudPlatform,
-    fn: (p: AwsProvider) => Promise<T>,
+    fn: (p: CloudProvider) => Promise<T>,
   ): Promise<T> {
-    if (cloud.provider.type !== 'aws') {
-      throw new Error(`provider ${cloud.provider.type} is not served by this worker yet`);
-    }
-    const config = cloud.provider.config;
-    const credentials = await awsCredentialsFromSecret(
-      deps.core,
-      deps.engineNamespace,
-      config.awsSecret,
-      `dynamic.${cloud.configName}.aws-secret`,
-    );
-    const provider = new AwsProvider({
-      configName: cloud.configName,
-      config,
-      credentials,
-      credentialsSource: `${deps.engineNamespace}/${config.awsSecret}`,
-      endpoint: deps.awsEndpoint,
-    });
+    const provider = await openProvider(deps, cloud);
     try {
       return await fn(provider);
     } finally {
-      provider.destroy();
+      provider.destroy?.();
     }
   }
+  const owner = (cloud: CloudPlatform) => ({ key: OWNER_TAG_KEY, value: cloud.common.instanceTag });
 
   return {
-    /** Idempotent per (TaskRun, attempt): a retried launch returns the same VM. */
+    /**
+     * Idempotent per launch key: a retried launch returns the same VM, never a second one.
+     * The key must have been claimed (CloudLaunches search attribute) before calling this.
+     */
     async launchInstance(input: {
       cloud: CloudPlatform;
-      taskRun: TaskRunRef;
-      attempt: number;
-      /** additional-instance-tags. */
-      additionalTags?: Record<string, string>;
+      launchKey: string;
+      /** e.g. the TaskRun tag and additional-instance-tags. */
+      tags: Record<string, string>;
     }): Promise<Instance & { sshUser: string }> {
-      const { cloud, taskRun, attempt } = input;
-      const suffix = createHash('sha256')
-        .update(`${taskRun.uid}/${attempt}`)
-        .digest('hex')
-        .slice(0, 10);
+      const { cloud, launchKey } = input;
+      const suffix = createHash('sha256').update(launchKey).digest('hex').slice(0, 10);
       return withProvider(cloud, async (provider) => ({
         ...(await provider.launch({
           name: `${cloud.common.instanceTag}-${suffix}`,
-          owner: { key: OWNER_TAG_KEY, value: cloud.common.instanceTag },
-          tags: {
-            ...input.additionalTags,
-            [TASKRUN_TAG_KEY]: `${taskRun.namespace}:${taskRun.name}`,
-          },
-          idempotencyKey: `${taskRun.uid}-${attempt}`,
+          owner: owner(cloud),
+          tags: { ...input.tags, [PLATFORM_TAG_KEY]: cloud.platform },
+          idempotencyKey: launchKey,
         })),
         sshUser: provider.sshUser,
       }));
@@ -83,9 +73,75 @@ export function createCloudActivities(deps: CloudDeps) {
       return withProvider(input.cloud, (provider) => provider.describe(input.id));
     },
 
+    /**
+     * The platform's VMs by owner tag, for a pool rebuilding its state. A VM tagged for another
+     * platform (one sharing the instance-tag) is left out.
+     */
+    async listInstances(input: { cloud: CloudPlatform }): Promise<Instance[]> {
+      const { cloud } = input;
+      const all = await withProvider(cloud, (provider) => provider.listByOwner(owner(cloud)));
+      return all.filter((vm) => (vm.tags[PLATFORM_TAG_KEY] ?? cloud.platform) === cloud.platform);
+    },
+
     /** Idempotent: an instance that is already gone counts as terminated. */
     async terminateInstance(input: { cloud: CloudPlatform; id: string }): Promise<void> {
       await withProvider(input.cloud, (provider) => provider.terminate(input.id));
+    },
+
+    /**
+     * Terminates the platform's VMs (by owner tag) that no running workflow claims, sparing VMs
+     * younger than the grace period. `claims` are launch keys and `adopted:<id>` entries.
+     */
+    async collectOrphans(input: {
+      cloud: CloudPlatform;
+      claims: string[];
+    }): Promise<CollectedVm[]> {
+      const { cloud } = input;
+      const graceMs = (deps.gcGraceSeconds ?? DEFAULT_GC_GRACE_SECONDS) * 1000;
+      return withProvider(cloud, async (provider) => {
+        const ids = new Set(
+          input.claims.filter((c) => c.startsWith(ADOPTED)).map((c) => c.slice(ADOPTED.length)),
+        );
+        const refs = new Set(
+          input.claims
+            .filter((c) => !c.startsWith(ADOPTED))
+            .map((c) => provider.launchRef(c, owner(cloud))),
+        );
+        const collected: CollectedVm[] = [];
+        for (const vm of await provider.listByOwner(owner(cloud))) {
+          const age = vm.launchedAt ? Date.now() - Date.parse(vm.launchedAt) : undefined;
+          if (ids.has(vm.id) || (vm.launchRef && refs.has(vm.launchRef))) continue;
+          if (age === undefined || !(age >= graceMs)) continue; // unknown age: never guess
+          await provider.terminate(vm.id);
+          const entry = {
+            id: vm.id,
+            ...(vm.tags.Name ? { name: vm.tags.Name } : {}),
+            ageSeconds: Math.round(age / 1000),
+          };
+          log.warn('terminated an orphaned VM no running workflow owns', {
+            platform: cloud.platform,
+            ...entry,
+          });
+          await recordEvent(deps.core, {
+            involvedObject: {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              name: HOST_CONFIG_NAME,
+              namespace: deps.engineNamespace,
+            },
+            type: 'Warning',
+            reason: 'OrphanVmCollected',
+            message:
+              `Terminated ${cloud.platform} VM ${vm.id}${vm.tags.Name ? ` (${vm.tags.Name})` : ''}, ` +
+              `launched ${entry.ageSeconds}s ago with owner tag ${cloud.common.instanceTag}: no running workflow owns it`,
+            dedupKey: `orphan/${vm.id}`,
+          }).catch((err: unknown) =>
+            log.warn('could not record the Event', { error: String(err) }),
+          );
+          collected.push(entry);
+        }
+        return collected;
+      });
     },
 
     /** Whether an SSH server answers at the address (its banner arrives). */

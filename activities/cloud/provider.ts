@@ -14,6 +14,8 @@ export interface Instance {
   /** ISO time the cloud reports the instance was launched. */
   launchedAt?: string;
   tags: Record<string, string>;
+  /** What `launchRef` of its idempotency key gives, when this engine launched it. */
+  launchRef?: string;
 }
 
 export interface LaunchRequest {
@@ -32,6 +34,13 @@ export interface LaunchRequest {
 
 export interface CloudProvider {
   readonly kind: 'aws' | 'ibmz' | 'ibmp';
+  /** The admin user on the provider's images, which provisions build users. */
+  readonly sshUser: string;
+  /**
+   * The mark a launch with this idempotency key leaves on its instance (`Instance.launchRef`):
+   * how garbage collection matches VMs to the workflows that claimed them before launching.
+   */
+  launchRef(idempotencyKey: string, owner: { key: string; value: string }): string;
   launch(request: LaunchRequest): Promise<Instance>;
   /** undefined when the cloud no longer knows the instance. */
   describe(id: string): Promise<Instance | undefined>;
@@ -42,7 +51,9 @@ export interface CloudProvider {
   terminate(id: string): Promise<void>;
 }
 
-/** The owner tag key the original controller used for `instance-tag`. */
-export const OWNER_TAG_KEY = 'multi-platform-instance';
-/** Tag carrying the TaskRun a dynamic VM belongs to: `<namespace>:<name>`. */
-export const TASKRUN_TAG_KEY = 'hostflow.dev/taskrun';
+// The tag keys are part of the contract (platform-config/contract.ts); re-exported for adapters.
+export {
+  OWNER_TAG_KEY,
+  PLATFORM_TAG_KEY,
+  TASKRUN_TAG_KEY,
+} from '../../platform-config/contract.js';

@@ -1,0 +1,63 @@
+// Garbage collection of cloud VMs (DESIGN.md section 5): at worker start and every interval,
+// each dynamic and pool platform's VMs are listed by owner tag, and the ones no running workflow
+// claims are terminated. Workflows claim a VM's launch key before launching it (CloudLaunches),
+// so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was
+// terminated by hand, or it was launched by a worker that died and never came back for it.
+import {
+  condition,
+  continueAsNew,
+  defineSignal,
+  log,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+import { cloud as cloudApi, kube, temporal } from './activities.js';
+import { metrics } from './metrics.js';
+import { innermostMessage } from './notes.js';
+
+export interface CloudGcInput {
+  intervalSeconds: number;
+}
+
+/** Sent by each worker as it starts: collect now rather than at the next interval. */
+export const collectNow = defineSignal('collectNow');
+
+const PASSES_PER_RUN = 200;
+
+export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
+  let requested = true;
+  setHandler(collectNow, () => {
+    requested = true;
+  });
+  for (let pass = 0; pass < PASSES_PER_RUN; pass++) {
+    await condition(() => requested, input.intervalSeconds * 1000);
+    requested = false;
+    const platforms = await kube.loadCloudPlatforms();
+    const claims = platforms.length > 0 ? await temporal.claimedLaunches() : [];
+    const lines: string[] = [];
+    for (const cloud of platforms) {
+      try {
+        const collected = await cloudApi.collectOrphans.executeWithOptions(
+          { summary: `Collect ${cloud.platform} VMs no running workflow owns` },
+          [{ cloud, claims }],
+        );
+        metrics.orphansCollected.add(collected.length, { platform: cloud.platform });
+        lines.push(
+          `${cloud.platform}: ${collected.length ? `terminated ${collected.map((vm) => vm.id).join(', ')}` : 'no orphans'}`,
+        );
+      } catch (err) {
+        // One platform's broken credentials must not stop the others' collection.
+        log.warn('orphan collection failed', {
+          platform: cloud.platform,
+          error: innermostMessage(err),
+        });
+        lines.push(`${cloud.platform}: failed: ${innermostMessage(err)}`);
+      }
+    }
+    setCurrentDetails(
+      `Every ${input.intervalSeconds}s (and at each worker start) terminates cloud VMs no running ` +
+        `workflow owns.\n\nLast pass:\n- ${lines.join('\n- ') || 'no cloud platforms configured'}`,
+    );
+  }
+  await continueAsNew<typeof cloudGcWorkflow>(input);
+}

@@ -1,0 +1,241 @@
+// The dynamic-pool half of a platform's allocator: launches VMs when waiters need slots, turns
+// VMs that answer SSH into allocator hosts, retires them at max-age and terminates them once
+// idle (down to zero), and rebuilds all of that from the cloud when it starts without state.
+// Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
+// idempotent by VM, so an allocator that continues-as-new simply issues them again.
+import { upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import type { CloudPlatform } from '../platform-config/host-config.js';
+import { CLOUD_ADMIN_USER } from '../platform-config/contract.js';
+import { cloud as cloudApi, durableTerminate, kube, temporal } from './activities.js';
+import { applyHosts, exhaustQueue, rebuiltHolder, type AllocationState } from './allocation.js';
+import { metrics } from './metrics.js';
+import { innermostMessage } from './notes.js';
+import {
+  addLaunches,
+  adopt,
+  describePool,
+  emptyPool,
+  launchesNeeded,
+  poolClaims,
+  poolHosts,
+  poolWakeUp,
+  recordPoolFailure,
+  retire,
+  type PoolSpec,
+  type PoolState,
+  type PoolVm,
+} from './pool-state.js';
+import { SA } from './search-attributes.js';
+
+/** What the allocator carries across continue-as-new for a pool. */
+export interface PoolCarry {
+  state: PoolState;
+  /** The last config seen: VMs of a platform that left the config are still terminated with it. */
+  cloud: CloudPlatform;
+  additionalTags: Record<string, string>;
+}
+
+export class PoolScaler {
+  /** Keys of VMs with a cloud call in flight (not carried: calls are simply issued again). */
+  private readonly busy = new Set<string>();
+  private turnedAway: Array<{ requestId: string; reason: string }> = [];
+  private claims = '';
+  private configured = false;
+
+  private constructor(
+    private readonly platform: string,
+    private readonly alloc: AllocationState,
+    private carry: PoolCarry | undefined,
+    private readonly wake: () => void,
+  ) {}
+
+  static resume(
+    platform: string,
+    alloc: AllocationState,
+    carry: PoolCarry | undefined,
+    wake: () => void,
+  ): PoolScaler {
+    return new PoolScaler(platform, alloc, carry, wake);
+  }
+
+  /** Whether this platform is (or was, with VMs left) a pool: its hosts come from here. */
+  get active(): boolean {
+    return this.carry !== undefined;
+  }
+
+  get inFlight(): number {
+    return this.busy.size;
+  }
+
+  saved(): PoolCarry | undefined {
+    return this.carry;
+  }
+
+  /** Reads the platform's pool config; the first time, rebuilds the pool from the cloud. */
+  async reload(): Promise<void> {
+    const loaded = await kube.loadCloudPool({ platform: this.platform });
+    this.configured = loaded !== undefined;
+    this.alloc.elastic = this.configured;
+    if (!loaded) return;
+    if (!this.carry) {
+      this.carry = { state: emptyPool(uuid4()), ...loaded };
+      await this.rebuild();
+    } else {
+      this.carry = { ...this.carry, ...loaded };
+    }
+  }
+
+  /**
+   * One pass: retire and terminate, apply the ready VMs as hosts, launch what waiters need,
+   * start the cloud calls that are due. Returns waiters to turn away (VMs keep failing).
+   */
+  step(now: number): Array<{ requestId: string; reason: string }> {
+    if (!this.carry) return [];
+    const { state } = this.carry;
+    const spec = this.configured ? this.spec() : undefined;
+    retire(state, this.alloc, spec, now);
+    applyHosts(this.alloc, spec ? poolHosts(state, spec) : []);
+    if (spec) addLaunches(state, spec, launchesNeeded(state, this.alloc, spec), now);
+    this.publishClaims();
+    for (const vm of state.vms) {
+      if (this.busy.has(vm.key)) continue;
+      if (vm.phase === 'launching') this.run(vm, () => this.launch(vm));
+      else if (vm.phase === 'booting' && vm.nextCheck <= now) this.run(vm, () => this.check(vm));
+      else if (vm.phase === 'terminating') this.run(vm, () => this.terminate(vm));
+    }
+    this.report();
+    const turnedAway = this.turnedAway;
+    this.turnedAway = [];
+    return turnedAway;
+  }
+
+  /** Epoch ms of the next boot check or max-age retirement. */
+  wakeUp(): number | undefined {
+    return this.carry && poolWakeUp(this.carry.state, this.configured ? this.spec() : undefined);
+  }
+
+  describe(): string {
+    return this.carry ? describePool(this.carry.state, this.alloc) || 'no VMs' : '';
+  }
+
+  private spec(): PoolSpec {
+    const { cloud } = this.carry!;
+    return {
+      platform: this.platform,
+      concurrency: cloud.pool?.concurrency ?? 1,
+      maxInstances: cloud.common.maxInstances,
+      maxAgeMs: (cloud.pool?.maxAgeMinutes ?? 0) * 60_000,
+      bootTimeoutMs: cloud.common.allocationTimeoutSeconds * 1000,
+      checkIntervalMs: cloud.common.checkIntervalSeconds * 1000,
+      user: CLOUD_ADMIN_USER[cloud.provider.type],
+      secret: cloud.common.sshSecret,
+      sudoCommands: cloud.common.sudoCommands,
+    };
+  }
+
+  /** After a crash: the pool's VMs are found by owner tag, their holders by search attribute. */
+  private async rebuild(): Promise<void> {
+    const { state, cloud } = this.carry!;
+    const found = await cloudApi.listInstances({ cloud });
+    for (const vm of found) {
+      if (['pending', 'running'].includes(vm.state)) adopt(state, this.spec(), vm, Date.now());
+    }
+    const holders = await temporal.holdersOfHosts({
+      platform: this.platform,
+      hosts: state.vms.map((vm) => vm.id!),
+    });
+    for (const { workflowId, host } of holders) {
+      this.alloc.holders[host] = [...(this.alloc.holders[host] ?? []), rebuiltHolder(workflowId)];
+    }
+  }
+
+  private run(vm: PoolVm, call: () => Promise<void>): void {
+    this.busy.add(vm.key);
+    void call().finally(() => {
+      this.busy.delete(vm.key);
+      this.wake();
+    });
+  }
+
+  private async launch(vm: PoolVm): Promise<void> {
+    const { cloud, additionalTags } = this.carry!;
+    try {
+      const launched = await cloudApi.launchInstance.executeWithOptions(
+        { summary: `Launch a ${this.platform} pool VM` },
+        [{ cloud, launchKey: vm.key, tags: additionalTags }],
+      );
+      vm.id = launched.id;
+      const at = launched.launchedAt ? Date.parse(launched.launchedAt) : NaN;
+      if (Number.isFinite(at)) vm.launchedAt = at;
+      vm.phase = 'booting';
+    } catch (err) {
+      this.drop(vm);
+      this.failed(`launching a VM failed: ${innermostMessage(err)}`);
+    }
+  }
+
+  private async check(vm: PoolVm): Promise<void> {
+    const { cloud } = this.carry!;
+    const seen = await cloudApi.describeInstance
+      .executeWithOptions({ summary: `Check pool VM ${vm.id}` }, [{ cloud, id: vm.id! }])
+      .catch(() => undefined);
+    if (seen && ['failed', 'stopped', 'stopping', 'terminated'].includes(seen.state)) {
+      vm.phase = 'terminating';
+      return this.failed(`VM ${vm.id} went ${seen.state} while booting`);
+    }
+    if (seen?.state === 'running' && seen.address) {
+      if (await cloudApi.sshReachable({ address: seen.address })) {
+        Object.assign(vm, { phase: 'ready', address: seen.address });
+        this.carry!.state.failures = 0;
+        return;
+      }
+    }
+    if (Date.now() >= vm.bootDeadline) {
+      vm.phase = 'terminating';
+      return this.failed(
+        `VM ${vm.id} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`,
+      );
+    }
+    vm.nextCheck = Date.now() + cloud.common.checkIntervalSeconds * 1000;
+  }
+
+  /** Retried until the cloud confirms: a pool VM is never dropped while it may still run. */
+  private async terminate(vm: PoolVm): Promise<void> {
+    if (vm.id) {
+      await durableTerminate.terminateInstance.executeWithOptions(
+        { summary: `Terminate pool VM ${vm.id}` },
+        [{ cloud: this.carry!.cloud, id: vm.id }],
+      );
+    }
+    this.drop(vm);
+  }
+
+  private drop(vm: PoolVm): void {
+    const { state } = this.carry!;
+    state.vms = state.vms.filter((known) => known !== vm);
+    if (state.vms.length === 0 && !this.configured) this.carry = undefined; // left the config
+  }
+
+  private failed(reason: string): void {
+    metrics.vmFailures.add(1, { platform: this.platform });
+    const exhausted = this.carry && recordPoolFailure(this.carry.state, reason);
+    if (exhausted) this.turnedAway.push(...exhaustQueue(this.alloc, exhausted));
+  }
+
+  /** Launch keys (and adopted ids) are claimed before any launch, so GC spares these VMs. */
+  private publishClaims(): void {
+    const claims = this.carry ? poolClaims(this.carry.state) : [];
+    const joined = claims.join('\n');
+    if (joined === this.claims) return;
+    this.claims = joined;
+    upsertSearchAttributes([{ key: SA.cloudLaunches, value: claims }]);
+  }
+
+  private report(): void {
+    const phases = ['launching', 'booting', 'ready', 'retiring', 'terminating'] as const;
+    for (const phase of phases) {
+      const count = this.carry?.state.vms.filter((vm) => vm.phase === phase).length ?? 0;
+      metrics.poolVms.set(count, { platform: this.platform, phase });
+    }
+  }
+}
