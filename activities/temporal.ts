@@ -59,12 +59,22 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
       return closed;
     },
 
-    /** Launch keys claimed by running workflows (CloudLaunches): the VMs GC must spare. */
+    /**
+     * What running workflows claim, i.e. the VMs GC must spare: launch keys (CloudLaunches), and
+     * as `adopted:<id>` every host serving a running TaskRun, so the VMs of a pool whose
+     * allocator is being rebuilt stay safe while their builds run.
+     */
     async claimedLaunches(): Promise<string[]> {
-      const query = `${SA.cloudLaunches.name} IS NOT NULL AND ExecutionStatus = 'Running'`;
+      const running = `ExecutionStatus = 'Running'`;
       const claims: string[] = [];
-      for await (const execution of client.workflow.list({ query })) {
+      const launches = `${SA.cloudLaunches.name} IS NOT NULL AND ${running}`;
+      for await (const execution of client.workflow.list({ query: launches })) {
         claims.push(...(execution.typedSearchAttributes.get(SA.cloudLaunches) ?? []));
+      }
+      const serving = `${SA.kind.name} = '${KIND.taskRun}' AND ${SA.host.name} IS NOT NULL AND ${running}`;
+      for await (const execution of client.workflow.list({ query: serving })) {
+        const host = execution.typedSearchAttributes.get(SA.host);
+        if (host) claims.push(`adopted:${host}`);
       }
       return claims;
     },

@@ -37,6 +37,10 @@ export interface IbmCloudDoubleOptions {
   /** Largest page the VPC lists return, whatever `limit` asks (to exercise pagination). */
   maxPageSize?: number;
   onRunning?: (instance: DoubleInstance) => Promise<string | undefined>;
+  /** Called for each request as it arrives, before it is answered. */
+  onRequest?: (request: LoggedRequest) => void;
+  /** Called when an instance is deleted through the API. */
+  onDeleted?: (instance: DoubleInstance) => void;
 }
 
 export interface IbmCloudDouble {
@@ -432,6 +436,7 @@ export async function startIbmCloudDouble(
     if (!sub && method === 'DELETE') {
       vpcInstances.delete(id);
       views.get(id)!.status = 'deleted';
+      options.onDeleted?.(views.get(id)!);
       for (const fip of floatingIps.values()) if (boundTo.get(fip.id) === id) delete fip.target;
       return [204, undefined];
     }
@@ -482,6 +487,7 @@ export async function startIbmCloudDouble(
     if (method !== 'DELETE') return powerError(404, `no route for ${method} ${path}`);
     pvms.delete(id);
     views.get(id)!.status = 'deleted';
+    options.onDeleted?.(views.get(id)!);
     return [200, {}];
   }
 
@@ -569,7 +575,9 @@ export async function startIbmCloudDouble(
         crn: req.headers.crn as string | undefined,
         contentType,
       };
-      requests.push({ method: req.method ?? '', path, query, headers, body });
+      const logged = { method: req.method ?? '', path, query, headers, body };
+      requests.push(logged);
+      options.onRequest?.(logged);
       const [status, payload, extra] = reply;
       res.writeHead(status, {
         ...(payload === undefined ? {} : { 'content-type': 'application/json' }),

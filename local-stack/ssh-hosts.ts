@@ -88,14 +88,18 @@ mount -n -t tmpfs -o mode=2775 tmpfs /var/mail && chgrp mail /var/mail
 mkdir -p -m 755 /run/sshd && mkdir -p -m 1777 /run/lock
 hostname "$NAME" && echo "$ADDR $NAME" >> /etc/hosts
 # '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
-useradd -m -s /bin/bash -p '*' "$ADMIN"
-install -d -m 700 -o "$ADMIN" -g "$ADMIN" "/home/$ADMIN/.ssh"
-install -m 600 -o "$ADMIN" -g "$ADMIN" "$S/admin.pub" "/home/$ADMIN/.ssh/authorized_keys"
-echo "$ADMIN ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/$ADMIN" && chmod 440 "/etc/sudoers.d/$ADMIN"
+if [ "$ADMIN" = root ]; then # as on IBM Cloud images: root logs in with the key
+  install -d -m 700 /root/.ssh && install -m 600 "$S/admin.pub" /root/.ssh/authorized_keys
+else
+  useradd -m -s /bin/bash -p '*' "$ADMIN"
+  install -d -m 700 -o "$ADMIN" -g "$ADMIN" "/home/$ADMIN/.ssh"
+  install -m 600 -o "$ADMIN" -g "$ADMIN" "$S/admin.pub" "/home/$ADMIN/.ssh/authorized_keys"
+  echo "$ADMIN ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/$ADMIN" && chmod 440 "/etc/sudoers.d/$ADMIN"
+fi
 exec ${SSHD} -D -e -f "$S/sshd_config"
 `;
 
-function sshdConfig(address: string): string {
+function sshdConfig(address: string, adminUser: string): string {
   return [
     `ListenAddress ${address}:22`,
     `HostKey ${IN_HOST}/ssh_host_ed25519_key`,
@@ -104,7 +108,7 @@ function sshdConfig(address: string): string {
     'KbdInteractiveAuthentication no',
     'PubkeyAuthentication yes',
     'AuthorizedKeysFile .ssh/authorized_keys',
-    'PermitRootLogin no',
+    `PermitRootLogin ${adminUser === 'root' ? 'prohibit-password' : 'no'}`,
     'UsePAM yes', // like a real Debian/Ubuntu VM: sessions get limits, env, loginuid
     'StrictModes yes',
     'PrintMotd no',
@@ -168,7 +172,7 @@ async function startHost(
     const hostPublicKey = readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
     const admin = adminKey ?? generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
-    writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address));
+    writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address, adminUser));
 
     const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--propagation', 'private'];
     args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser);

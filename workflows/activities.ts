@@ -57,9 +57,12 @@ export const boundedCleanup = proxyActivities<SshActivities>({
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
 });
 
-/** Cloud calls: throttling and 5xx retry with back-off; a bad config fails at once. */
+/**
+ * Cloud calls: throttling and 5xx retry with back-off; a bad config fails at once. Each is one
+ * short API call, so a call lost with its worker is retried after 30 seconds.
+ */
 export const cloud = proxyActivities<CloudActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
@@ -72,4 +75,10 @@ export const cloud = proxyActivities<CloudActivities>({
 export const durableTerminate = proxyActivities<CloudActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '2 minutes' },
+});
+
+/** Orphan collection lists and terminates VMs one by one: it may take a while. */
+export const cloudGc = proxyActivities<CloudActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
 });

@@ -11,7 +11,7 @@ import {
   setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
-import { cloud as cloudApi, kube, temporal } from './activities.js';
+import { cloudGc, kube, temporal } from './activities.js';
 import { metrics } from './metrics.js';
 import { innermostMessage } from './notes.js';
 
@@ -37,7 +37,7 @@ export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
     const lines: string[] = [];
     for (const cloud of platforms) {
       try {
-        const collected = await cloudApi.collectOrphans.executeWithOptions(
+        const collected = await cloudGc.collectOrphans.executeWithOptions(
           { summary: `Collect ${cloud.platform} VMs no running workflow owns` },
           [{ cloud, claims }],
         );
