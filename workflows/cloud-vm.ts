@@ -32,6 +32,7 @@ type Fail = (
 const MAX_LAUNCHES = 3;
 /** v2: every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
 export const PATCH_CLAIM_LAUNCHES = 'cloud-vm-claim-launches';
+export const PATCH_PATIENT_SSH_CHECK = 'cloud-vm-patient-ssh-check';
 
 export async function serveFromCloud(
   run: TaskRun,
@@ -163,6 +164,9 @@ async function waitForSsh(
   vmId: string,
 ): Promise<string | undefined> {
   const deadline = Date.now() + cloud.common.allocationTimeoutSeconds * 1000;
+  const interval = cloud.common.checkIntervalSeconds * 1000;
+  // v2: once the VM runs, the SSH check itself waits up to one check-interval for port 22.
+  const patient = patched(PATCH_PATIENT_SSH_CHECK);
   for (;;) {
     const vm = await cloudApi.describeInstance.executeWithOptions({ summary: `Check VM ${vmId}` }, [
       { cloud, id: vmId },
@@ -171,12 +175,13 @@ async function waitForSsh(
       run.pool.lastError = `VM ${vmId} went ${vm.state} while booting`;
       return undefined;
     }
-    if (
-      vm?.state === 'running' &&
-      vm.address &&
-      (await cloudApi.sshReachable({ address: vm.address }))
-    )
-      return vm.address;
+    const running = vm?.state === 'running' && vm.address !== undefined;
+    if (running) {
+      const waitMs = patient ? Math.max(0, Math.min(interval, deadline - Date.now())) : undefined;
+      if (await cloudApi.sshReachable({ address: vm.address!, ...(waitMs ? { waitMs } : {}) })) {
+        return vm.address;
+      }
+    }
     const left = deadline - Date.now();
     if (left <= 0 || run.ended()) {
       run.pool.lastError = `VM ${vmId} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`;
@@ -185,7 +190,7 @@ async function waitForSsh(
     setCurrentDetails(
       `Waiting for VM ${vmId} to boot (${vm?.state ?? 'not visible yet'}${vm?.address ? `, ${vm.address}` : ''}).`,
     );
-    await sleep(Math.min(cloud.common.checkIntervalSeconds * 1000, left));
+    if (!(patient && running)) await sleep(Math.min(interval, left));
   }
 }
 

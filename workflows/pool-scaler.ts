@@ -184,7 +184,11 @@ export class PoolScaler {
       return this.failed(`VM ${vm.id} went ${seen.state} while booting`);
     }
     if (seen?.state === 'running' && seen.address) {
-      if (await cloudApi.sshReachable({ address: seen.address })) {
+      const waitMs = Math.max(
+        0,
+        Math.min(this.spec().checkIntervalMs, vm.bootDeadline - Date.now()),
+      );
+      if (await cloudApi.sshReachable({ address: seen.address, waitMs })) {
         Object.assign(vm, { phase: 'ready', address: seen.address });
         this.carry!.state.failures = 0;
         return;
@@ -196,7 +200,9 @@ export class PoolScaler {
         `VM ${vm.id} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`,
       );
     }
-    vm.nextCheck = Date.now() + cloud.common.checkIntervalSeconds * 1000;
+    // A running VM's SSH check above already waited one check-interval.
+    const waited = seen?.state === 'running' && seen.address !== undefined;
+    vm.nextCheck = Date.now() + (waited ? 0 : cloud.common.checkIntervalSeconds * 1000);
   }
 
   /** Retried until the cloud confirms: a pool VM is never dropped while it may still run. */

@@ -5,6 +5,7 @@
 import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
+import { setTimeout } from 'node:timers/promises';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { recordEvent } from '../kube-events.js';
@@ -17,6 +18,9 @@ export interface CloudDeps extends ProviderDeps {
 }
 
 const SSH_PROBE_TIMEOUT_MS = 3_000;
+const SSH_RETRY_MS = 200;
+/** Well inside the cloud activities' 30 s start-to-close timeout. */
+const MAX_SSH_WAIT_MS = 20_000;
 const DEFAULT_GC_GRACE_SECONDS = 300;
 /** Claims of VMs adopted by id rather than launched by key (see workflows/pool-state.ts). */
 const ADOPTED = 'adopted:';
@@ -144,20 +148,34 @@ export function createCloudActivities(deps: CloudDeps) {
       });
     },
 
-    /** Whether an SSH server answers at the address (its banner arrives). */
-    async sshReachable(input: { address: string }): Promise<boolean> {
-      return new Promise((resolve) => {
-        const socket = connect({ host: input.address, port: 22, timeout: SSH_PROBE_TIMEOUT_MS });
-        const done = (ok: boolean) => {
-          socket.destroy();
-          resolve(ok);
-        };
-        socket.once('data', (chunk: Buffer) => done(chunk.toString('latin1').startsWith('SSH-')));
-        socket.once('timeout', () => done(false));
-        socket.once('error', () => done(false));
-      });
+    /**
+     * Whether an SSH server answers at the address (its banner arrives). With `waitMs`, keeps
+     * trying every 200 ms for that long, so a VM is served the moment its sshd is up rather
+     * than at the next check-interval.
+     */
+    async sshReachable(input: { address: string; waitMs?: number }): Promise<boolean> {
+      const deadline = Date.now() + Math.min(input.waitMs ?? 0, MAX_SSH_WAIT_MS);
+      for (;;) {
+        const started = Date.now();
+        if (await sshBanner(input.address)) return true;
+        if (Date.now() >= deadline) return false;
+        await setTimeout(Math.max(0, SSH_RETRY_MS - (Date.now() - started)));
+      }
     },
   };
 }
 
 export type CloudActivities = ReturnType<typeof createCloudActivities>;
+
+function sshBanner(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port: 22, timeout: SSH_PROBE_TIMEOUT_MS });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('data', (chunk: Buffer) => done(chunk.toString('latin1').startsWith('SSH-')));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  });
+}
