@@ -33,6 +33,9 @@ const MAX_LAUNCHES = 3;
 /** v2: every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
 export const PATCH_CLAIM_LAUNCHES = 'cloud-vm-claim-launches';
 export const PATCH_PATIENT_SSH_CHECK = 'cloud-vm-patient-ssh-check';
+/** v2: a terminate failing for good is tried again on a timer instead of failing the workflow. */
+export const PATCH_TERMINATE_UNTIL_GONE = 'cloud-vm-terminate-until-gone';
+const TERMINATE_RETRY_MAX_MS = 30 * 60_000;
 
 export async function serveFromCloud(
   run: TaskRun,
@@ -195,9 +198,27 @@ async function waitForSsh(
 }
 
 async function terminate(run: TaskRun, cloud: CloudPlatform, vmId: string): Promise<void> {
-  await durableTerminate.terminateInstance.executeWithOptions({ summary: `Terminate VM ${vmId}` }, [
-    { cloud, id: vmId },
-  ]);
+  for (let failures = 0; ; failures++) {
+    try {
+      await durableTerminate.terminateInstance.executeWithOptions(
+        { summary: `Terminate VM ${vmId}` },
+        [{ cloud, id: vmId }],
+      );
+      break;
+    } catch (err) {
+      // Transient errors are retried inside the activity; this is a permanent one (say, the
+      // credentials Secret was deleted). The VM is never dropped: tell people, wait, try again.
+      if (!patched(PATCH_TERMINATE_UNTIL_GONE)) throw err;
+      const waitMs = Math.min(10_000 * 2 ** failures, TERMINATE_RETRY_MAX_MS);
+      await noteVm(
+        run,
+        'Warning',
+        'TerminateFailed',
+        `Could not terminate VM ${vmId}: ${innermostMessage(err)}. Trying again in ${waitMs / 1000} s.`,
+      );
+      await sleep(waitMs);
+    }
+  }
   run.pool.vms = (run.pool.vms ?? []).filter((id) => id !== vmId);
 }
 

@@ -3,7 +3,7 @@
 // idle (down to zero), and rebuilds all of that from the cloud when it starts without state.
 // Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
-import { upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { log, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../platform-config/host-config.js';
 import { CLOUD_ADMIN_USER } from '../platform-config/contract.js';
 import { cloud as cloudApi, durableTerminate, kube, temporal } from './activities.js';
@@ -33,11 +33,20 @@ export interface PoolCarry {
   /** The last config seen: VMs of a platform that left the config are still terminated with it. */
   cloud: CloudPlatform;
   additionalTags: Record<string, string>;
+  /** Whether the VMs already in the cloud (by owner tag) have been adopted. */
+  rebuilt: boolean;
 }
+
+/** The pseudo-key of the rebuild call among the per-VM calls. */
+const REBUILD = 'rebuild';
+/** A cloud call that failed for good (say, credentials missing) is tried again after this. */
+const RETRY_MS = 10_000;
 
 export class PoolScaler {
   /** Keys of VMs with a cloud call in flight (not carried: calls are simply issued again). */
   private readonly busy = new Set<string>();
+  /** Keys whose last call failed, and when to try again (not carried either). */
+  private readonly retryAt = new Map<string, number>();
   private turnedAway: Array<{ requestId: string; reason: string }> = [];
   private claims = '';
   private configured = false;
@@ -71,18 +80,15 @@ export class PoolScaler {
     return this.carry;
   }
 
-  /** Reads the platform's pool config; the first time, rebuilds the pool from the cloud. */
+  /** Reads the platform's pool config; a new pool first rebuilds itself from the cloud. */
   async reload(): Promise<void> {
     const loaded = await kube.loadCloudPool({ platform: this.platform });
     this.configured = loaded !== undefined;
     this.alloc.elastic = this.configured;
     if (!loaded) return;
-    if (!this.carry) {
-      this.carry = { state: emptyPool(uuid4()), ...loaded };
-      await this.rebuild();
-    } else {
-      this.carry = { ...this.carry, ...loaded };
-    }
+    this.carry = this.carry
+      ? { ...this.carry, ...loaded }
+      : { state: emptyPool(uuid4()), ...loaded, rebuilt: false };
   }
 
   /**
@@ -93,15 +99,21 @@ export class PoolScaler {
     if (!this.carry) return [];
     const { state } = this.carry;
     const spec = this.configured ? this.spec() : undefined;
+    const due = (key: string) => !this.busy.has(key) && (this.retryAt.get(key) ?? 0) <= now;
+    // Nothing is launched before the VMs already in the cloud are known: that would over-launch.
+    if (!this.carry.rebuilt && due(REBUILD)) this.run(REBUILD, () => this.rebuild());
     retire(state, this.alloc, spec, now);
     applyHosts(this.alloc, spec ? poolHosts(state, spec) : []);
-    if (spec) addLaunches(state, spec, launchesNeeded(state, this.alloc, spec), now);
+    if (spec && this.carry.rebuilt) {
+      addLaunches(state, spec, launchesNeeded(state, this.alloc, spec), now);
+    }
     this.publishClaims();
     for (const vm of state.vms) {
-      if (this.busy.has(vm.key)) continue;
-      if (vm.phase === 'launching') this.run(vm, () => this.launch(vm));
-      else if (vm.phase === 'booting' && vm.nextCheck <= now) this.run(vm, () => this.check(vm));
-      else if (vm.phase === 'terminating') this.run(vm, () => this.terminate(vm));
+      if (!due(vm.key)) continue;
+      if (vm.phase === 'launching') this.run(vm.key, () => this.launch(vm));
+      else if (vm.phase === 'booting' && vm.nextCheck <= now) {
+        this.run(vm.key, () => this.check(vm));
+      } else if (vm.phase === 'terminating') this.run(vm.key, () => this.terminate(vm));
     }
     this.report();
     const turnedAway = this.turnedAway;
@@ -109,9 +121,13 @@ export class PoolScaler {
     return turnedAway;
   }
 
-  /** Epoch ms of the next boot check or max-age retirement. */
+  /** Epoch ms of the next boot check, max-age retirement or retry of a failed call. */
   wakeUp(): number | undefined {
-    return this.carry && poolWakeUp(this.carry.state, this.configured ? this.spec() : undefined);
+    if (!this.carry) return undefined;
+    const times = [...this.retryAt.values()];
+    const pool = poolWakeUp(this.carry.state, this.configured ? this.spec() : undefined);
+    if (pool !== undefined) times.push(pool);
+    return times.length > 0 ? Math.min(...times) : undefined;
   }
 
   describe(): string {
@@ -136,7 +152,10 @@ export class PoolScaler {
   /** After a crash: the pool's VMs are found by owner tag, their holders by search attribute. */
   private async rebuild(): Promise<void> {
     const { state, cloud } = this.carry!;
-    const found = await cloudApi.listInstances({ cloud });
+    const found = await cloudApi.listInstances({ cloud }).catch((err: unknown) => {
+      this.failed(`listing the platform's VMs failed: ${innermostMessage(err)}`);
+      throw err;
+    });
     for (const vm of found) {
       if (['pending', 'running'].includes(vm.state)) adopt(state, this.spec(), vm, Date.now());
     }
@@ -147,14 +166,26 @@ export class PoolScaler {
     for (const { workflowId, host } of holders) {
       this.alloc.holders[host] = [...(this.alloc.holders[host] ?? []), rebuiltHolder(workflowId)];
     }
+    this.carry!.rebuilt = true;
   }
 
-  private run(vm: PoolVm, call: () => Promise<void>): void {
-    this.busy.add(vm.key);
-    void call().finally(() => {
-      this.busy.delete(vm.key);
-      this.wake();
-    });
+  /** Runs a cloud call beside the loop; one that fails is tried again later, never dropped. */
+  private run(key: string, call: () => Promise<void>): void {
+    this.busy.add(key);
+    this.retryAt.delete(key);
+    void call()
+      .catch((err: unknown) => {
+        log.warn('pool cloud call failed; trying again later', {
+          platform: this.platform,
+          call: key,
+          error: innermostMessage(err),
+        });
+        this.retryAt.set(key, Date.now() + RETRY_MS);
+      })
+      .finally(() => {
+        this.busy.delete(key);
+        this.wake();
+      });
   }
 
   private async launch(vm: PoolVm): Promise<void> {

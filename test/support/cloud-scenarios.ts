@@ -10,6 +10,7 @@ import { waitFor } from '../../local-stack/process.js';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../../platform-config/contract.js';
 import { startBridge, startWorker, type EngineProcess } from './engine.js';
 import { testEnv, uniqueSuffix } from './env.js';
+import { historyText } from './history-text.js';
 import { redeemWithCurl } from './otp.js';
 import { createScope, type TestScope } from './scope.js';
 import { sshCommand } from './ssh.js';
@@ -119,6 +120,21 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
 
       await finish(tr.name);
       expect(await live()).not.toContain(id);
+      // No key, OTP or cloud credential in the TaskRun's or the allocator's history.
+      const keyBody = privateKey.split('\n').find((line) => line && !line.startsWith('-----'))!;
+      const credentials = Object.values(cloud.secrets)
+        .flatMap((data) => Object.values(data))
+        .filter((value) => value.length > 12); // moto's placeholder "testing" is no secret
+      for (const workflowId of [
+        WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
+        WORKFLOW_ID.allocator(platform),
+      ]) {
+        const text = await historyText(scope.temporal.client, workflowId);
+        expect(text).toContain(platform);
+        for (const secretValue of [secret.otp!, keyBody, 'PRIVATE KEY', ...credentials]) {
+          expect(text).not.toContain(secretValue);
+        }
+      }
     });
 
     it('never runs more than max-instances VMs for 10 concurrent TaskRuns, serving them all', async () => {
@@ -199,6 +215,53 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
         .events!.filter((e) => e.activityTaskStartedEventAttributes)
         .map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 1);
       expect(Math.max(...attempts)).toBeGreaterThan(1);
+    });
+
+    it('keeps a VM whose terminate fails for good (credentials deleted) until it is gone', async () => {
+      const tr = await scope.taskRuns.create({ name: 'lost-creds', platform });
+      await scope.taskRuns.waitForSecret(tr.name, 60_000);
+      const id = await instanceOf(tr.name);
+      const [credentials, data] = Object.entries(cloud.secrets).find(
+        ([name]) => name !== 'vm-ssh',
+      )!;
+      const core = scope.kube.core;
+      await core.deleteNamespacedSecret({ name: credentials, namespace: scope.engineNamespace });
+      await scope.taskRuns.complete(tr.name);
+      await waitFor('a TerminateFailed Event', async () =>
+        (await core.listNamespacedEvent({ namespace: scope.namespace })).items.some(
+          (e) => e.reason === 'TerminateFailed' && e.message?.includes(id!),
+        )
+          ? true
+          : undefined,
+      );
+      expect(await live()).toContain(id);
+      await core.createNamespacedSecret({
+        namespace: scope.engineNamespace,
+        body: { metadata: { name: credentials }, stringData: data },
+      });
+      await scope.taskRuns.waitForSecretGone(tr.name, 90_000);
+      expect(await live()).not.toContain(id);
+    });
+
+    it('turns a permanent cloud error into an error Secret that says what to fix, for both kinds', async () => {
+      const credentials = kind === 'aws' ? 'aws-secret' : 'secret';
+      const missing = { [credentials]: 'no-such-secret' };
+      await scope.setHostConfig(hostConfig(missing, missing));
+      try {
+        const names = ['bad-creds', 'bad-creds-pool'];
+        await scope.taskRuns.create({ name: names[0]!, platform });
+        await scope.taskRuns.create({ name: names[1]!, platform: poolPlatform });
+        for (const name of names) {
+          const data = await scope.taskRuns.waitForSecret(name, 90_000);
+          expect(data.error).toContain(`Secret ${scope.engineNamespace}/no-such-secret not found`);
+          expect(data.error).toContain(`.${credentials} in host-config`);
+        }
+        expect(await live()).toEqual([]);
+        expect(await livePool()).toEqual([]);
+        await finish(...names);
+      } finally {
+        await scope.setHostConfig(hostConfig());
+      }
     });
 
     it('collects a VM with its owner tag that no workflow owns, and spares claimed ones', async () => {

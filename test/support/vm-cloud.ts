@@ -7,6 +7,7 @@ import {
   RunInstancesCommand,
   type Instance as Ec2Instance,
 } from '@aws-sdk/client-ec2';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { startEc2Vms } from '../../local-stack/ec2-vms.js';
 import { startIbmVms } from '../../local-stack/ibm-vms.js';
@@ -124,11 +125,12 @@ export async function startVmCloud(
     };
   }
 
+  const apiKey = `ibm-test-key-${randomBytes(12).toString('hex')}`; // scanned for in histories
   const vms = await startIbmVms({
     stateDir,
     subnetCidr: opts.subnetCidr,
     bootDelayMs: opts.bootDelayMs,
-    apiKeys: ['test-api-key'],
+    apiKeys: [apiKey],
     onRequest: (r) => {
       if (r.method === 'POST' && /\/(instances|pvm-instances)$/.test(r.path)) launched();
     },
@@ -161,7 +163,7 @@ export async function startVmCloud(
     kind,
     providerKeys,
     secrets: {
-      'ibm-creds': { 'api-key': 'test-api-key' },
+      'ibm-creds': { 'api-key': apiKey },
       'vm-ssh': { id_rsa: vms.adminPrivateKey },
     },
     workerEnv: { HOSTFLOW_IBM_IAM_ENDPOINT: double.iamUrl },
