@@ -12,6 +12,7 @@ import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
 import { startOtpService } from '../local-stack/otp-service.js';
+import { DEMO_DYNAMIC_PLATFORM, DEMO_POOL_PLATFORM, startDemoCloud } from './demo-cloud.js';
 import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { supervise, type Supervised } from './supervise.js';
 
@@ -133,6 +134,17 @@ export async function runStart(options: StartOptions): Promise<number> {
       });
       stops.push(demo.stop);
       demoHosts = demo.hosts.map((h) => `${h.name} ${h.address}`);
+      console.log('hostflow: starting the demo cloud (moto EC2 whose instances boot sshd hosts)…');
+      await assertPortsFree('moto (demo cloud)', [LOCAL_PORTS.moto]);
+      const cloud = await startDemoCloud({
+        stateDir: join(stateDir, 'demo-cloud'),
+        logDir,
+        port: LOCAL_PORTS.moto,
+        kubeConfig: kc,
+        engineNamespace,
+      });
+      stops.push(cloud.stop);
+      env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
     }
     if (kubeconfigPath) env.KUBECONFIG = kubeconfigPath;
 
@@ -206,6 +218,11 @@ function printBanner(
 Try a static-pool TaskRun (${DEMO_STATIC_PLATFORM} on the demo hosts ${demoHosts.join(', ')}):
   kubectl apply -f ${examples}/taskrun-static.yaml
   bash ${examples}/login.sh demo demo-static     # redeems the OTP like a build task, then logs in
+
+Try cloud TaskRuns on the demo cloud (moto EC2; each instance boots into an sshd host):
+  kubectl apply -f ${examples}/taskrun-dynamic.yaml   # ${DEMO_DYNAMIC_PLATFORM}: a VM of its own
+  kubectl apply -f ${examples}/taskrun-pool.yaml      # ${DEMO_POOL_PLATFORM}: a slot on a shared VM
+  bash ${examples}/login.sh demo demo-dynamic
 `
     : '';
   console.log(`

@@ -4,4 +4,6 @@ export const LOCAL_PORTS = {
   kubeApi: 16443,
   etcd: 12379,
   otp: 18443,
+  /** moto's EC2, the demo cloud. */
+  moto: 15000,
 } as const;

@@ -122,6 +122,9 @@ export async function startTemporalDevServer(options: {
         process: server,
       },
     );
+    // A persisted server registers --search-attribute only when its database is created:
+    // attributes added by a later hostflow version are registered here.
+    await registerSearchAttributes(address, config.namespace, config.searchAttributes);
   } catch (err) {
     await server.stop();
     throw new Error(`temporal dev server: could not start: ${(err as Error).message}`);
@@ -133,6 +136,36 @@ export async function startTemporalDevServer(options: {
     metricsUrl: `http://${config.ip}:${metricsPort}/metrics`,
     stop: () => server.stop(),
   };
+}
+
+async function registerSearchAttributes(
+  address: string,
+  namespace: string,
+  wanted: Record<string, string>,
+): Promise<void> {
+  const connection = await Connection.connect({ address, connectTimeout: 5000 });
+  let present: string[];
+  try {
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({
+      namespace,
+    });
+    present = Object.keys(customAttributes ?? {});
+  } finally {
+    await connection.close();
+  }
+  for (const [name, type] of Object.entries(wanted)) {
+    if (present.includes(name)) continue;
+    execFileSync(
+      temporalCli(),
+      ['operator', 'search-attribute', 'create', '--name', name, '--type', type].concat([
+        '--address',
+        address,
+        '--namespace',
+        namespace,
+      ]),
+      { stdio: 'pipe' },
+    );
+  }
 }
 
 async function namespaceReady(address: string, namespace: string): Promise<true | undefined> {

@@ -9,7 +9,7 @@ import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../otp-server/client.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import type { cloudGcWorkflow } from '../workflows/cloud-gc.js';
-import { KIND, SA } from '../workflows/search-attributes.js';
+import { KIND, SA, SA_TYPE_NAMES } from '../workflows/search-attributes.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
@@ -56,6 +56,7 @@ export async function createWorker(
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
       : { workflowsPath: WORKFLOWS_PATH }),
   });
+  await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE);
   await startCloudGc(client, settings);
   return {
     worker,
@@ -63,6 +64,32 @@ export async function createWorker(
       await Promise.all([connection.close(), clientConnection.close()]);
     },
   };
+}
+
+/**
+ * Workflows upsert these search attributes: a missing one would fail their workflow tasks over
+ * and over, so the worker refuses to start and says how to register it. Where the namespace's
+ * attributes cannot be listed (no permission), it goes on with a warning.
+ */
+async function checkSearchAttributes(client: Client, namespace: string): Promise<void> {
+  let present: string[];
+  try {
+    const listed = await client.connection.operatorService.listSearchAttributes({ namespace });
+    present = Object.keys(listed.customAttributes ?? {});
+  } catch (err) {
+    console.warn(`hostflow worker: cannot list search attributes: ${(err as Error).message}`);
+    return;
+  }
+  const missing = Object.values(SA).filter((key) => !present.includes(key.name));
+  if (missing.length === 0) return;
+  const commands = missing.map(
+    (key) =>
+      `temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type ${SA_TYPE_NAMES[key.type]}`,
+  );
+  throw new Error(
+    `search attributes missing in Temporal namespace ${namespace}: ${missing.map((k) => k.name).join(', ')}. ` +
+      `Register them:\n  ${commands.join('\n  ')}`,
+  );
 }
 
 /** Orphan collection runs at every worker start, then every interval (one workflow per install). */

@@ -18,3 +18,14 @@ export const KIND = {
   hostConfig: 'hostconfig',
   cloudGc: 'cloud-gc',
 } as const;
+
+/** The type names `temporal operator search-attribute create --type` takes. */
+export const SA_TYPE_NAMES: Record<SearchAttributeType, string> = {
+  [SearchAttributeType.TEXT]: 'Text',
+  [SearchAttributeType.KEYWORD]: 'Keyword',
+  [SearchAttributeType.INT]: 'Int',
+  [SearchAttributeType.DOUBLE]: 'Double',
+  [SearchAttributeType.BOOL]: 'Bool',
+  [SearchAttributeType.DATETIME]: 'Datetime',
+  [SearchAttributeType.KEYWORD_LIST]: 'KeywordList',
+};
