@@ -33,6 +33,7 @@ const MAX_LAUNCHES = 3;
 /** v2: every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
 export const PATCH_CLAIM_LAUNCHES = 'cloud-vm-claim-launches';
 export const PATCH_PATIENT_SSH_CHECK = 'cloud-vm-patient-ssh-check';
+export const PATCH_ANNOTATE_ALONGSIDE = 'cloud-vm-annotate-alongside-delivery';
 /** v2: a terminate failing for good is tried again on a timer instead of failing the workflow. */
 export const PATCH_TERMINATE_UNTIL_GONE = 'cloud-vm-terminate-until-gone';
 const TERMINATE_RETRY_MAX_MS = 30 * 60_000;
@@ -124,10 +125,12 @@ export async function serveFromCloud(
 
     const address = await waitForSsh(run, cloud, vmId);
     if (address) {
-      await kube.patchTaskRunMetadata({
+      const annotated = kube.patchTaskRunMetadata({
         ...ref,
         annotations: { [ANNOTATIONS.cloudAddress]: address },
       });
+      // v2: the annotation is written while the build user is being created, not before.
+      if (!patched(PATCH_ANNOTATE_ALONGSIDE)) await annotated;
       const host = {
         name: vmId,
         address,
@@ -137,15 +140,19 @@ export async function serveFromCloud(
         sudoCommands: cloud.common.sudoCommands,
       };
       try {
-        const { user } = await delivery.deliverBuildUser.executeWithOptions(
-          { summary: `Create a build user on VM ${vmId} (${address}) and deliver its Secret` },
-          [{ host, taskRun: ref, platform: input.platform }],
-        );
+        const [{ user }] = await Promise.all([
+          delivery.deliverBuildUser.executeWithOptions(
+            { summary: `Create a build user on VM ${vmId} (${address}) and deliver its Secret` },
+            [{ host, taskRun: ref, platform: input.platform }],
+          ),
+          annotated,
+        ]);
         status.user = user;
         run.publish('Ready');
         await noteVm(run, 'Normal', 'HostAllocated', `VM ${vmId} (${address}) is ready`);
         return { served: 'dynamic', instance: vmId, user };
       } catch (err) {
+        await annotated; // a failed delivery still waits for its annotation
         pool.lastError = `provisioning VM ${vmId} failed: ${innermostMessage(err)}`;
       }
     }

@@ -5,7 +5,6 @@
 import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
-import { setTimeout } from 'node:timers/promises';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { recordEvent } from '../kube-events.js';
@@ -19,6 +18,7 @@ export interface CloudDeps extends ProviderDeps {
 
 const SSH_PROBE_TIMEOUT_MS = 3_000;
 const SSH_RETRY_MS = 200;
+const SSH_ATTEMPT_TIMEOUT_MS = 1_000;
 /** Well inside the cloud activities' 30 s start-to-close timeout. */
 const MAX_SSH_WAIT_MS = 20_000;
 const DEFAULT_GC_GRACE_SECONDS = 300;
@@ -150,26 +150,46 @@ export function createCloudActivities(deps: CloudDeps) {
 
     /**
      * Whether an SSH server answers at the address (its banner arrives). With `waitMs`, keeps
-     * trying every 200 ms for that long, so a VM is served the moment its sshd is up rather
-     * than at the next check-interval.
+     * trying for that long, starting an attempt every 200 ms (each may take up to a second, as
+     * a SYN to a VM still booting often goes unanswered), so a VM is served the moment its sshd
+     * is up rather than at the next check-interval.
      */
     async sshReachable(input: { address: string; waitMs?: number }): Promise<boolean> {
-      const deadline = Date.now() + Math.min(input.waitMs ?? 0, MAX_SSH_WAIT_MS);
-      for (;;) {
-        const started = Date.now();
-        if (await sshBanner(input.address)) return true;
-        if (Date.now() >= deadline) return false;
-        await setTimeout(Math.max(0, SSH_RETRY_MS - (Date.now() - started)));
-      }
+      if (!input.waitMs) return sshBanner(input.address, SSH_PROBE_TIMEOUT_MS);
+      const deadline = Date.now() + Math.min(input.waitMs, MAX_SSH_WAIT_MS);
+      return new Promise((resolve) => {
+        let pending = 0;
+        let settled = false;
+        const settle = (ok: boolean) => {
+          settled = true;
+          clearInterval(timer);
+          resolve(ok);
+        };
+        const attempt = () => {
+          pending++;
+          void sshBanner(input.address, SSH_ATTEMPT_TIMEOUT_MS).then((ok) => {
+            pending--;
+            if (settled) return;
+            if (ok) settle(true);
+            else if (pending === 0 && Date.now() >= deadline) settle(false);
+          });
+        };
+        const timer = setInterval(() => {
+          if (settled) return;
+          if (Date.now() < deadline) attempt();
+          else if (pending === 0) settle(false);
+        }, SSH_RETRY_MS);
+        attempt();
+      });
     },
   };
 }
 
 export type CloudActivities = ReturnType<typeof createCloudActivities>;
 
-function sshBanner(address: string): Promise<boolean> {
+function sshBanner(address: string, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: address, port: 22, timeout: SSH_PROBE_TIMEOUT_MS });
+    const socket = connect({ host: address, port: 22, timeout: timeoutMs });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
@@ -177,5 +197,6 @@ function sshBanner(address: string): Promise<boolean> {
     socket.once('data', (chunk: Buffer) => done(chunk.toString('latin1').startsWith('SSH-')));
     socket.once('timeout', () => done(false));
     socket.once('error', () => done(false));
+    socket.once('close', () => done(false)); // closed before any banner
   });
 }
