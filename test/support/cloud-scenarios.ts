@@ -12,6 +12,7 @@ import { startBridge, startWorker, type EngineProcess } from './engine.js';
 import { testEnv, uniqueSuffix } from './env.js';
 import { historyText } from './history-text.js';
 import { redeemWithCurl } from './otp.js';
+import { SA } from '../../workflows/search-attributes.js';
 import { createScope, type TestScope } from './scope.js';
 import { sshCommand } from './ssh.js';
 import { startVmCloud, type VmCloud } from './vm-cloud.js';
@@ -350,6 +351,14 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
   });
 
   it('leaves no VM behind once every workflow has ended', async () => {
+    const running = async () => {
+      const query = `${SA.namespace.name} = '${scope.namespace}' AND ExecutionStatus = 'Running'`;
+      const ids: string[] = [];
+      for await (const wf of scope.temporal.client.workflow.list({ query }))
+        ids.push(wf.workflowId);
+      return ids;
+    };
+    await noneLeft(running, `every ${kind} TaskRun workflow to end`);
     await noneLeft(live, `no ${kind} VM of a dynamic platform left`);
     await noneLeft(livePool, `no ${kind} VM of a pool left`);
     expect(await live()).toEqual([]);
