@@ -1,7 +1,14 @@
 // The dynamic pool's pure state machine (workflows/pool-state.ts): when to launch, when to
 // retire, when to terminate, and what to do with VMs found in the cloud.
 import { describe, expect, it } from '@jest/globals';
-import { applyHosts, emptyState, release, request, serveQueue } from '../workflows/allocation.js';
+import {
+  applyHosts,
+  emptyState,
+  recordFailure,
+  release,
+  request,
+  serveQueue,
+} from '../workflows/allocation.js';
 import {
   POOL_FAILURES_TO_EXHAUST,
   addLaunches,
@@ -126,6 +133,22 @@ describe('a dynamic pool', () => {
     release(alloc, 'a#1');
     retire(pool, alloc, spec(), 60_001);
     expect(pool.vms.map((vm) => vm.phase)).toEqual(['terminating', 'terminating']);
+  });
+
+  it('retires a VM whose health circuit opened instead of probing it, and replaces it', () => {
+    const alloc = elastic();
+    const pool = emptyPool('e1');
+    addLaunches(pool, spec(), 1, 0);
+    bootAll(pool);
+    applyHosts(alloc, poolHosts(pool, spec()));
+    const vm = pool.vms[0]!.id!;
+    for (let i = 0; i < 3; i++) recordFailure(alloc, vm, 1_000);
+    queue(alloc, 'a');
+    retire(pool, alloc, spec(), 1_000);
+    applyHosts(alloc, poolHosts(pool, spec()));
+    expect(pool.vms[0]!.phase).toBe('terminating');
+    expect(alloc.hosts[vm]).toBeUndefined();
+    expect(launchesNeeded(pool, alloc, spec())).toBe(1);
   });
 
   it('retires every VM when the platform leaves the config', () => {

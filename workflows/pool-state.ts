@@ -68,8 +68,10 @@ export function poolHosts(pool: PoolState, spec: PoolSpec): SlotHost[] {
 }
 
 /**
- * VMs past max-age stop taking work; retiring VMs nobody holds are to be terminated. With no
- * spec (the platform left the config) every VM retires. Call `applyHosts` with `poolHosts` after.
+ * VMs past max-age stop taking work, and so do VMs whose health circuit opened (provisioning
+ * kept failing there): a fresh VM is cheaper than probing a broken one. Retiring VMs nobody
+ * holds are to be terminated. With no spec (the platform left the config) every VM retires.
+ * Call `applyHosts` with `poolHosts` after.
  */
 export function retire(
   pool: PoolState,
@@ -78,7 +80,8 @@ export function retire(
   now: number,
 ): void {
   for (const vm of pool.vms) {
-    if (vm.phase === 'ready' && (!spec || now - vm.launchedAt >= spec.maxAgeMs)) {
+    const unhealthy = vm.id !== undefined && alloc.health[vm.id]?.openUntil !== undefined;
+    if (vm.phase === 'ready' && (!spec || unhealthy || now - vm.launchedAt >= spec.maxAgeMs)) {
       vm.phase = 'retiring';
     }
     if (vm.phase === 'retiring' && !(alloc.holders[vm.id ?? '']?.length ?? 0)) {
