@@ -113,3 +113,45 @@ describe('a worker killed mid-provisioning', () => {
     }
   });
 });
+
+describe('an allocator lost while a build user is being delivered', () => {
+  it('keeps serving the TaskRun it delivered to, and frees the user at the end', async () => {
+    const { scope, hosts } = pool;
+    await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+    for (const host of hosts) await signalHost(host, 'SIGSTOP'); // delivery hangs mid-way
+    let frozen = true;
+    try {
+      const tr = await scope.taskRuns.create({ name: 'allocator-lost', platform: pool.platform });
+      const handle = scope.temporal.client.workflow.getHandle(
+        WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
+      );
+      await waitFor('provisioning to start', async () =>
+        (await handle.describe()).typedSearchAttributes.get(SA.phase) === 'Provisioning'
+          ? true
+          : undefined,
+      );
+      await scope.temporal.client.workflow
+        .getHandle(WORKFLOW_ID.allocator(pool.platform))
+        .terminate('test: the allocator is lost');
+      for (const host of hosts) await signalHost(host, 'SIGCONT');
+      frozen = false;
+
+      // Its report to the allocator now fails: that must not undo a delivered build user.
+      const secret = await scope.taskRuns.waitForSecret(tr.name, 60_000);
+      await waitFor('the TaskRun served', async () =>
+        (await handle.describe()).typedSearchAttributes.get(SA.phase) === 'Ready'
+          ? true
+          : undefined,
+      );
+      const meta = (await scope.taskRuns.get(tr.name)).metadata;
+      expect(meta.annotations?.[ANNOTATIONS.failedHosts]).toBeUndefined();
+      const user = secret.host!.split('@')[0]!;
+      expect((await Promise.all(hosts.map((h) => pool.buildUsers(h)))).flat()).toEqual([user]);
+      await scope.taskRuns.complete(tr.name);
+      await scope.taskRuns.waitForSecretGone(tr.name);
+      for (const host of hosts) expect(await pool.buildUsers(host)).toEqual([]);
+    } finally {
+      if (frozen) for (const host of hosts) await signalHost(host, 'SIGCONT');
+    }
+  });
+});

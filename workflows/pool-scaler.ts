@@ -3,7 +3,7 @@
 // idle (down to zero), and rebuilds all of that from the cloud when it starts without state.
 // Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
-import { log, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { log, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../platform-config/host-config.js';
 import { CLOUD_ADMIN_USER } from '../platform-config/contract.js';
 import { cloud as cloudApi, durableTerminate, kube, temporal } from './activities.js';
@@ -41,6 +41,8 @@ export interface PoolCarry {
 const REBUILD = 'rebuild';
 /** A cloud call that failed for good (say, credentials missing) is tried again after this. */
 const RETRY_MS = 10_000;
+/** How long a rebuild lets visibility catch up before it asks which builds hold slots. */
+const VISIBILITY_SETTLE_MS = 3_000;
 
 export class PoolScaler {
   /** Keys of VMs with a cloud call in flight (not carried: calls are simply issued again). */
@@ -152,17 +154,23 @@ export class PoolScaler {
   /** After a crash: the pool's VMs are found by owner tag, their holders by search attribute. */
   private async rebuild(): Promise<void> {
     const { state, cloud } = this.carry!;
-    const found = await cloudApi.listInstances({ cloud }).catch((err: unknown) => {
-      this.failed(`listing the platform's VMs failed: ${innermostMessage(err)}`);
-      throw err;
-    });
-    for (const vm of found) {
-      if (['pending', 'running'].includes(vm.state)) adopt(state, this.spec(), vm, Date.now());
+    const found = (
+      await cloudApi.listInstances({ cloud }).catch((err: unknown) => {
+        this.failed(`listing the platform's VMs failed: ${innermostMessage(err)}`);
+        throw err;
+      })
+    ).filter((vm) => ['pending', 'running'].includes(vm.state));
+    let holders: Array<{ workflowId: string; host: string }> = [];
+    if (found.length > 0) {
+      // A build granted just before the old allocator was lost may not be visible yet.
+      await sleep(VISIBILITY_SETTLE_MS);
+      holders = await temporal.holdersOfHosts({
+        platform: this.platform,
+        hosts: found.map((vm) => vm.id),
+      });
     }
-    const holders = await temporal.holdersOfHosts({
-      platform: this.platform,
-      hosts: state.vms.map((vm) => vm.id!),
-    });
+    // VMs and their holders appear together: no adopted VM is ever granted without its holders.
+    for (const vm of found) adopt(state, this.spec(), vm, Date.now());
     for (const { workflowId, host } of holders) {
       this.alloc.holders[host] = [...(this.alloc.holders[host] ?? []), rebuiltHolder(workflowId)];
     }

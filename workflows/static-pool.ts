@@ -23,6 +23,8 @@ type Fail = (
 
 /** See serveFromStaticPool. */
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
+/** v2: a signal to an allocator that is gone is no provisioning failure (see tellAllocator). */
+export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signals-best-effort';
 
 export const newPoolRun = (): PoolRun => ({ attempt: 0, touched: [] });
 
@@ -117,7 +119,9 @@ export async function serveFromStaticPool(
       // In v2 the notes are written alongside; a failed delivery still waits for them.
       const [{ user }] = await Promise.all([delivered, v2 ? noteAllocation() : undefined]);
       metrics.provisioning.record((Date.now() - started) / 1000, { platform: input.platform });
-      await platformAllocator.signal(hostOutcome, { host: host.name, ok: true });
+      await tellAllocator(() =>
+        platformAllocator.signal(hostOutcome, { host: host.name, ok: true }),
+      );
       pool.serving = host;
       status.user = user;
       run.publish('Ready');
@@ -128,8 +132,8 @@ export async function serveFromStaticPool(
       status.host = undefined;
       metrics.provisioningFailures.add(1, { platform: input.platform, host: host.name });
       await Promise.all([
-        platformAllocator.signal(hostOutcome, { host: host.name, ok: false }),
-        platformAllocator.signal(releaseSlot, { requestId: pool.requestId }),
+        tellAllocator(() => platformAllocator.signal(hostOutcome, { host: host.name, ok: false })),
+        tellAllocator(() => platformAllocator.signal(releaseSlot, { requestId: pool.requestId })),
         patch(run, {
           labels: { [LABELS.assignedHost]: null },
           annotations: { [ANNOTATIONS.failedHosts]: status.failedHosts.join(',') },
@@ -188,6 +192,19 @@ export async function cleanUpStaticPool(
       'CleanedUp',
       `Removed the build user from ${pool.touched.map((h) => h.name).join(', ')}`,
     );
+  }
+}
+
+/**
+ * The allocator may be gone (terminated by hand, or lost): its slot state went with it, and a
+ * new one rebuilds what it needs, so a failed signal changes nothing for this TaskRun. (Before
+ * v2 it counted as a provisioning failure of a build user that had in fact been delivered.)
+ */
+async function tellAllocator(send: () => Promise<void>): Promise<void> {
+  try {
+    await send();
+  } catch (err) {
+    if (!patched(PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT)) throw err;
   }
 }
 
