@@ -3,7 +3,7 @@
 // /home, /root, /tmp, /run, /var/mail and /var/log, so users created on one host exist nowhere else.
 import { generateEd25519KeyPair } from '../activities/ssh-keys.js';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { sshBanner } from '../activities/ssh-banner.js';
 import { join, resolve } from 'node:path';
 import {
   createHostNetAt,
@@ -117,25 +117,6 @@ function sshdConfig(address: string, adminUser: string): string {
   ].join('\n');
 }
 
-/** Resolves true once something on address:22 sends an SSH-2.0 banner. */
-function sshBanner(address: string): Promise<true | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: address, port: 22, timeout: 2000 });
-    let data = '';
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok ? true : undefined);
-    };
-    socket.on('data', (d: Buffer) => {
-      data += d.toString('latin1');
-      if (data.includes('\n')) done(data.startsWith('SSH-2.0-'));
-    });
-    socket.on('timeout', () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('close', () => done(false));
-  });
-}
-
 type KeyPair = { publicKey: string; privateKey: string };
 
 async function startHost(
@@ -180,10 +161,14 @@ async function startHost(
       logFile: join(dir, 'sshd.log'),
     });
     proc = sshd;
-    await waitFor(`its banner on ${net.address}:22`, () => sshBanner(net.address), {
-      process: sshd,
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      `its banner on ${net.address}:22`,
+      async () => (await sshBanner(net.address, 2000)) || undefined,
+      {
+        process: sshd,
+        timeoutMs: 30_000,
+      },
+    );
     return {
       name,
       address: net.address,

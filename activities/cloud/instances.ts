@@ -4,10 +4,10 @@
 // states and addresses.
 import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
-import { connect } from 'node:net';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { recordEvent } from '../kube-events.js';
+import { sshBanner } from '../ssh-banner.js';
 import { openProvider, type ProviderDeps } from './open-provider.js';
 import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
 
@@ -186,17 +186,3 @@ export function createCloudActivities(deps: CloudDeps) {
 }
 
 export type CloudActivities = ReturnType<typeof createCloudActivities>;
-
-function sshBanner(address: string, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: address, port: 22, timeout: timeoutMs });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.once('data', (chunk: Buffer) => done(chunk.toString('latin1').startsWith('SSH-')));
-    socket.once('timeout', () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('close', () => done(false)); // closed before any banner
-  });
-}
