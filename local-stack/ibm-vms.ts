@@ -13,7 +13,7 @@ import {
   type IbmCloudDouble,
   type IbmCloudDoubleOptions,
 } from './ibm-cloud-double.js';
-import { addressSlot } from './netns.js';
+import { addressSlot, slotAddress } from './netns.js';
 import { startSshHostAt, type SshHost } from './ssh-hosts.js';
 
 export interface IbmVmsOptions extends Omit<IbmCloudDoubleOptions, 'onRunning' | 'onDeleted'> {
@@ -54,7 +54,6 @@ export async function startIbmVms(opts: IbmVmsOptions): Promise<IbmVms> {
   let hang = 0;
   let stopped = false;
 
-  const addressAt = (slot: number) => `10.231.${Math.floor(slot / 256)}.${slot % 256}`;
   const stopHost = async (id: string) => {
     await starting.get(id);
     const host = hosts.get(id);
@@ -64,7 +63,7 @@ export async function startIbmVms(opts: IbmVmsOptions): Promise<IbmVms> {
 
   const onRunning = async (instance: DoubleInstance): Promise<string | undefined> => {
     if (stopped) return undefined;
-    const address = addressAt(first + next++);
+    const address = slotAddress(first + next++);
     if (hang > 0) {
       hang--;
       return address; // reported, but nothing ever answers there

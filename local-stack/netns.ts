@@ -113,7 +113,8 @@ function mtime(path: string): number {
   }
 }
 
-function slotAddress(slot: number): string {
+/** The bridge-network address of a slot (the inverse of addressSlot). */
+export function slotAddress(slot: number): string {
   return `10.231.${slot >> 8}.${slot & 255}`;
 }
 

@@ -81,12 +81,7 @@ export class IbmpProvider implements CloudProvider {
   }
 
   async launch(request: LaunchRequest): Promise<Instance> {
-    const name = instanceName(
-      request.owner.value,
-      request.idempotencyKey,
-      MAX_NAME,
-      'instance-tag',
-    );
+    const name = this.launchRef(request.idempotencyKey, request.owner);
     const existing = (await this.all()).find((i) => i.serverName === name);
     if (existing) return this.toInstance(existing, request.owner);
     const { config } = this;

@@ -90,12 +90,7 @@ export class IbmzProvider implements CloudProvider {
   }
 
   async launch(request: LaunchRequest): Promise<Instance> {
-    const name = instanceName(
-      request.owner.value,
-      request.idempotencyKey,
-      MAX_NAME,
-      'instance-tag',
-    );
+    const name = this.launchRef(request.idempotencyKey, request.owner);
     const existing = await this.findByName(name);
     if (existing) return this.toInstance(existing, request.owner);
     const { vpc, subnet, key } = await this.resolve();

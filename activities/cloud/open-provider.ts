@@ -1,10 +1,14 @@
 // Builds the provider a cloud platform's config names, with its credentials read from the
-// engine namespace for this call only. Every provider has the one CloudProvider shape.
+// engine namespace for each call. Every provider has the one CloudProvider shape. IBM Cloud IAM
+// tokens are kept across calls (a boot is checked every check-interval; exchanging the API key
+// for a token each time would double the calls), per API key: a rotated key gets a new cache.
 import type { CoreV1Api } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { awsCredentialsFromSecret } from './aws-credentials.js';
 import { AwsProvider } from './aws.js';
 import { readCloudSecret } from './cloud-secret.js';
+import { IamTokenSource } from './ibm-iam.js';
 import { IbmpProvider } from './ibmp.js';
 import { IbmzProvider } from './ibmz.js';
 import type { CloudProvider } from './provider.js';
@@ -21,40 +25,53 @@ export interface ProviderDeps {
 /** The key of the IBM API key in its Secret, as the original named it. */
 export const IBM_API_KEY = 'api-key';
 
-export async function openProvider(
+export function providerOpener(
   deps: ProviderDeps,
-  cloud: CloudPlatform,
-): Promise<CloudProvider & { destroy?(): void }> {
-  const prefix = `dynamic.${cloud.configName}.`;
-  const { provider } = cloud;
-  if (provider.type === 'aws') {
-    const config = provider.config;
-    const credentials = await awsCredentialsFromSecret(
-      deps.core,
-      deps.engineNamespace,
-      config.awsSecret,
-      `${prefix}aws-secret`,
-    );
-    return new AwsProvider({
-      configName: cloud.configName,
-      config,
-      credentials,
-      credentialsSource: `${deps.engineNamespace}/${config.awsSecret}`,
-      endpoint: deps.awsEndpoint,
+): (cloud: CloudPlatform) => Promise<CloudProvider & { destroy?(): void }> {
+  const iamTokens = new Map<string, IamTokenSource>();
+  return async (cloud) => {
+    const prefix = `dynamic.${cloud.configName}.`;
+    const { provider } = cloud;
+    if (provider.type === 'aws') {
+      const config = provider.config;
+      const credentials = await awsCredentialsFromSecret(
+        deps.core,
+        deps.engineNamespace,
+        config.awsSecret,
+        `${prefix}aws-secret`,
+      );
+      return new AwsProvider({
+        configName: cloud.configName,
+        config,
+        credentials,
+        credentialsSource: `${deps.engineNamespace}/${config.awsSecret}`,
+        endpoint: deps.awsEndpoint,
+      });
+    }
+    const { secret: secretName } = provider.config;
+    const secret = await readCloudSecret(deps.core, deps.engineNamespace, secretName, {
+      cloud: 'IBM Cloud',
+      failureType: 'IbmCredentialsMissing',
+      required: [IBM_API_KEY],
+      configKey: `${prefix}secret`,
     });
-  }
-  const secret = await readCloudSecret(deps.core, deps.engineNamespace, provider.config.secret, {
-    cloud: 'IBM Cloud',
-    failureType: 'IbmCredentialsMissing',
-    required: [IBM_API_KEY],
-    configKey: `${prefix}secret`,
-  });
-  const options = {
-    apiKey: secret[IBM_API_KEY]!,
-    keyPrefix: prefix,
-    ...(deps.ibmIamEndpoint ? { iamUrl: deps.ibmIamEndpoint } : {}),
+    const apiKey = secret[IBM_API_KEY]!;
+    const cacheKey = createHash('sha256')
+      .update([apiKey, secretName, prefix, deps.ibmIamEndpoint ?? ''].join('\n'))
+      .digest('hex');
+    let tokens = iamTokens.get(cacheKey);
+    if (!tokens) {
+      tokens = new IamTokenSource({
+        apiKey,
+        secretName,
+        keyPrefix: prefix,
+        ...(deps.ibmIamEndpoint ? { url: deps.ibmIamEndpoint } : {}),
+      });
+      iamTokens.set(cacheKey, tokens);
+    }
+    const options = { apiKey, keyPrefix: prefix, tokens };
+    return provider.type === 'ibmz'
+      ? new IbmzProvider({ ...options, config: provider.config })
+      : new IbmpProvider({ ...options, config: provider.config });
   };
-  return provider.type === 'ibmz'
-    ? new IbmzProvider({ ...options, config: provider.config })
-    : new IbmpProvider({ ...options, config: provider.config });
 }
