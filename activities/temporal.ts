@@ -1,7 +1,7 @@
 // Temporal adapter: what workflows cannot do themselves (send updates, look at other
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID, claimById } from '../platform-config/contract.js';
 import type { RequestOutcome } from '../workflows/allocation.js';
 import {
   hostConfigChanged,
@@ -74,7 +74,7 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
       const serving = `${SA.kind.name} = '${KIND.taskRun}' AND ${SA.host.name} IS NOT NULL AND ${running}`;
       for await (const execution of client.workflow.list({ query: serving })) {
         const host = execution.typedSearchAttributes.get(SA.host);
-        if (host) claims.push(`adopted:${host}`);
+        if (host) claims.push(claimById(host));
       }
       return claims;
     },

@@ -64,3 +64,10 @@ export const TASKRUN_TAG_KEY = 'hostflow.dev/taskrun';
 export const PLATFORM_TAG_KEY = 'hostflow.dev/platform';
 /** The admin user of each provider's images, as the original used them: it provisions build users. */
 export const CLOUD_ADMIN_USER = { aws: 'ec2-user', ibmz: 'root', ibmp: 'root' } as const;
+
+/**
+ * A claim on a VM by its id rather than by launch key (CloudLaunches): a VM a pool adopted after
+ * a crash, or one serving a running TaskRun. Garbage collection spares claimed VMs.
+ */
+export const ADOPTED_CLAIM_PREFIX = 'adopted:';
+export const claimById = (instanceId: string): string => `${ADOPTED_CLAIM_PREFIX}${instanceId}`;

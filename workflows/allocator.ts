@@ -66,7 +66,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let reloadRequested = true;
   let probesInFlight = 0;
   let lastResync = Date.now();
-  const pools = PoolScaler.resume(platform, state, input.pool as PoolCarry | undefined, () => {
+  const pools = new PoolScaler(platform, state, input.pool as PoolCarry | undefined, () => {
     dirty = true;
   });
 

@@ -20,13 +20,7 @@ import {
 import { allocator, cloud as cloudApi, delivery, durableTerminate, kube } from './activities.js';
 import { innermostMessage, note } from './notes.js';
 import { SA } from './search-attributes.js';
-import type { TaskRun, TaskRunOutcome } from './taskrun-types.js';
-
-type Fail = (
-  run: TaskRun,
-  message: string,
-  labels: Record<string, string | null>,
-) => Promise<TaskRunOutcome>;
+import type { Fail, TaskRun, TaskRunOutcome } from './taskrun-types.js';
 
 /** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
 const MAX_LAUNCHES = 3;

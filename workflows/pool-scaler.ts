@@ -53,21 +53,12 @@ export class PoolScaler {
   private claims = '';
   private configured = false;
 
-  private constructor(
+  constructor(
     private readonly platform: string,
     private readonly alloc: AllocationState,
     private carry: PoolCarry | undefined,
     private readonly wake: () => void,
   ) {}
-
-  static resume(
-    platform: string,
-    alloc: AllocationState,
-    carry: PoolCarry | undefined,
-    wake: () => void,
-  ): PoolScaler {
-    return new PoolScaler(platform, alloc, carry, wake);
-  }
 
   /** Whether this platform is (or was, with VMs left) a pool: its hosts come from here. */
   get active(): boolean {

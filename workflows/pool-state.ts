@@ -5,6 +5,7 @@
 // A VM's life: launching → booting → ready (its slots are allocator hosts) → retiring (past
 // max-age: no new work) → terminating (no holders left) → gone. Launches happen only for waiters
 // that no ready, booting or launching VM will serve, and never beyond max-instances.
+import { claimById } from '../platform-config/contract.js';
 import type { AllocationState, SlotHost } from './allocation.js';
 
 export type PoolVmPhase = 'launching' | 'booting' | 'ready' | 'retiring' | 'terminating';
@@ -143,7 +144,7 @@ export function adopt(
   if (pool.vms.some((known) => known.id === vm.id)) return;
   const launched = vm.launchedAt ? Date.parse(vm.launchedAt) : NaN;
   pool.vms.push({
-    key: `adopted:${vm.id}`,
+    key: claimById(vm.id),
     id: vm.id,
     phase: 'booting',
     launchedAt: Number.isFinite(launched) ? launched : now,

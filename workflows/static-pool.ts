@@ -13,13 +13,7 @@ import { allocator, boundedCleanup, delivery, durableCleanup, kube } from './act
 import { hostOutcome, releaseSlot } from './allocator-messages.js';
 import { metrics } from './metrics.js';
 import { innermostMessage, note } from './notes.js';
-import type { PoolRun, TaskRun, TaskRunOutcome } from './taskrun-types.js';
-
-type Fail = (
-  run: TaskRun,
-  message: string,
-  labels: Record<string, string | null>,
-) => Promise<TaskRunOutcome>;
+import type { Fail, PoolRun, TaskRun, TaskRunOutcome } from './taskrun-types.js';
 
 /** See serveFromStaticPool. */
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';

@@ -41,3 +41,10 @@ export interface TaskRun {
   /** The dynamic platform serving this TaskRun, once resolved. */
   cloud?: CloudPlatform;
 }
+
+/** Ends serving with an error Secret the build can print (see taskrun.ts). */
+export type Fail = (
+  run: TaskRun,
+  message: string,
+  labels: Record<string, string | null>,
+) => Promise<TaskRunOutcome>;

@@ -4,11 +4,11 @@
 // states and addresses.
 import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
-import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
+import { ADOPTED_CLAIM_PREFIX, HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { recordEvent } from '../kube-events.js';
 import { sshBanner } from '../ssh-banner.js';
-import { openProvider, type ProviderDeps } from './open-provider.js';
+import { providerOpener, type ProviderDeps } from './open-provider.js';
 import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
 
 export interface CloudDeps extends ProviderDeps {
@@ -22,8 +22,6 @@ const SSH_ATTEMPT_TIMEOUT_MS = 1_000;
 /** Well inside the cloud activities' 30 s start-to-close timeout. */
 const MAX_SSH_WAIT_MS = 20_000;
 const DEFAULT_GC_GRACE_SECONDS = 300;
-/** Claims of VMs adopted by id rather than launched by key (see workflows/pool-state.ts). */
-const ADOPTED = 'adopted:';
 
 export interface CollectedVm {
   id: string;
@@ -33,11 +31,12 @@ export interface CollectedVm {
 }
 
 export function createCloudActivities(deps: CloudDeps) {
+  const openProvider = providerOpener(deps);
   async function withProvider<T>(
     cloud: CloudPlatform,
     fn: (p: CloudProvider) => Promise<T>,
   ): Promise<T> {
-    const provider = await openProvider(deps, cloud);
+    const provider = await openProvider(cloud);
     try {
       return await fn(provider);
     } finally {
@@ -104,11 +103,13 @@ export function createCloudActivities(deps: CloudDeps) {
       const graceMs = (deps.gcGraceSeconds ?? DEFAULT_GC_GRACE_SECONDS) * 1000;
       return withProvider(cloud, async (provider) => {
         const ids = new Set(
-          input.claims.filter((c) => c.startsWith(ADOPTED)).map((c) => c.slice(ADOPTED.length)),
+          input.claims
+            .filter((c) => c.startsWith(ADOPTED_CLAIM_PREFIX))
+            .map((c) => c.slice(ADOPTED_CLAIM_PREFIX.length)),
         );
         const refs = new Set(
           input.claims
-            .filter((c) => !c.startsWith(ADOPTED))
+            .filter((c) => !c.startsWith(ADOPTED_CLAIM_PREFIX))
             .map((c) => provider.launchRef(c, owner(cloud))),
         );
         const collected: CollectedVm[] = [];
