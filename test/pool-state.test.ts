@@ -61,6 +61,16 @@ function bootAll(pool: PoolState): void {
   }
 }
 
+/** An elastic allocator whose pool has `count` VMs up and serving as hosts. */
+function readyPool(count: number) {
+  const alloc = elastic();
+  const pool = emptyPool('e1');
+  addLaunches(pool, spec(), count, 0);
+  bootAll(pool);
+  applyHosts(alloc, poolHosts(pool, spec()));
+  return { alloc, pool };
+}
+
 describe('a dynamic pool', () => {
   it('launches only as many VMs as queued waiters need, counting VMs still booting', () => {
     const alloc = elastic();
@@ -85,11 +95,7 @@ describe('a dynamic pool', () => {
   });
 
   it('serves waiters from free slots of ready VMs before launching, except VMs they failed on', () => {
-    const alloc = elastic();
-    const pool = emptyPool('e1');
-    addLaunches(pool, spec(), 1, 0);
-    bootAll(pool);
-    applyHosts(alloc, poolHosts(pool, spec()));
+    const { alloc, pool } = readyPool(1);
     const vm = pool.vms[0]!.id!;
     expect(request(alloc, { requestId: 'a#1', excluded: [], requestedAt: 0 }, () => 0)).toEqual(
       expect.objectContaining({ status: 'granted' }),
@@ -113,11 +119,7 @@ describe('a dynamic pool', () => {
   });
 
   it('retires VMs at max-age, keeps them while builds hold slots, then terminates them', () => {
-    const alloc = elastic();
-    const pool = emptyPool('e1');
-    addLaunches(pool, spec(), 2, 0);
-    bootAll(pool);
-    applyHosts(alloc, poolHosts(pool, spec()));
+    const { alloc, pool } = readyPool(2);
     const [busy, idle] = pool.vms.map((vm) => vm.id!);
     alloc.holders[busy!] = ['a#1'];
     expect(poolWakeUp(pool, spec())).toBe(60_000);
@@ -136,11 +138,7 @@ describe('a dynamic pool', () => {
   });
 
   it('retires a VM whose health circuit opened instead of probing it, and replaces it', () => {
-    const alloc = elastic();
-    const pool = emptyPool('e1');
-    addLaunches(pool, spec(), 1, 0);
-    bootAll(pool);
-    applyHosts(alloc, poolHosts(pool, spec()));
+    const { alloc, pool } = readyPool(1);
     const vm = pool.vms[0]!.id!;
     for (let i = 0; i < 3; i++) recordFailure(alloc, vm, 1_000);
     queue(alloc, 'a');
@@ -152,10 +150,7 @@ describe('a dynamic pool', () => {
   });
 
   it('retires every VM when the platform leaves the config', () => {
-    const alloc = elastic();
-    const pool = emptyPool('e1');
-    addLaunches(pool, spec(), 1, 0);
-    bootAll(pool);
+    const { alloc, pool } = readyPool(1);
     retire(pool, alloc, undefined, 1);
     expect(pool.vms[0]!.phase).toBe('terminating');
   });

@@ -30,6 +30,36 @@ async function signalHost(host: SshHost, signal: NodeJS.Signals): Promise<void> 
   for (const pid of await netnsPids(host.name)) process.kill(pid, signal);
 }
 
+/**
+ * Freezes every sshd, then creates the TaskRun: its provisioning hangs on the SSH handshake.
+ * Resolves once it is provisioning; `thaw` lets the hosts go on (again safe to call).
+ */
+async function provisioningFrozen(name: string) {
+  const { scope, hosts } = pool;
+  await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+  for (const host of hosts) await signalHost(host, 'SIGSTOP');
+  let frozen = true;
+  const thaw = async () => {
+    if (frozen) for (const host of hosts) await signalHost(host, 'SIGCONT');
+    frozen = false;
+  };
+  try {
+    const tr = await scope.taskRuns.create({ name, platform: pool.platform });
+    const handle = scope.temporal.client.workflow.getHandle(
+      WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
+    );
+    await waitFor('provisioning to start', async () =>
+      (await handle.describe()).typedSearchAttributes.get(SA.phase) === 'Provisioning'
+        ? true
+        : undefined,
+    );
+    return { tr, handle, thaw };
+  } catch (err) {
+    await thaw();
+    throw err;
+  }
+}
+
 describe('provisioning failures', () => {
   it('moves on to another host when one fails, and records the failed host', async () => {
     const { scope, hosts } = pool;
@@ -79,23 +109,11 @@ describe('provisioning failures', () => {
 describe('a worker killed mid-provisioning', () => {
   it('leaks no user and no slot', async () => {
     const { scope, hosts } = pool;
-    await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
-    // Freeze both sshds: provisioning hangs on the SSH handshake, so the kill lands mid-way.
-    for (const host of hosts) await signalHost(host, 'SIGSTOP');
-    let frozen = true;
+    // Provisioning hangs on the SSH handshake, so the kill lands mid-way.
+    const { tr, thaw } = await provisioningFrozen('worker-killed');
     try {
-      const tr = await scope.taskRuns.create({ name: 'worker-killed', platform: pool.platform });
-      const handle = scope.temporal.client.workflow.getHandle(
-        WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
-      );
-      await waitFor('provisioning to start', async () =>
-        (await handle.describe()).typedSearchAttributes.get(SA.phase) === 'Provisioning'
-          ? true
-          : undefined,
-      );
       await pool.worker.kill();
-      for (const host of hosts) await signalHost(host, 'SIGCONT');
-      frozen = false;
+      await thaw();
       await pool.restartWorker();
 
       const secret = await scope.taskRuns.waitForSecret(tr.name, 60_000);
@@ -109,7 +127,7 @@ describe('a worker killed mid-provisioning', () => {
         (await pool.allocator()).inUse === 0 ? true : undefined,
       );
     } finally {
-      if (frozen) for (const host of hosts) await signalHost(host, 'SIGCONT');
+      await thaw();
     }
   });
 });
@@ -117,24 +135,12 @@ describe('a worker killed mid-provisioning', () => {
 describe('an allocator lost while a build user is being delivered', () => {
   it('keeps serving the TaskRun it delivered to, and frees the user at the end', async () => {
     const { scope, hosts } = pool;
-    await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
-    for (const host of hosts) await signalHost(host, 'SIGSTOP'); // delivery hangs mid-way
-    let frozen = true;
+    const { tr, handle, thaw } = await provisioningFrozen('allocator-lost'); // delivery hangs
     try {
-      const tr = await scope.taskRuns.create({ name: 'allocator-lost', platform: pool.platform });
-      const handle = scope.temporal.client.workflow.getHandle(
-        WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
-      );
-      await waitFor('provisioning to start', async () =>
-        (await handle.describe()).typedSearchAttributes.get(SA.phase) === 'Provisioning'
-          ? true
-          : undefined,
-      );
       await scope.temporal.client.workflow
         .getHandle(WORKFLOW_ID.allocator(pool.platform))
         .terminate('test: the allocator is lost');
-      for (const host of hosts) await signalHost(host, 'SIGCONT');
-      frozen = false;
+      await thaw();
 
       // Its report to the allocator now fails: that must not undo a delivered build user.
       const secret = await scope.taskRuns.waitForSecret(tr.name, 60_000);
@@ -151,7 +157,7 @@ describe('an allocator lost while a build user is being delivered', () => {
       await scope.taskRuns.waitForSecretGone(tr.name);
       for (const host of hosts) expect(await pool.buildUsers(host)).toEqual([]);
     } finally {
-      if (frozen) for (const host of hosts) await signalHost(host, 'SIGCONT');
+      await thaw();
     }
   });
 });

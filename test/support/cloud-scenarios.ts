@@ -74,6 +74,20 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       timeoutMs: 90_000,
     });
 
+  /** Runs `body` with these keys changed in host-config, then puts the test's config back. */
+  const withHostConfig = async (
+    dynamic: Record<string, string>,
+    pool: Record<string, string>,
+    body: () => Promise<void>,
+  ): Promise<void> => {
+    await scope.setHostConfig(hostConfig(dynamic, pool));
+    try {
+      await body();
+    } finally {
+      await scope.setHostConfig(hostConfig());
+    }
+  };
+
   beforeAll(async () => {
     scope = await createScope(`cloud-${kind}`);
     cloud = await startVmCloud(kind, { name: `${kind}-${sfx}`, subnetCidr, bootDelayMs: 1500 });
@@ -171,8 +185,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
     });
 
     it('replaces a VM that fails while booting', async () => {
-      await scope.setHostConfig(hostConfig({ 'allocation-timeout': '20' }));
-      try {
+      await withHostConfig({ 'allocation-timeout': '20' }, {}, async () => {
         cloud.hangBoots(1); // keeps the first VM booting long enough to fail it
         const tr = await scope.taskRuns.create({ name: 'fails-booting', platform });
         const first = await waitFor('the first VM', () => instanceOf(tr.name));
@@ -182,14 +195,11 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
         expect(second).not.toBe(first);
         expect(await live()).not.toContain(first);
         await finish(tr.name);
-      } finally {
-        await scope.setHostConfig(hostConfig());
-      }
+      });
     });
 
     it('times out a VM that never answers, terminates it, and ends with an error Secret', async () => {
-      await scope.setHostConfig(hostConfig({ 'allocation-timeout': '3' }));
-      try {
+      await withHostConfig({ 'allocation-timeout': '3' }, {}, async () => {
         cloud.hangBoots(3);
         const tr = await scope.taskRuns.create({ name: 'never-boots', platform });
         const data = await scope.taskRuns.waitForSecret(tr.name, 90_000);
@@ -197,9 +207,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
         expect(data.error).toMatch(/did not answer SSH within allocation-timeout \(3s\)/);
         await noneLeft(live, 'the hung VMs terminated');
         await finish(tr.name);
-      } finally {
-        await scope.setHostConfig(hostConfig());
-      }
+      });
     });
 
     it('keeps retrying a terminate the cloud refuses for a while, until the VM is gone', async () => {
@@ -247,8 +255,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
     it('turns a permanent cloud error into an error Secret that says what to fix, for both kinds', async () => {
       const credentials = kind === 'aws' ? 'aws-secret' : 'secret';
       const missing = { [credentials]: 'no-such-secret' };
-      await scope.setHostConfig(hostConfig(missing, missing));
-      try {
+      await withHostConfig(missing, missing, async () => {
         const names = ['bad-creds', 'bad-creds-pool'];
         await scope.taskRuns.create({ name: names[0]!, platform });
         await scope.taskRuns.create({ name: names[1]!, platform: poolPlatform });
@@ -260,9 +267,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
         expect(await live()).toEqual([]);
         expect(await livePool()).toEqual([]);
         await finish(...names);
-      } finally {
-        await scope.setHostConfig(hostConfig());
-      }
+      });
     });
 
     it('collects a VM with its owner tag that no workflow owns, and spares claimed ones', async () => {
@@ -365,6 +370,3 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
     expect(await livePool()).toEqual([]);
   });
 }
-
-/** Distinct names keep the scenario files apart on one machine. */
-export const scenarioSuffix = uniqueSuffix;
