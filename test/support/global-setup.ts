@@ -29,7 +29,9 @@ export default async function globalSetup(): Promise<void> {
   const started: Started[] = (globalThis.__hostflowComponents = []);
   const t0 = Date.now();
 
-  const [kube, temporal, moto, bundle] = await Promise.all([
+  // Settled, not Promise.all: when one fails, the others are still starting, and jest runs no
+  // teardown after a failed setup, so everything that did start is stopped here.
+  const [kubeStart, temporalStart, motoStart, bundleStart] = await Promise.allSettled([
     startKubeApiServer({ stateDir: join(stateDir, 'kube'), ephemeral: true, logDir }).then(track),
     startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
     startMoto({ logDir }).then(track),
@@ -39,19 +41,32 @@ export default async function globalSetup(): Promise<void> {
     started.push(component);
     return component;
   }
-  const kc = new KubeConfig();
-  kc.loadFromFile(kube.kubeconfigPath);
-  await installTaskRunCrd(kc);
-
-  const bundlePath = join(stateDir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle.code);
-  process.env[TEST_ENV.kubeconfig] = kube.kubeconfigPath;
-  process.env[TEST_ENV.temporalAddress] = temporal.address;
-  process.env[TEST_ENV.temporalNamespace] = temporal.namespace;
-  process.env[TEST_ENV.motoEndpoint] = moto.endpoint;
-  process.env[TEST_ENV.workflowBundle] = bundlePath;
-  process.env[TEST_ENV.stateDir] = stateDir;
+  try {
+    const kube = valueOf(kubeStart);
+    const temporal = valueOf(temporalStart);
+    const moto = valueOf(motoStart);
+    const bundle = valueOf(bundleStart);
+    const kc = new KubeConfig();
+    kc.loadFromFile(kube.kubeconfigPath);
+    await installTaskRunCrd(kc);
+    const bundlePath = join(stateDir, 'workflow-bundle.js');
+    writeFileSync(bundlePath, bundle.code);
+    process.env[TEST_ENV.kubeconfig] = kube.kubeconfigPath;
+    process.env[TEST_ENV.temporalAddress] = temporal.address;
+    process.env[TEST_ENV.temporalNamespace] = temporal.namespace;
+    process.env[TEST_ENV.motoEndpoint] = moto.endpoint;
+    process.env[TEST_ENV.workflowBundle] = bundlePath;
+    process.env[TEST_ENV.stateDir] = stateDir;
+  } catch (err) {
+    await Promise.all(started.map((component) => component.stop().catch(() => undefined)));
+    throw err;
+  }
   console.log(`\nreal components up in ${Date.now() - t0} ms (logs in ${logDir})`);
+}
+
+function valueOf<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
 }
 
 const quietLogger = {
