@@ -30,9 +30,27 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              group: ['../activities/*', '../activities', '@kubernetes/*', 'ssh2', '@aws-sdk/*'],
+              group: ['**/activities', '**/activities/**', '@kubernetes/*', 'ssh2', '@aws-sdk/*'],
               allowTypeImports: true,
               message: 'Workflows import activities (and I/O libraries) as types only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Activities, the bridge and the other processes share definitions through shared/, never
+    // through workflow code (DESIGN.md section 10); workflows import activities as types only.
+    files: ['activities/**/*.ts', 'k8s-bridge/**/*.ts', 'otp-server/**/*.ts', 'shared/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/workflows', '**/workflows/**'],
+              message: 'Import shared definitions from shared/, not from workflows/.',
             },
           ],
         },

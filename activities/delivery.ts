@@ -5,9 +5,9 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { OtpClientError, type OtpClient } from '../otp-server/client.js';
 import { SECRET_KEYS } from '../platform-config/contract.js';
-import type { SlotHost } from '../workflows/allocation.js';
-import type { KubernetesActivities, TaskRunRef } from './kubernetes.js';
-import { provisionBuildUser, type SshDeps } from './ssh.js';
+import type { Host, TaskRunRef } from '../shared/types.js';
+import type { KubernetesActivities } from './kubernetes/taskruns.js';
+import { provisionBuildUser, type SshDeps } from './ssh/build-users.js';
 
 export interface OtpDelivery {
   client: OtpClient;
@@ -26,7 +26,7 @@ export interface DeliveryDeps {
 export function createDeliveryActivities({ ssh, otp, writeTaskRunSecret }: DeliveryDeps) {
   return {
     async deliverBuildUser(input: {
-      host: SlotHost;
+      host: Host;
       taskRun: TaskRunRef;
       platform: string;
     }): Promise<{ user: string; userDir: string }> {
@@ -56,7 +56,7 @@ async function deliver(
   ssh: SshDeps,
   otp: OtpDelivery,
   writeTaskRunSecret: DeliveryDeps['writeTaskRunSecret'],
-  host: SlotHost,
+  host: Host,
   taskRun: TaskRunRef,
 ): Promise<{ user: string; userDir: string }> {
   const { user, userDir, privateKey } = await provisionBuildUser(ssh, {

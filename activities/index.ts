@@ -2,12 +2,12 @@
 import type { Client } from '@temporalio/client';
 import { createCloudActivities } from './cloud/instances.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
-import { createHostConfigActivities } from './host-config.js';
-import { createAdminKeyReader } from './host-keys.js';
-import { createEventActivities } from './kube-events.js';
-import { createKubernetesActivities, type KubeClients } from './kubernetes.js';
-import { createSshActivities } from './ssh.js';
-import { createTemporalActivities } from './temporal.js';
+import { createHostConfigActivities } from './kubernetes/host-config.js';
+import { createAdminKeyReader } from './kubernetes/admin-keys.js';
+import { createEventActivities } from './kubernetes/events.js';
+import { createKubernetesActivities, type KubeClients } from './kubernetes/taskruns.js';
+import { createSshActivities } from './ssh/build-users.js';
+import { createTemporalActivities } from './temporal/workflows.js';
 
 export interface ActivityDeps {
   kube: KubeClients;

@@ -4,7 +4,7 @@
 // p50, and terminate issued ≤ 2 s after completion. The original added up to a 60 s poll here.
 import { Watch } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
-import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { ANNOTATIONS, SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';

@@ -3,7 +3,7 @@
 // RSS of each hostflow process. Targets (DESIGN.md section 9): p50 ≤ 250 ms, p99 ≤ 1 s.
 import { Watch } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
-import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';

@@ -10,7 +10,7 @@
 import { Watch } from '@kubernetes/client-node';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import pLimit from 'p-limit';
-import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { LABELS, SECRET_KEYS, SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';

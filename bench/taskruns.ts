@@ -1,7 +1,7 @@
 // The TaskRuns the benchmarks create (an inline task spec that mounts the contract's Secret),
 // and how they finish.
 import { PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
-import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { secretNameFor } from '../platform-config/contract.js';
 
 export function benchTaskRun(name: string, namespace: string, platform: string) {

@@ -10,11 +10,11 @@ import {
 import pLimit from 'p-limit';
 import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
-import { TASKRUN_API } from '../activities/taskrun-api.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
-import { taskRunObserved, type TaskRunState } from '../workflows/messages.js';
-import { KIND, SA } from '../workflows/search-attributes.js';
-import type { taskRunWorkflow } from '../workflows/taskrun.js';
+import { taskRunObserved, type TaskRunState } from '../shared/messages.js';
+import { KIND, SA } from '../shared/search-attributes.js';
+import type { TaskRunWorkflow } from '../shared/types.js';
 import { ListWatch } from './list-watch.js';
 import { matchContract, type ContractTaskRun, type TaskRunObject } from './taskrun-contract.js';
 
@@ -224,7 +224,7 @@ export class Bridge {
 
   private signalWithStart(taskRun: ContractTaskRun, state: TaskRunState) {
     return this.options.temporal.workflow.signalWithStart<
-      typeof taskRunWorkflow,
+      TaskRunWorkflow,
       [{ state: TaskRunState }]
     >('taskRunWorkflow', {
       workflowId: WORKFLOW_ID.taskRun(taskRun.namespace, taskRun.name, taskRun.uid),

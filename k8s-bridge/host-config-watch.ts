@@ -3,8 +3,9 @@
 import type { CoreV1Api, KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { HOST_CONFIG_NAME, WORKFLOW_ID } from '../platform-config/contract.js';
-import { hostConfigObserved, type hostConfigWorkflow } from '../workflows/host-config.js';
-import { KIND, SA } from '../workflows/search-attributes.js';
+import { hostConfigObserved } from '../shared/messages.js';
+import type { HostConfigWorkflow } from '../shared/types.js';
+import { KIND, SA } from '../shared/search-attributes.js';
 import { ListWatch } from './list-watch.js';
 
 export interface HostConfigWatchOptions {
@@ -81,7 +82,7 @@ export class HostConfigWatch {
     const { engineNamespace, taskQueue } = this.options;
     try {
       await this.options.temporal.workflow.signalWithStart<
-        typeof hostConfigWorkflow,
+        HostConfigWorkflow,
         [{ resourceVersion: string }]
       >('hostConfigWorkflow', {
         workflowId: WORKFLOW_ID.hostConfig(engineNamespace),

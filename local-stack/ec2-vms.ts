@@ -17,7 +17,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { generateEd25519KeyPair } from '../activities/ssh-keys.js';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { addressSlot } from './netns.js';
 import { startSshHostAt, type SshHost } from './ssh-hosts.js';
 

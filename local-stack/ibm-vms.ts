@@ -5,7 +5,7 @@
 // a failed instance, throttling and server errors (the double's own).
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { generateEd25519KeyPair } from '../activities/ssh-keys.js';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { CLOUD_ADMIN_USER } from '../platform-config/contract.js';
 import {
   startIbmCloudDouble,

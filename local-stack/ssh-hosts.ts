@@ -1,9 +1,9 @@
 // Real OpenSSH test hosts (DESIGN.md §8): each sshd runs in its own network namespace, at its own
 // address on the hfbr0 bridge, and in its own mount namespace with a private /etc (overlayfs),
 // /home, /root, /tmp, /run, /var/mail and /var/log, so users created on one host exist nowhere else.
-import { generateEd25519KeyPair } from '../activities/ssh-keys.js';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { sshBanner } from '../activities/ssh-banner.js';
+import { sshBanner } from '../activities/ssh/banner.js';
 import { join, resolve } from 'node:path';
 import {
   createHostNetAt,

@@ -5,19 +5,11 @@
 import { z } from 'zod';
 import { checkPlatform, printable } from './platform.js';
 import type { ConfigProblem } from './host-config.js';
+import type { Host } from '../shared/types.js';
 
-export interface StaticHost {
-  /** The `<name>` in `host.<name>.*`; also the TaskRun's `assigned-host` label value. */
-  name: string;
-  address: string;
-  user: string;
+/** A `host.<name>.*` entry: a host (concurrency 1..8) and the platform it serves. */
+export interface StaticHost extends Host {
   platform: string;
-  /** Secret in the engine namespace holding the host's admin SSH key (key `id_rsa`). */
-  secret: string;
-  /** Builds the host runs at once, 1..8. */
-  concurrency: number;
-  /** Absolute command paths build users may run with sudo. */
-  sudoCommands: string[];
 }
 
 const KEY_PREFIX = 'host.';

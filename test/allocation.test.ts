@@ -14,9 +14,9 @@ import {
   serveQueue,
   summary,
   type AllocationState,
-  type RequestOutcome,
-  type SlotHost,
-} from '../workflows/allocation.js';
+} from '../workflows/allocator/allocation.js';
+import type { RequestOutcome } from '../shared/messages.js';
+import type { Host } from '../shared/types.js';
 
 /** mulberry32: a small seeded PRNG, so every run sees the same "random" sequence. */
 function seeded(seed: number): () => number {
@@ -30,7 +30,7 @@ function seeded(seed: number): () => number {
   };
 }
 
-const slotHost = (name: string, concurrency = 2): SlotHost => ({
+const slotHost = (name: string, concurrency = 2): Host => ({
   name,
   address: `${name}.example.com`,
   user: 'root',
@@ -39,7 +39,7 @@ const slotHost = (name: string, concurrency = 2): SlotHost => ({
   sudoCommands: [],
 });
 
-function stateWith(...hosts: SlotHost[]): AllocationState {
+function stateWith(...hosts: Host[]): AllocationState {
   const state = emptyState();
   applyHosts(state, hosts);
   return state;

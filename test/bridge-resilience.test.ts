@@ -2,7 +2,7 @@
 // by its start-up relist, two replicas never double-serve, and the worker can die mid-flow.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
-import { SA } from '../workflows/search-attributes.js';
+import { SA } from '../shared/search-attributes.js';
 import { waitFor } from '../local-stack/process.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';

@@ -1,4 +1,4 @@
-// The dynamic pool's pure state machine (workflows/pool-state.ts): when to launch, when to
+// The dynamic pool's pure state machine (workflows/allocator/pool-state.ts): when to launch, when to
 // retire, when to terminate, and what to do with VMs found in the cloud.
 import { describe, expect, it } from '@jest/globals';
 import {
@@ -8,7 +8,7 @@ import {
   release,
   request,
   serveQueue,
-} from '../workflows/allocation.js';
+} from '../workflows/allocator/allocation.js';
 import {
   POOL_FAILURES_TO_EXHAUST,
   addLaunches,
@@ -22,7 +22,7 @@ import {
   retire,
   type PoolSpec,
   type PoolState,
-} from '../workflows/pool-state.js';
+} from '../workflows/allocator/pool-state.js';
 
 const spec = (overrides: Partial<PoolSpec> = {}): PoolSpec => ({
   platform: 'linux/arm64',

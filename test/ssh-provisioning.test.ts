@@ -12,15 +12,15 @@ import {
   checkPublicKey,
   generateBuildUserKey,
   shellQuote,
-} from '../activities/build-user.js';
-import { createAdminKeyReader } from '../activities/host-keys.js';
-import { classifySshError, withSsh } from '../activities/ssh-session.js';
+} from '../activities/ssh/build-user-scripts.js';
+import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
+import { classifySshError, withSsh } from '../activities/ssh/session.js';
 import {
   createSshActivities,
   provisionBuildUser,
+  type BuildUserInput,
   type SshDeps,
-  type StaticHost,
-} from '../activities/ssh.js';
+} from '../activities/ssh/build-users.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 
@@ -107,7 +107,10 @@ describe('build users on static hosts over SSH', () => {
     },
   };
   const activities = createSshActivities(deps);
-  const hostConfig = (h: SshHost, extra: Partial<StaticHost> = {}): StaticHost => ({
+  const hostConfig = (
+    h: SshHost,
+    extra: Partial<BuildUserInput['host']> = {},
+  ): BuildUserInput['host'] => ({
     name: h.name,
     address: h.address,
     port: h.port,
@@ -490,7 +493,7 @@ describe('the admin key from Kubernetes', () => {
   it('reads id_rsa from the engine namespace and provisions with it', async () => {
     const adminKey = createAdminKeyReader({ core: k.core, engineNamespace: namespace });
     expect(await adminKey('admin')).toBe(host.adminPrivateKey);
-    const config: StaticHost = {
+    const config: BuildUserInput['host'] = {
       name: host.name,
       address: host.address,
       user: host.adminUser,

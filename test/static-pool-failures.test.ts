@@ -6,7 +6,7 @@ import { netnsPids } from '../local-stack/netns.js';
 import { waitFor } from '../local-stack/process.js';
 import type { SshHost } from '../local-stack/ssh-hosts.js';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
-import { SA } from '../workflows/search-attributes.js';
+import { SA } from '../shared/search-attributes.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
 let pool: StaticPool;

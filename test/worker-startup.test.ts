@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
 import { waitFor } from '../local-stack/process.js';
 import { temporalCli } from '../local-stack/temporal.js';
-import { SA } from '../workflows/search-attributes.js';
+import { SA } from '../shared/search-attributes.js';
 import { startWorker } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { testEnv, uniqueSuffix } from './support/env.js';

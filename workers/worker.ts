@@ -8,8 +8,9 @@ import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../otp-server/client.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
-import type { cloudGcWorkflow } from '../workflows/cloud-gc.js';
-import { KIND, SA, SA_TYPE_NAMES } from '../workflows/search-attributes.js';
+import type { CloudGcWorkflow } from '../shared/types.js';
+import { collectNow } from '../shared/messages.js';
+import { KIND, SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
@@ -95,11 +96,11 @@ async function checkSearchAttributes(client: Client, namespace: string): Promise
 /** Orphan collection runs at every worker start, then every interval (one workflow per install). */
 async function startCloudGc(client: Client, settings: Settings): Promise<void> {
   // By name: importing the workflow module outside the workflow sandbox would run its proxies.
-  await client.workflow.signalWithStart<typeof cloudGcWorkflow, []>('cloudGcWorkflow', {
+  await client.workflow.signalWithStart<CloudGcWorkflow, []>('cloudGcWorkflow', {
     workflowId: WORKFLOW_ID.cloudGc(settings.HOSTFLOW_NAMESPACE),
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     args: [{ intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS }],
-    signal: 'collectNow',
+    signal: collectNow,
     typedSearchAttributes: [{ key: SA.kind, value: KIND.cloudGc }],
     staticSummary: 'Cloud VM garbage collection',
   });

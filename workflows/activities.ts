@@ -2,11 +2,11 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { CloudActivities } from '../activities/cloud/instances.js';
 import type { DeliveryActivities } from '../activities/delivery.js';
-import type { EventActivities } from '../activities/kube-events.js';
-import type { HostConfigActivities } from '../activities/host-config.js';
-import type { KubernetesActivities } from '../activities/kubernetes.js';
-import type { SshActivities } from '../activities/ssh.js';
-import type { TemporalActivities } from '../activities/temporal.js';
+import type { EventActivities } from '../activities/kubernetes/events.js';
+import type { HostConfigActivities } from '../activities/kubernetes/host-config.js';
+import type { KubernetesActivities } from '../activities/kubernetes/taskruns.js';
+import type { SshActivities } from '../activities/ssh/build-users.js';
+import type { TemporalActivities } from '../activities/temporal/workflows.js';
 
 // Kubernetes calls are short, so they run as local activities: in the worker, within the
 // workflow task, without a round trip through the server per call. Retries are unlimited

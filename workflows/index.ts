@@ -1,5 +1,5 @@
 // Workflow bundle entry: every workflow type the worker serves.
-export { taskRunWorkflow } from './taskrun.js';
-export { allocatorWorkflow } from './allocator.js';
-export { hostConfigWorkflow } from './host-config.js';
-export { cloudGcWorkflow } from './cloud-gc.js';
+export { taskRunWorkflow } from './taskrun/taskrun.js';
+export { allocatorWorkflow } from './allocator/allocator.js';
+export { hostConfigWorkflow } from './host-config/host-config.js';
+export { cloudGcWorkflow } from './gc/cloud-gc.js';

@@ -2,7 +2,7 @@
 // are handed to the provider's client and never returned from an activity or put in a message.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
-import { isNotFound, rethrowKube } from '../kube-errors.js';
+import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
 
 export interface CloudSecretSpec {
   /** e.g. "AWS", named in the errors. */

@@ -6,8 +6,8 @@ import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
 import { ADOPTED_CLAIM_PREFIX, HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import { recordEvent } from '../kube-events.js';
-import { sshBanner } from '../ssh-banner.js';
+import { recordEvent } from '../kubernetes/events.js';
+import { sshBanner } from '../ssh/banner.js';
 import { providerOpener, type ProviderDeps } from './open-provider.js';
 import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
 

@@ -12,7 +12,7 @@ import { startBridge, startWorker, type EngineProcess } from './engine.js';
 import { testEnv, uniqueSuffix } from './env.js';
 import { historyText } from './history-text.js';
 import { redeemWithCurl } from './otp.js';
-import { SA } from '../../workflows/search-attributes.js';
+import { SA } from '../../shared/search-attributes.js';
 import { createScope, type TestScope } from './scope.js';
 import { sshCommand } from './ssh.js';
 import { startVmCloud, type VmCloud } from './vm-cloud.js';

@@ -5,8 +5,8 @@ import { startOtpService, type OtpService } from '../../local-stack/otp-service.
 import { freePort } from '../../local-stack/ports.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { WORKFLOW_ID } from '../../platform-config/contract.js';
-import { allocatorState } from '../../workflows/allocator-messages.js';
-import type { AllocationSummary } from '../../workflows/allocation.js';
+import { allocatorState } from '../../shared/messages.js';
+import type { AllocationSummary } from '../../workflows/allocator/allocation.js';
 import { startBridge, startWorker, type EngineProcess } from './engine.js';
 import { testEnv, uniqueSuffix } from './env.js';
 import { createScope, type TestScope } from './scope.js';

@@ -1,7 +1,7 @@
 // Creating, finishing and inspecting TaskRuns and their Secrets in the real API server.
 import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { TASKRUN_API } from '../../activities/taskrun-api.js';
+import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import { secretNameFor } from '../../platform-config/contract.js';
 import { waitFor } from '../../local-stack/process.js';
 

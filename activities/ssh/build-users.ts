@@ -14,34 +14,22 @@ import {
   remoteCommand,
   removeScript,
   type RemoteScript,
-} from './build-user.js';
-import type { AdminKeyReader } from './host-keys.js';
+} from './build-user-scripts.js';
+import type { AdminKeyReader } from '../kubernetes/admin-keys.js';
 import {
   classifySshError,
   withSsh,
   type ExecResult,
   type SshContext,
   type SshOptions,
-} from './ssh-session.js';
+} from './session.js';
+import type { Host } from '../../shared/types.js';
 
-/** A static host as host-config describes it (`host.<name>.*`). */
-export interface StaticHost {
-  name: string;
-  address: string;
-  /** The admin user. */
-  user: string;
-  /** Secret in the engine namespace holding the admin key under `id_rsa`. */
-  secret: string;
-  port?: number;
-  /** `ssh-ed25519 AAAA…`; host-config has none today, so any host key is accepted without it. */
-  hostKey?: string;
-  sudoCommands?: string[];
-}
-
-export type HostRef = Omit<StaticHost, 'sudoCommands'>;
+/** What connecting to a host needs: its build-user settings (concurrency, sudo) aside. */
+export type HostRef = Pick<Host, 'name' | 'address' | 'user' | 'secret' | 'port' | 'hostKey'>;
 
 export interface BuildUserInput {
-  host: StaticHost;
+  host: HostRef & Partial<Pick<Host, 'sudoCommands'>>;
   namespace: string;
   taskRunName: string;
 }

@@ -6,15 +6,8 @@
 // Guarantees: a host never gets more holders than its concurrency at grant time, a request id
 // holds at most one slot, waiters are served first come first served, and every waiter is either
 // servable eventually or told it is exhausted.
-
-export interface SlotHost {
-  name: string;
-  address: string;
-  user: string;
-  secret: string;
-  concurrency: number;
-  sudoCommands: string[];
-}
+import type { RequestOutcome } from '../../shared/messages.js';
+import type { Host } from '../../shared/types.js';
 
 export interface SlotRequest {
   requestId: string;
@@ -34,7 +27,7 @@ export interface HostHealth {
 }
 
 /** A configured host; `removed` once it left the config but still has holders. */
-export type AllocatedHost = SlotHost & { removed?: boolean };
+export type AllocatedHost = Host & { removed?: boolean };
 
 export interface AllocationState {
   hosts: Record<string, AllocatedHost>;
@@ -48,14 +41,8 @@ export interface AllocationState {
   elastic?: boolean;
 }
 
-export type RequestOutcome =
-  | { status: 'granted'; host: SlotHost }
-  /** 1 is next in line. */
-  | { status: 'queued'; position: number }
-  | { status: 'exhausted'; reason: string };
-
 export interface QueueService {
-  grants: Array<{ requestId: string; host: SlotHost }>;
+  grants: Array<{ requestId: string; host: Host }>;
   /** Waiters that no configured host can serve any more; they have left the queue. */
   exhausted: Array<{ requestId: string; reason: string }>;
 }
@@ -76,7 +63,7 @@ export function emptyState(): AllocationState {
  * revokes no slot; it only stops grants until holders drop below it). Hosts no longer configured
  * take no new work and are dropped when their last holder releases. Call `serveQueue` afterwards.
  */
-export function applyHosts(state: AllocationState, hosts: SlotHost[]): void {
+export function applyHosts(state: AllocationState, hosts: Host[]): void {
   const configured = hosts.map((host) => host.name);
   for (const { name, address, user, secret, concurrency, sudoCommands } of hosts) {
     // Copy field by field: callers may pass richer objects, and the state must stay plain.
@@ -325,13 +312,13 @@ function exhaustion(state: AllocationState, excluded: string[]): string | undefi
   return undefined;
 }
 
-function grant(state: AllocationState, requestId: string, host: string): SlotHost {
+function grant(state: AllocationState, requestId: string, host: string): Host {
   state.holders[host] = [...holdersOf(state, host), requestId];
   return slotHost(state.hosts[host]);
 }
 
 /** A copy without allocator bookkeeping: what a TaskRun gets to keep. */
-function slotHost({ name, address, user, secret, concurrency, sudoCommands }: SlotHost): SlotHost {
+function slotHost({ name, address, user, secret, concurrency, sudoCommands }: Host): Host {
   return { name, address, user, secret, concurrency, sudoCommands: [...sudoCommands] };
 }
 

@@ -8,12 +8,13 @@ import {
   setCurrentDetails,
   workflowInfo,
 } from '@temporalio/workflow';
-import { ANNOTATIONS, LABELS, WORKFLOW_ID, platformLabel } from '../platform-config/contract.js';
-import { allocator, boundedCleanup, delivery, durableCleanup, kube } from './activities.js';
-import { hostOutcome, releaseSlot } from './allocator-messages.js';
-import { metrics } from './metrics.js';
+import { ANNOTATIONS, LABELS, WORKFLOW_ID, platformLabel } from '../../platform-config/contract.js';
+import { allocator, boundedCleanup, delivery, durableCleanup, kube } from '../activities.js';
+import { hostOutcome, releaseSlot } from '../../shared/messages.js';
+import { metrics } from '../metrics.js';
 import { innermostMessage, note } from './notes.js';
-import type { Fail, PoolRun, TaskRun, TaskRunOutcome } from './taskrun-types.js';
+import type { TaskRunOutcome } from '../../shared/types.js';
+import type { Fail, PoolRun, TaskRun } from './types.js';
 
 /** See serveFromStaticPool. */
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';

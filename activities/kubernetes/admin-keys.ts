@@ -4,7 +4,7 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import ssh2 from 'ssh2';
-import { isNotFound, rethrowKube } from './kube-errors.js';
+import { isNotFound, rethrowKube } from './errors.js';
 
 export const ADMIN_KEY = 'id_rsa';
 

@@ -12,7 +12,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SshActivities } from '../activities/ssh.js';
+import type { SshActivities } from '../../activities/ssh/build-users.js';
 import {
   applyHosts,
   emptyState,
@@ -35,11 +35,11 @@ import {
   requestSlot,
   slotExhausted,
   slotGranted,
-  type AllocatorInput,
-} from './allocator-messages.js';
-import { kube, temporal } from './activities.js';
+} from '../../shared/messages.js';
+import type { AllocatorInput } from '../../shared/types.js';
+import { kube, temporal } from '../activities.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
-import { metrics } from './metrics.js';
+import { metrics } from '../metrics.js';
 
 const ssh = proxyActivities<SshActivities>({
   startToCloseTimeout: '30 seconds',
@@ -49,7 +49,7 @@ const ssh = proxyActivities<SshActivities>({
 /** Safety net beside the bridge's push: reload config and check holders are alive. */
 const RESYNC_MS = 5 * 60_000;
 const MAX_HISTORY = 5_000;
-/** v2: a dynamic-pool platform's allocator runs its VMs (workflows/pool-scaler.ts). */
+/** v2: a dynamic-pool platform's allocator runs its VMs (workflows/allocator/pool-scaler.ts). */
 export const PATCH_CLOUD_POOLS = 'allocator-cloud-pools';
 /** How long continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
 const POOL_CALLS_DRAIN = '2 minutes';

@@ -5,7 +5,7 @@
 // with the script on stdin; values travel only as positional arguments, each checked against a
 // strict pattern here and then single-quoted (ssh exec passes the command line through the remote
 // login shell). Nothing is ever interpolated into script text.
-import { generateEd25519KeyPair } from './ssh-keys.js';
+import { generateEd25519KeyPair } from './keys.js';
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 

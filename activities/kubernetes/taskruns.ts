@@ -1,20 +1,15 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { ANNOTATIONS, LABELS, secretNameFor } from '../platform-config/contract.js';
-import { isConflict, isNotFound, rethrowKube, statusCode } from './kube-errors.js';
-import { TASKRUN_API } from './taskrun-api.js';
+import { ANNOTATIONS, LABELS, secretNameFor } from '../../platform-config/contract.js';
+import { isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
+import { TASKRUN_API } from '../../shared/taskrun-api.js';
+import type { TaskRunRef } from '../../shared/types.js';
 
 export interface KubeClients {
   core: CoreV1Api;
   custom: CustomObjectsApi;
   engineNamespace: string;
-}
-
-export interface TaskRunRef {
-  namespace: string;
-  name: string;
-  uid: string;
 }
 
 export interface TaskRunMetadataPatch extends TaskRunRef {

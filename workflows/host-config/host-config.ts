@@ -5,20 +5,13 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  defineSignal,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { allocator, kube } from './activities.js';
-
-export interface HostConfigWorkflowInput {
-  engineNamespace: string;
-  /** The last resourceVersion handled, carried across continue-as-new. */
-  handled?: string;
-}
-
-export const hostConfigObserved = defineSignal<[{ resourceVersion: string }]>('hostConfigObserved');
+import { allocator, kube } from '../activities.js';
+import { hostConfigObserved } from '../../shared/messages.js';
+import type { HostConfigWorkflowInput } from '../../shared/types.js';
 
 const MAX_HISTORY = 2_000;
 

@@ -7,11 +7,10 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { TaskRunRef } from '../activities/kubernetes.js';
-import { LABELS, LOCALHOST, platformLabel } from '../platform-config/contract.js';
-import { checkPlatform } from '../platform-config/platform.js';
-import { kube } from './activities.js';
-import { slotExhausted, slotGranted } from './allocator-messages.js';
+import { LABELS, LOCALHOST, platformLabel } from '../../platform-config/contract.js';
+import { checkPlatform } from '../../platform-config/platform.js';
+import { kube } from '../activities.js';
+import { slotExhausted, slotGranted } from '../../shared/messages.js';
 import {
   TASKRUN_STATE_ORDER,
   taskRunObserved,
@@ -19,13 +18,12 @@ import {
   type Phase,
   type TaskRunState,
   type TaskRunStatus,
-} from './messages.js';
-import { SA } from './search-attributes.js';
+} from '../../shared/messages.js';
+import { SA } from '../../shared/search-attributes.js';
 import { serveFromCloud, terminateVms } from './cloud-vm.js';
-import { cleanUpStaticPool, newPoolRun, serveFromStaticPool } from './static-pool.js';
-import type { TaskRun, TaskRunOutcome, TaskRunWorkflowInput } from './taskrun-types.js';
-
-export type { TaskRunOutcome, TaskRunWorkflowInput };
+import { cleanUpStaticPool, newPoolRun, serveFromStaticPool } from './host-slot.js';
+import type { TaskRunOutcome, TaskRunWorkflowInput } from '../../shared/types.js';
+import type { TaskRun } from './types.js';
 
 export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<TaskRunOutcome> {
   const status: TaskRunStatus = { phase: 'Allocating', observed: 'active', failedHosts: [] };
@@ -144,5 +142,3 @@ function publish(status: TaskRunStatus, phase: Phase): void {
 function describe(state: TaskRunState): string {
   return state === 'deleted' ? 'was deleted' : state === 'completed' ? 'completed' : 'is running';
 }
-
-export type { TaskRunRef };

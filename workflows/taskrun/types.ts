@@ -1,31 +1,19 @@
 // What the TaskRun workflow's steps share.
-import type { TaskRunRef } from '../activities/kubernetes.js';
-import type { CloudPlatform } from '../platform-config/host-config.js';
-import type { SlotHost } from './allocation.js';
-import type { Phase, TaskRunStatus } from './messages.js';
-
-export interface TaskRunWorkflowInput extends TaskRunRef {
-  platform: string;
-}
-
-export type TaskRunOutcome =
-  | { served: 'local' }
-  | { served: 'static'; host: string; user: string }
-  | { served: 'dynamic'; instance: string; user: string }
-  | { served: 'error'; message: string }
-  | { served: 'nothing'; reason: string };
+import type { Host, TaskRunOutcome, TaskRunRef, TaskRunWorkflowInput } from '../../shared/types.js';
+import type { CloudPlatform } from '../../platform-config/host-config.js';
+import type { Phase, TaskRunStatus } from '../../shared/messages.js';
 
 /** A static-pool TaskRun's allocation: plain data, rebuilt by replay. */
 export interface PoolRun {
   attempt: number;
   /** The request that holds (or waits for) a slot. */
   requestId?: string;
-  grant?: SlotHost;
+  grant?: Host;
   exhausted?: string;
   /** The host serving the build, once provisioned. */
-  serving?: SlotHost;
+  serving?: Host;
   /** Hosts where a build user may exist: everything provisioning touched. */
-  touched: SlotHost[];
+  touched: Host[];
   lastError?: string;
   /** Cloud VMs launched for this TaskRun (dynamic platforms); each is terminated at clean-up. */
   vms?: string[];

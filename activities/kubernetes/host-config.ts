@@ -1,21 +1,21 @@
 // host-config adapter: reads the ConfigMap live (so edits apply to the next request without
 // restarts), resolves platforms, and reports problems as Warning Events on the ConfigMap.
-import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
+import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import {
   describeProblem,
   parseHostConfig,
   type CloudPlatform,
   type HostConfig,
-} from '../platform-config/host-config.js';
+} from '../../platform-config/host-config.js';
 import {
   missingConfigMessage,
   resolvePlatform,
   type PlatformResolution,
-} from '../platform-config/resolve.js';
-import type { SlotHost } from '../workflows/allocation.js';
-import { isNotFound, rethrowKube } from './kube-errors.js';
-import { recordEvent } from './kube-events.js';
-import type { KubeClients } from './kubernetes.js';
+} from '../../platform-config/resolve.js';
+import type { Host } from '../../shared/types.js';
+import { isNotFound, rethrowKube } from './errors.js';
+import { recordEvent } from './events.js';
+import type { KubeClients } from './taskruns.js';
 
 type ConfigRead =
   { found: true; config: HostConfig; resourceVersion?: string; uid?: string } | { found: false };
@@ -59,7 +59,7 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
     },
 
     /** The platform's static hosts as the allocator uses them; none when the platform is broken or gone. */
-    async loadPlatformHosts(input: { platform: string }): Promise<SlotHost[]> {
+    async loadPlatformHosts(input: { platform: string }): Promise<Host[]> {
       const read = await readConfig();
       if (!read.found) return [];
       if (read.config.problems.some((p) => p.platform === input.platform)) return [];

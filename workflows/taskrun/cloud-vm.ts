@@ -10,17 +10,18 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CloudPlatform } from '../platform-config/host-config.js';
+import type { CloudPlatform } from '../../platform-config/host-config.js';
 import {
   ANNOTATIONS,
   LABELS,
   TASKRUN_TAG_KEY,
   platformLabel,
-} from '../platform-config/contract.js';
-import { allocator, cloud as cloudApi, delivery, durableTerminate, kube } from './activities.js';
+} from '../../platform-config/contract.js';
+import { allocator, cloud as cloudApi, delivery, durableTerminate, kube } from '../activities.js';
 import { innermostMessage, note } from './notes.js';
-import { SA } from './search-attributes.js';
-import type { Fail, TaskRun, TaskRunOutcome } from './taskrun-types.js';
+import { SA } from '../../shared/search-attributes.js';
+import type { TaskRunOutcome } from '../../shared/types.js';
+import type { Fail, TaskRun } from './types.js';
 
 /** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
 const MAX_LAUNCHES = 3;

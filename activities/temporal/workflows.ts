@@ -1,14 +1,14 @@
 // Temporal adapter: what workflows cannot do themselves (send updates, look at other
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WORKFLOW_ID, claimById } from '../platform-config/contract.js';
-import type { RequestOutcome } from '../workflows/allocation.js';
+import { WORKFLOW_ID, claimById } from '../../platform-config/contract.js';
 import {
   hostConfigChanged,
   requestSlot,
+  type RequestOutcome,
   type SlotRequestInput,
-} from '../workflows/allocator-messages.js';
-import { KIND, SA } from '../workflows/search-attributes.js';
+} from '../../shared/messages.js';
+import { KIND, SA } from '../../shared/search-attributes.js';
 
 export interface TemporalDeps {
   client: Client;

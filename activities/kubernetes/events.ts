@@ -1,9 +1,10 @@
 // Kubernetes Events: what people see in `kubectl describe` for TaskRuns and host-config.
 import type { CoreV1Api, V1ObjectReference } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
-import { TASKRUN_API } from './taskrun-api.js';
-import { isConflict, isNotFound, rethrowKube } from './kube-errors.js';
-import type { KubeClients, TaskRunRef } from './kubernetes.js';
+import { TASKRUN_API } from '../../shared/taskrun-api.js';
+import { isConflict, isNotFound, rethrowKube } from './errors.js';
+import type { TaskRunRef } from '../../shared/types.js';
+import type { KubeClients } from './taskruns.js';
 
 export interface TaskRunEvent extends TaskRunRef {
   type: 'Normal' | 'Warning';

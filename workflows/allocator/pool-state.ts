@@ -5,8 +5,9 @@
 // A VM's life: launching → booting → ready (its slots are allocator hosts) → retiring (past
 // max-age: no new work) → terminating (no holders left) → gone. Launches happen only for waiters
 // that no ready, booting or launching VM will serve, and never beyond max-instances.
-import { claimById } from '../platform-config/contract.js';
-import type { AllocationState, SlotHost } from './allocation.js';
+import { claimById } from '../../platform-config/contract.js';
+import type { Host } from '../../shared/types.js';
+import type { AllocationState } from './allocation.js';
 
 export type PoolVmPhase = 'launching' | 'booting' | 'ready' | 'retiring' | 'terminating';
 
@@ -55,7 +56,7 @@ export function emptyPool(epoch: string): PoolState {
 }
 
 /** Ready VMs young enough for new work: the allocator's hosts. */
-export function poolHosts(pool: PoolState, spec: PoolSpec): SlotHost[] {
+export function poolHosts(pool: PoolState, spec: PoolSpec): Host[] {
   return pool.vms
     .filter((vm) => vm.phase === 'ready' && vm.id && vm.address)
     .map((vm) => ({

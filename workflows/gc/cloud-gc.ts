@@ -3,24 +3,12 @@
 // claims are terminated. Workflows claim a VM's launch key before launching it (CloudLaunches),
 // so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was
 // terminated by hand, or it was launched by a worker that died and never came back for it.
-import {
-  condition,
-  continueAsNew,
-  defineSignal,
-  log,
-  setCurrentDetails,
-  setHandler,
-} from '@temporalio/workflow';
-import { cloudGc, kube, temporal } from './activities.js';
-import { metrics } from './metrics.js';
-import { innermostMessage } from './notes.js';
-
-export interface CloudGcInput {
-  intervalSeconds: number;
-}
-
-/** Sent by each worker as it starts: collect now rather than at the next interval. */
-export const collectNow = defineSignal('collectNow');
+import { condition, continueAsNew, log, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { cloudGc, kube, temporal } from '../activities.js';
+import { collectNow } from '../../shared/messages.js';
+import type { CloudGcInput } from '../../shared/types.js';
+import { metrics } from '../metrics.js';
+import { innermostMessage } from '../taskrun/notes.js';
 
 const PASSES_PER_RUN = 200;
 

@@ -4,12 +4,12 @@
 // Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
 import { log, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
-import type { CloudPlatform } from '../platform-config/host-config.js';
-import { CLOUD_ADMIN_USER } from '../platform-config/contract.js';
-import { cloud as cloudApi, durableTerminate, kube, temporal } from './activities.js';
+import type { CloudPlatform } from '../../platform-config/host-config.js';
+import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
+import { cloud as cloudApi, durableTerminate, kube, temporal } from '../activities.js';
 import { applyHosts, exhaustQueue, rebuiltHolder, type AllocationState } from './allocation.js';
-import { metrics } from './metrics.js';
-import { innermostMessage } from './notes.js';
+import { metrics } from '../metrics.js';
+import { innermostMessage } from '../taskrun/notes.js';
 import {
   addLaunches,
   adopt,
@@ -25,7 +25,7 @@ import {
   type PoolState,
   type PoolVm,
 } from './pool-state.js';
-import { SA } from './search-attributes.js';
+import { SA } from '../../shared/search-attributes.js';
 
 /** What the allocator carries across continue-as-new for a pool. */
 export interface PoolCarry {

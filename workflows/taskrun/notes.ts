@@ -1,7 +1,7 @@
 // What a TaskRun workflow tells people besides its Secret: Kubernetes Events (best-effort) and
 // the message of the failure that actually happened on a host or in a cloud.
-import { events } from './activities.js';
-import type { TaskRun } from './taskrun-types.js';
+import { events } from '../activities.js';
+import type { TaskRun } from './types.js';
 
 /** Records an Event on the TaskRun; `key` tells repeats of one reason apart. Never fails the flow. */
 export async function note(

@@ -1,0 +1,76 @@
+// Every signal, update and query the engine's workflows take, grouped by the workflow that
+// receives them: the one place the bridge, activities and workflows find a message's shape.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { Host } from './types.js';
+
+// ── TaskRun workflow (`taskrun/<ns>/<name>/<uid>`) ─────────────────────────────────────────
+
+/** What the bridge last saw of the TaskRun. Only ever moves forward: active → completed → deleted. */
+export type TaskRunState = 'active' | 'completed' | 'deleted';
+
+export const TASKRUN_STATE_ORDER: readonly TaskRunState[] = ['active', 'completed', 'deleted'];
+
+export interface TaskRunObservation {
+  state: TaskRunState;
+}
+
+export const taskRunObserved = defineSignal<[TaskRunObservation]>('taskRunObserved');
+
+export type Phase =
+  'Allocating' | 'Waiting' | 'Provisioning' | 'Ready' | 'Failed' | 'CleaningUp' | 'Done';
+
+export interface TaskRunStatus {
+  phase: Phase;
+  observed: TaskRunState;
+  /** The serving host's name (`localhost` for local platforms). */
+  host?: string;
+  user?: string;
+  failedHosts: string[];
+  error?: string;
+}
+
+export const taskRunStatus = defineQuery<TaskRunStatus>('status');
+
+/** Allocator → TaskRun workflow, for a request that had to wait. */
+export const slotGranted = defineSignal<[{ requestId: string; host: Host }]>('slotGranted');
+export const slotExhausted = defineSignal<[{ requestId: string; reason: string }]>('slotExhausted');
+
+// ── Allocator (`allocator/<platform>`) ─────────────────────────────────────────────────────
+
+export interface SlotRequestInput {
+  /** Unique per attempt: `<taskrun workflow id>#<attempt>`; a retried request never takes two slots. */
+  requestId: string;
+  /** The TaskRun workflow to signal when a queued request is granted. */
+  workflowId: string;
+  /** This TaskRun's failed hosts. */
+  excluded: string[];
+}
+
+export type RequestOutcome =
+  | { status: 'granted'; host: Host }
+  /** 1 is next in line. */
+  | { status: 'queued'; position: number }
+  | { status: 'exhausted'; reason: string };
+
+/** Answered synchronously: granted now, queued (granted later by signal), or exhausted. */
+export const requestSlot = defineUpdate<RequestOutcome, [SlotRequestInput]>('requestSlot');
+
+/** Frees a slot (or drops a queued request). Sent after the build user is removed. */
+export const releaseSlot = defineSignal<[{ requestId: string }]>('releaseSlot');
+
+/** Provisioning on a host succeeded or failed: feeds the host's health across TaskRuns. */
+export const hostOutcome = defineSignal<[{ host: string; ok: boolean }]>('hostOutcome');
+
+/** host-config changed: reload hosts now. */
+export const hostConfigChanged = defineSignal<[]>('hostConfigChanged');
+
+export const allocatorState = defineQuery<unknown>('allocatorState');
+
+// ── host-config (`hostconfig/<engine namespace>`) ──────────────────────────────────────────
+
+export const hostConfigObserved = defineSignal<[{ resourceVersion: string }]>('hostConfigObserved');
+
+// ── Cloud GC (`cloud-gc/<engine namespace>`) ───────────────────────────────────────────────
+
+/** Sent by each worker as it starts: collect now rather than at the next interval. */
+export const collectNow = defineSignal('collectNow');

@@ -1,0 +1,65 @@
+// Plain types the bridge, activities and workflows share (DESIGN.md section 10). No code.
+
+/** Which TaskRun: its uid tells it apart from a same-named successor. */
+export interface TaskRunRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/**
+ * A host that runs builds: a static host of host-config (`host.<name>.*`), or a cloud VM. The one
+ * shape the allocator grants, the TaskRun keeps, and the SSH activities connect to.
+ */
+export interface Host {
+  /** `<name>` of `host.<name>.*`, or the VM's instance id: the `assigned-host` label value. */
+  name: string;
+  address: string;
+  /** The admin user, who creates build users with passwordless sudo. */
+  user: string;
+  /** Secret in the engine namespace holding the admin's private key (key `id_rsa`). */
+  secret: string;
+  /** Builds the host runs at once. */
+  concurrency: number;
+  /** Absolute command paths build users may run with sudo. */
+  sudoCommands: string[];
+  /** 22 unless given. */
+  port?: number;
+  /** `ssh-ed25519 AAAA…`; without it any host key is accepted (host-config has none). */
+  hostKey?: string;
+}
+
+export interface TaskRunWorkflowInput extends TaskRunRef {
+  platform: string;
+}
+
+export type TaskRunOutcome =
+  | { served: 'local' }
+  | { served: 'static'; host: string; user: string }
+  | { served: 'dynamic'; instance: string; user: string }
+  | { served: 'error'; message: string }
+  | { served: 'nothing'; reason: string };
+
+export interface AllocatorInput {
+  platform: string;
+  /** Carried across continue-as-new (plain JSON). */
+  state?: unknown;
+  /** A dynamic pool's VMs, carried across continue-as-new. */
+  pool?: unknown;
+}
+
+export interface HostConfigWorkflowInput {
+  engineNamespace: string;
+  /** The last resourceVersion handled, carried across continue-as-new. */
+  handled?: string;
+}
+
+export interface CloudGcInput {
+  intervalSeconds: number;
+}
+
+// Workflow signatures, so clients outside the worker start them by name with typed arguments.
+export type TaskRunWorkflow = (input: TaskRunWorkflowInput) => Promise<TaskRunOutcome>;
+export type AllocatorWorkflow = (input: AllocatorInput) => Promise<void>;
+export type HostConfigWorkflow = (input: HostConfigWorkflowInput) => Promise<void>;
+export type CloudGcWorkflow = (input: CloudGcInput) => Promise<void>;
