@@ -1,17 +1,18 @@
 // Every activity the worker registers, built over the clients one process owns.
-import type { Client } from '@temporalio/client';
 import { createCloudActivities } from './cloud/instances.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
-import { createHostConfigActivities } from './kubernetes/host-config.js';
+import { createCloudGcActivities } from './gc/cloud-vms.js';
+import { createLeftoversGcActivities } from './gc/taskrun-leftovers.js';
 import { createAdminKeyReader } from './kubernetes/admin-keys.js';
 import { createEventActivities } from './kubernetes/events.js';
+import { createHostConfigActivities } from './kubernetes/host-config.js';
 import { createKubernetesActivities, type KubeClients } from './kubernetes/taskruns.js';
 import { createSshActivities } from './ssh/build-users.js';
-import { createTemporalActivities } from './temporal/workflows.js';
+import { createTemporalActivities, type TemporalDeps } from './temporal/workflows.js';
 
 export interface ActivityDeps {
-  kube: KubeClients;
-  temporal: { client: Client; taskQueue: string };
+  kube: KubeClients & { watchNamespace?: string };
+  temporal: TemporalDeps;
   otp?: OtpDelivery;
   /** Cloud endpoint overrides (moto, the IBM double) and orphan collection's grace period. */
   cloud?: { awsEndpoint?: string; ibmIamEndpoint?: string; gcGraceSeconds?: number };
@@ -19,22 +20,23 @@ export interface ActivityDeps {
 
 export function createActivities(deps: ActivityDeps) {
   const kubernetes = createKubernetesActivities(deps.kube);
+  const hostConfig = createHostConfigActivities(deps.kube, kubernetes.earlierDelivery);
+  const temporal = createTemporalActivities(deps.temporal);
   const ssh = { adminKey: createAdminKeyReader(deps.kube) };
+  const cloud = createCloudActivities({
+    core: deps.kube.core,
+    engineNamespace: deps.kube.engineNamespace,
+    ...deps.cloud,
+  });
   return {
     ...kubernetes,
-    ...createHostConfigActivities(deps.kube),
+    ...hostConfig,
     ...createEventActivities(deps.kube),
-    ...createTemporalActivities(deps.temporal),
+    ...temporal,
     ...createSshActivities(ssh),
-    ...createCloudActivities({
-      core: deps.kube.core,
-      engineNamespace: deps.kube.engineNamespace,
-      ...deps.cloud,
-    }),
-    ...createDeliveryActivities({
-      ssh,
-      otp: deps.otp,
-      writeTaskRunSecret: kubernetes.writeTaskRunSecret,
-    }),
+    ...cloud,
+    ...createDeliveryActivities({ ssh, otp: deps.otp, kube: kubernetes }),
+    ...createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
+    ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh }),
   };
 }

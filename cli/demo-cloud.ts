@@ -29,7 +29,7 @@ export async function startDemoCloud(options: {
   kubeConfig: KubeConfig;
   engineNamespace: string;
 }): Promise<DemoCloud> {
-  const moto = await startMoto({ port: options.port, logDir: options.logDir });
+  const moto = await startMoto({ port: options.port, logDir: options.logDir, restart: true });
   try {
     const vms = await startEc2Vms({
       endpoint: moto.endpoint,

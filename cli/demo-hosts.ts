@@ -23,6 +23,7 @@ export async function startDemoHosts(options: {
     count: DEMO_HOSTS,
     stateDir: options.stateDir,
     prefix: 'hfdemo',
+    restart: true,
   });
   try {
     const core = options.kubeConfig.makeApiClient(CoreV1Api);

@@ -11,7 +11,7 @@ import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
-import { startOtpService } from '../local-stack/otp-service.js';
+import { planOtpService } from '../local-stack/otp-service.js';
 import { DEMO_DYNAMIC_PLATFORM, DEMO_POOL_PLATFORM, startDemoCloud } from './demo-cloud.js';
 import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { supervise, type Supervised } from './supervise.js';
@@ -98,6 +98,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         stateDir,
         fixedPorts: true,
         logDir,
+        restart: true,
       });
       stops.push(temporal.stop);
       uiUrl = temporal.uiUrl;
@@ -120,6 +121,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         apiPort: LOCAL_PORTS.kubeApi,
         etcdPort: LOCAL_PORTS.etcd,
         logDir,
+        restart: true,
       });
       stops.push(kube.stop);
       kubeconfigPath = kube.kubeconfigPath;
@@ -150,14 +152,19 @@ export async function runStart(options: StartOptions): Promise<number> {
 
     if (kubeconfigPath) {
       await assertPortsFree('OTP service', [LOCAL_PORTS.otp]);
-      const otp = await startOtpService({
+      const otp = await planOtpService({
         stateDir: join(stateDir, 'otp'),
         kubeconfig: kubeconfigPath,
         namespace: engineNamespace,
         port: LOCAL_PORTS.otp,
+      });
+      // Supervised like the worker and the bridge: restarted with back-off if it dies.
+      const service = supervise('otp-server', otp.command, otp.args, {
+        env: otp.env,
         logFile: join(logDir, 'otp-server.log'),
       });
-      stops.push(otp.stop);
+      stops.push(() => service.stop());
+      await service.ready(new RegExp(otp.readyLine));
       Object.assign(env, otp.workerEnv);
     }
 

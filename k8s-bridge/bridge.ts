@@ -11,7 +11,7 @@ import pLimit from 'p-limit';
 import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../platform-config/contract.js';
 import { taskRunObserved, type TaskRunState } from '../shared/messages.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { TaskRunWorkflow } from '../shared/types.js';
@@ -36,6 +36,8 @@ interface Indexed {
   namespace: string;
   name: string;
   sent: TaskRunState;
+  /** Its workflow has completed: nothing restarts it. */
+  finished?: boolean;
 }
 
 const LIST_PAGE_SIZE = 500;
@@ -134,12 +136,23 @@ export class Bridge {
   }
 
   private async onListPage(items: TaskRunObject[]): Promise<void> {
+    const running = this.runningBeforeList && new Set(this.runningBeforeList.map((w) => w.uid));
     const calls: Promise<void>[] = [];
     for (const item of items) {
       const match = matchContract(item);
       if (!match) continue;
       this.seenInList.add(match.uid);
-      calls.push(this.observe(match, match.completed ? 'completed' : 'active'));
+      const state = match.completed ? 'completed' : 'active';
+      // A TaskRun still running whose workflow is not (an operator terminated it): start it
+      // again; the new run takes over what the old one served (workflows/taskrun/adopt.ts).
+      const known = this.index.get(match.uid);
+      const stopped =
+        state === 'active' &&
+        known?.sent === 'active' &&
+        !known.finished &&
+        !running?.has(match.uid);
+      if (stopped && running) this.metrics?.restarts.inc();
+      calls.push(this.observe(match, state, stopped && running !== undefined));
     }
     await Promise.all(calls);
   }
@@ -169,9 +182,13 @@ export class Bridge {
     void this.observe(match, match.completed ? 'completed' : 'active');
   }
 
-  private async observe(taskRun: ContractTaskRun, state: TaskRunState): Promise<void> {
+  private async observe(
+    taskRun: ContractTaskRun,
+    state: TaskRunState,
+    again = false,
+  ): Promise<void> {
     const known = this.index.get(taskRun.uid);
-    if (known?.sent === state) return;
+    if (known?.sent === state && !again) return;
     await this.limit(async () => {
       try {
         await this.signalWithStart(taskRun, state);
@@ -185,6 +202,13 @@ export class Bridge {
         }
         // Its workflow has already finished: nothing more to tell it.
         this.metrics?.signals.inc({ state, result: 'already_finished' });
+        this.index.set(taskRun.uid, {
+          namespace: taskRun.namespace,
+          name: taskRun.name,
+          sent: state,
+          finished: true,
+        });
+        return;
       }
       this.index.set(taskRun.uid, {
         namespace: taskRun.namespace,
@@ -258,12 +282,4 @@ export class Bridge {
 
 function describe(t: { namespace: string; name: string }): string {
   return `TaskRun ${t.namespace}/${t.name}`;
-}
-
-export function parseTaskRunWorkflowId(
-  workflowId: string,
-): { namespace: string; name: string; uid: string } | undefined {
-  const parts = workflowId.split('/');
-  if (parts.length !== 4 || parts[0] !== 'taskrun') return undefined;
-  return { namespace: parts[1]!, name: parts[2]!, uid: parts[3]! };
 }

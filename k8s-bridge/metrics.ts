@@ -5,6 +5,7 @@ export interface BridgeMetrics {
   signals: Counter<'state' | 'result'>;
   indexSize: Gauge;
   relists: Counter;
+  restarts: Counter;
 }
 
 export function createBridgeMetrics(registry: Registry, indexSize: () => number): BridgeMetrics {
@@ -26,6 +27,11 @@ export function createBridgeMetrics(registry: Registry, indexSize: () => number)
     relists: new Counter({
       name: 'hostflow_bridge_relists_total',
       help: 'Full TaskRun relists (start-up, resync, or after a watch expired)',
+      registers: [registry],
+    }),
+    restarts: new Counter({
+      name: 'hostflow_bridge_workflow_restarts_total',
+      help: 'TaskRun workflows started again at a resync because their run had stopped while the TaskRun ran',
       registers: [registry],
     }),
   };

@@ -29,6 +29,8 @@ export interface KubeApiServerOptions {
   /** Skip fsync in etcd: for throwaway test clusters only. */
   ephemeral?: boolean;
   logDir?: string;
+  /** Restart etcd and the API server whenever they exit (`hostflow start`). */
+  restart?: boolean;
 }
 
 /** Builds (first time only, 10-20 minutes) and returns the directory holding both binaries. */
@@ -94,7 +96,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
       '--log-level=warn',
       ...(options.ephemeral ? ['--unsafe-no-fsync'] : []),
     ],
-    { logFile: logFile('etcd') },
+    { logFile: logFile('etcd'), restart: options.restart },
   );
   let apiserver: ManagedProcess | undefined;
   const stop = async () => {
@@ -134,7 +136,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
         '--profiling=false',
         '--v=0',
       ],
-      { logFile: logFile('kube-apiserver') },
+      { logFile: logFile('kube-apiserver'), restart: options.restart },
     );
     const url = `https://127.0.0.1:${apiPort}`;
     const kubeconfigPath = join(dir, 'kubeconfig');

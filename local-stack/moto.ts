@@ -11,7 +11,7 @@ export interface MotoServer {
 }
 
 export async function startMoto(
-  options: { port?: number; logDir?: string } = {},
+  options: { port?: number; logDir?: string; restart?: boolean } = {},
 ): Promise<MotoServer> {
   const bin = join(TOOLS_BIN, 'moto_server');
   if (!existsSync(bin)) {
@@ -20,6 +20,7 @@ export async function startMoto(
   const port = options.port ?? (await freePort());
   const proc = spawnManaged('moto', bin, ['-H', '127.0.0.1', '-p', String(port)], {
     logFile: options.logDir ? join(options.logDir, 'moto.log') : undefined,
+    restart: options.restart,
   });
   const endpoint = `http://127.0.0.1:${port}`;
   try {

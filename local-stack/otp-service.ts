@@ -16,7 +16,7 @@ export interface OtpService {
   stop(): Promise<void>;
 }
 
-export async function startOtpService(options: {
+export interface OtpServiceOptions {
   stateDir: string;
   kubeconfig: string;
   /** Namespace for its records (the engine namespace). */
@@ -25,7 +25,22 @@ export async function startOtpService(options: {
   /** host:port for its /metrics endpoint. */
   metricsAddress?: string;
   logFile?: string;
-}): Promise<OtpService> {
+}
+
+/** How to run the OTP service: its files made, its command, environment and address decided. */
+export interface OtpServicePlan {
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  url: string;
+  /** What a worker needs to use it (HOSTFLOW_OTP_*). */
+  workerEnv: Record<string, string>;
+  /** In its output once it serves. */
+  readyLine: string;
+}
+
+/** Makes the CA, certificate, store token and sealing key (kept across restarts), and the plan. */
+export async function planOtpService(options: OtpServiceOptions): Promise<OtpServicePlan> {
   const dir = options.stateDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const ca = await ensureCa(join(dir, 'pki'), 'hostflow OTP CA');
@@ -41,48 +56,49 @@ export async function startOtpService(options: {
     randomBytes(32).toString('base64'),
   );
   const port = options.port ?? (await freePort());
-  const proc = spawnManaged(
-    'otp-server',
-    process.execPath,
-    ['--enable-source-maps', join(REPO_ROOT, 'dist/otp-server/main.js')],
-    {
-      env: {
-        ...process.env,
-        KUBECONFIG: options.kubeconfig,
-        HOSTFLOW_NAMESPACE: options.namespace,
-        HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
-        HOSTFLOW_OTP_TLS_CERT_FILE: cert.cert,
-        HOSTFLOW_OTP_TLS_KEY_FILE: cert.key,
-        HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
-        HOSTFLOW_OTP_SEALING_KEY_FILE: sealingKeyFile,
-        ...(options.metricsAddress ? { HOSTFLOW_METRICS_ADDRESS: options.metricsAddress } : {}),
-      },
-      logFile: options.logFile,
-    },
-  );
-  try {
-    await waitFor(
-      'otp-server to listen',
-      () => (proc.tail(50).includes('listening on') ? true : undefined),
-      {
-        process: proc,
-      },
-    );
-  } catch (err) {
-    await proc.stop();
-    throw new Error(`otp-server: could not start: ${(err as Error).message}`);
-  }
   const url = `https://127.0.0.1:${port}`;
   return {
-    process: proc,
+    command: process.execPath,
+    args: ['--enable-source-maps', join(REPO_ROOT, 'dist/otp-server/main.js')],
+    env: {
+      ...process.env,
+      KUBECONFIG: options.kubeconfig,
+      HOSTFLOW_NAMESPACE: options.namespace,
+      HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
+      HOSTFLOW_OTP_TLS_CERT_FILE: cert.cert,
+      HOSTFLOW_OTP_TLS_KEY_FILE: cert.key,
+      HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
+      HOSTFLOW_OTP_SEALING_KEY_FILE: sealingKeyFile,
+      ...(options.metricsAddress ? { HOSTFLOW_METRICS_ADDRESS: options.metricsAddress } : {}),
+    },
     url,
     workerEnv: {
       HOSTFLOW_OTP_URL: url,
       HOSTFLOW_OTP_CA_FILE: ca.cert,
       HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
     },
-    stop: () => proc.stop(),
+    readyLine: 'listening on',
   };
+}
+
+/** Starts the OTP service (unsupervised: tests stop and kill it on purpose). */
+export async function startOtpService(options: OtpServiceOptions): Promise<OtpService> {
+  const plan = await planOtpService(options);
+  const proc = spawnManaged('otp-server', plan.command, plan.args, {
+    env: plan.env,
+    logFile: options.logFile,
+  });
+  try {
+    await waitFor(
+      'otp-server to listen',
+      () => (proc.tail(50).includes(plan.readyLine) ? true : undefined),
+      { process: proc },
+    );
+  } catch (err) {
+    await proc.stop();
+    throw new Error(`otp-server: could not start: ${(err as Error).message}`);
+  }
+  return { process: proc, url: plan.url, workerEnv: plan.workerEnv, stop: () => proc.stop() };
 }
 
 function secretFile(path: string, make: () => string): string {

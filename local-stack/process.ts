@@ -19,15 +19,64 @@ export interface SpawnOptions {
   cwd?: string;
   /** Append output to this file as well as keeping a tail in memory. */
   logFile?: string;
+  /**
+   * Start it again whenever it exits until stopped, with back-off (1 s doubling to 30 s, reset
+   * after a minute up): how `hostflow start` keeps every process it runs alive.
+   */
+  restart?: boolean;
 }
 
 const TAIL_LINES = 200;
+const MAX_BACKOFF_MS = 30_000;
 
 export function spawnManaged(
   name: string,
   command: string,
   args: string[],
   options: SpawnOptions = {},
+): ManagedProcess {
+  if (!options.restart) return spawnOnce(name, command, args, options);
+  let current = spawnOnce(name, command, args, options);
+  let stopping = false;
+  let restarts = 0;
+  let finished!: (code: number | null) => void;
+  const exited = new Promise<number | null>((resolve) => (finished = resolve));
+  const watch = (child: ManagedProcess, started: number): void => {
+    void child.exited.then((code) => {
+      if (stopping) return finished(code);
+      if (Date.now() - started > 60_000) restarts = 0;
+      const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** restarts++);
+      console.error(
+        `hostflow: ${name} exited (code ${code}); restarting in ${delay} ms. Last output:\n${child.tail(15)}`,
+      );
+      setTimeout(() => {
+        if (stopping) return finished(code);
+        current = spawnOnce(name, command, args, options);
+        watch(current, Date.now());
+      }, delay);
+    });
+  };
+  watch(current, Date.now());
+  return {
+    name,
+    get pid() {
+      return current.pid;
+    },
+    exited,
+    tail: (lines) => current.tail(lines),
+    async stop(graceMs) {
+      stopping = true;
+      await current.stop(graceMs);
+      finished(null);
+    },
+  };
+}
+
+function spawnOnce(
+  name: string,
+  command: string,
+  args: string[],
+  options: SpawnOptions,
 ): ManagedProcess {
   const child: ChildProcess = spawn(command, args, {
     cwd: options.cwd,

@@ -43,6 +43,8 @@ export interface SshHostsOptions {
   /** Names the hosts `<prefix>-1…`; unique per pool so parallel pools stay apart. */
   prefix?: string;
   adminUser?: string;
+  /** Restart a host's sshd whenever it exits (`hostflow start`): a host that comes back. */
+  restart?: boolean;
 }
 
 const SSHD = '/usr/sbin/sshd';
@@ -86,12 +88,13 @@ mount -n --bind "$S/root" /root
 mount -n -t tmpfs -o mode=1777 tmpfs /tmp
 mount -n -t tmpfs -o mode=2775 tmpfs /var/mail && chgrp mail /var/mail
 mkdir -p -m 755 /run/sshd && mkdir -p -m 1777 /run/lock
-hostname "$NAME" && echo "$ADDR $NAME" >> /etc/hosts
+hostname "$NAME"
+grep -qx "$ADDR $NAME" /etc/hosts || echo "$ADDR $NAME" >> /etc/hosts
 # '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
 if [ "$ADMIN" = root ]; then # as on IBM Cloud images: root logs in with the key
   install -d -m 700 /root/.ssh && install -m 600 "$S/admin.pub" /root/.ssh/authorized_keys
-else
-  useradd -m -s /bin/bash -p '*' "$ADMIN"
+else # a restarted sshd finds its /etc (the overlay) as it left it, like a rebooted host
+  id -u "$ADMIN" >/dev/null 2>&1 || useradd -m -s /bin/bash -p '*' "$ADMIN"
   install -d -m 700 -o "$ADMIN" -g "$ADMIN" "/home/$ADMIN/.ssh"
   install -m 600 -o "$ADMIN" -g "$ADMIN" "$S/admin.pub" "/home/$ADMIN/.ssh/authorized_keys"
   echo "$ADMIN ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/$ADMIN" && chmod 440 "/etc/sudoers.d/$ADMIN"
@@ -124,6 +127,7 @@ async function startHost(
   dir: string,
   adminUser: string,
   adminKey?: KeyPair,
+  restart = false,
 ): Promise<SshHost> {
   const name = net.netns;
   let proc: ManagedProcess | undefined;
@@ -159,6 +163,7 @@ async function startHost(
     args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser);
     const sshd = spawnManaged(`ssh host ${name}: sshd`, 'ip', args, {
       logFile: join(dir, 'sshd.log'),
+      restart,
     });
     proc = sshd;
     await waitFor(
@@ -238,7 +243,7 @@ export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool>
 
   const nets = await createHostNets(prefix, opts.count, hostDir);
   const results = await Promise.allSettled(
-    nets.map((net) => startHost(net, hostDir(net.netns), adminUser)),
+    nets.map((net) => startHost(net, hostDir(net.netns), adminUser, undefined, opts.restart)),
   );
   const hosts = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   let stopping: Promise<void> | undefined;

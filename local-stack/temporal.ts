@@ -68,6 +68,8 @@ export async function startTemporalDevServer(options: {
   stateDir?: string;
   /** Use the configured ports (npm start) or random free ones (tests). */
   fixedPorts: boolean;
+  /** Restart the server whenever it exits (`hostflow start`; its state persists). */
+  restart?: boolean;
   logDir?: string;
 }): Promise<TemporalDevServer> {
   const config = loadTemporalDevConfig();
@@ -107,6 +109,7 @@ export async function startTemporalDevServer(options: {
   }
   const server = spawnManaged('temporal dev server', temporalCli(), args, {
     logFile: options.logDir ? join(options.logDir, 'temporal.log') : undefined,
+    restart: options.restart,
   });
   const address = `${config.ip}:${port}`;
   try {

@@ -52,7 +52,17 @@ export const WORKFLOW_ID = {
   machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
   hostConfig: (engineNamespace: string) => `hostconfig/${engineNamespace}`,
   cloudGc: (engineNamespace: string) => `cloud-gc/${engineNamespace}`,
+  taskRunGc: (engineNamespace: string) => `taskrun-gc/${engineNamespace}`,
 } as const;
+
+/** The TaskRun a `taskrun/<namespace>/<name>/<uid>` workflow id names. */
+export function parseTaskRunWorkflowId(
+  workflowId: string,
+): { namespace: string; name: string; uid: string } | undefined {
+  const parts = workflowId.split('/');
+  if (parts.length !== 4 || parts[0] !== 'taskrun') return undefined;
+  return { namespace: parts[1]!, name: parts[2]!, uid: parts[3]! };
+}
 
 export const TASK_QUEUE = 'hostflow';
 

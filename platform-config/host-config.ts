@@ -31,8 +31,13 @@ export interface HostConfig {
   dynamicPoolPlatforms: string[];
   instanceTag?: string;
   additionalInstanceTags: Record<string, string>;
-  /** Regex sources; empty means every namespace is allowed. */
+  /** The valid regex sources of allowed-namespaces. */
   allowedNamespaces: string[];
+  /**
+   * Whether allowed-namespaces lists anything, valid or not: then only namespaces matching a
+   * valid entry may use hosts. A list of broken entries allows nothing (fail closed).
+   */
+  namespacesRestricted: boolean;
   /** Valid `host.<name>.*` entries only; the invalid ones are in `problems`. */
   staticHosts: StaticHost[];
   /** `dynamic.<cfg>.*` of the platforms listed in dynamic-platforms and dynamic-pool-platforms. */
@@ -118,6 +123,7 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
     instanceTag: globals['instance-tag'] || undefined,
     additionalInstanceTags,
     allowedNamespaces,
+    namespacesRestricted: globals['allowed-namespaces'].length > 0,
     staticHosts: staticHosts.hosts,
     dynamic: dynamic.platforms,
     problems,

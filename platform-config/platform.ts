@@ -3,6 +3,8 @@
 /** Accepted without any config lookup, as the original did. */
 const ALWAYS_VALID = new Set(['local', 'localhost', 'linux/x86_64']);
 const RFC1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** The platform with `/` as `-` is the target-platform label value: at most 63 characters. */
+const MAX_LABEL_VALUE = 63;
 
 export type PlatformCheck = { ok: true } | { ok: false; reason: string };
 
@@ -24,6 +26,14 @@ export function checkPlatform(platform: string): PlatformCheck {
           '(lowercase letters, digits and "-", starting with a letter, at most 63 characters)',
       };
     }
+  }
+  if (platform.length > MAX_LABEL_VALUE) {
+    return {
+      ok: false,
+      reason:
+        `PLATFORM "${printable(platform)}" is ${platform.length} characters long; at most ` +
+        `${MAX_LABEL_VALUE} fit the target-platform label`,
+    };
   }
   return { ok: true };
 }

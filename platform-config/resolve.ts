@@ -33,14 +33,17 @@ export function resolvePlatform(
     return { kind: 'error', message: `${check.reason}. Fix the PLATFORM param of the TaskRun.` };
   }
   if (
-    config.allowedNamespaces.length > 0 &&
+    config.namespacesRestricted &&
     !config.allowedNamespaces.some((source) => new RegExp(`^(?:${source})$`).test(namespace))
   ) {
+    const broken = config.problems.filter((p) => p.key === 'allowed-namespaces');
     return {
       kind: 'error',
       message:
         `namespace "${printable(namespace)}" may not use multi-platform hosts: it matches no ` +
-        `allowed-namespaces entry in ${where}. Ask the platform operators to allow it.`,
+        `valid allowed-namespaces entry in ${where}` +
+        (broken.length ? ` (${broken.map(describeProblem).join('; ')})` : '') +
+        '. Ask the platform operators to allow it.',
     };
   }
   const globalProblems = config.problems.filter((p) => p.platform === undefined);

@@ -34,16 +34,26 @@ export const taskRunStatus = defineQuery<TaskRunStatus>('status');
 /** Allocator → TaskRun workflow, for a request that had to wait. */
 export const slotGranted = defineSignal<[{ requestId: string; host: Host }]>('slotGranted');
 export const slotExhausted = defineSignal<[{ requestId: string; reason: string }]>('slotExhausted');
+/** Allocator → waiting TaskRun workflows: it was lost and rebuilt itself, so ask again. */
+export const askForSlotAgain = defineSignal<[]>('askForSlotAgain');
 
 // ── Allocator (`allocator/<platform>`) ─────────────────────────────────────────────────────
 
 export interface SlotRequestInput {
-  /** Unique per attempt: `<taskrun workflow id>#<attempt>`; a retried request never takes two slots. */
+  /**
+   * Unique per attempt: `<taskrun workflow id>#<run id>.<attempt>` (before v2 without the run
+   * id); a retried request never takes two slots.
+   */
   requestId: string;
   /** The TaskRun workflow to signal when a queued request is granted. */
   workflowId: string;
-  /** This TaskRun's failed hosts. */
+  /** Hosts this TaskRun failed on (or cannot use): never granted to it. */
   excluded: string[];
+  /**
+   * A host an earlier run of this TaskRun workflow served the build on, which still runs there:
+   * the slot is taken over (even past capacity, since the build is real), not granted anew.
+   */
+  adopt?: string;
 }
 
 export type RequestOutcome =

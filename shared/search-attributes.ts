@@ -17,6 +17,7 @@ export const KIND = {
   allocator: 'allocator',
   hostConfig: 'hostconfig',
   cloudGc: 'cloud-gc',
+  taskRunGc: 'taskrun-gc',
 } as const;
 
 /** The type names `temporal operator search-attribute create --type` takes. */

@@ -29,6 +29,16 @@ export interface Host {
   hostKey?: string;
 }
 
+/**
+ * A served Secret this TaskRun already has when its workflow starts: an earlier run of the
+ * workflow (terminated by an operator, say) delivered it, and the build may hold its key.
+ */
+export interface EarlierDelivery {
+  /** The build user, one of this TaskRun's own names. */
+  user: string;
+  address: string;
+}
+
 export interface TaskRunWorkflowInput extends TaskRunRef {
   platform: string;
 }
@@ -46,16 +56,28 @@ export interface AllocatorInput {
   state?: unknown;
   /** A dynamic pool's VMs, carried across continue-as-new. */
   pool?: unknown;
+  /** How often holders whose run ended are looked for (the engine's resync period). */
+  sweepSeconds?: number;
+  /** Epoch ms of the last such sweep, carried across continue-as-new. */
+  lastSweep?: number;
 }
 
 export interface HostConfigWorkflowInput {
   engineNamespace: string;
   /** The last resourceVersion handled, carried across continue-as-new. */
   handled?: string;
+  /** Events a run's history may reach before it continues as new (default 2,000). */
+  maxHistory?: number;
 }
 
 export interface CloudGcInput {
   intervalSeconds: number;
+}
+
+export interface LeftoversGcInput {
+  intervalSeconds: number;
+  /** Build users and Secrets younger than this are never collected. */
+  graceSeconds: number;
 }
 
 // Workflow signatures, so clients outside the worker start them by name with typed arguments.
@@ -63,3 +85,4 @@ export type TaskRunWorkflow = (input: TaskRunWorkflowInput) => Promise<TaskRunOu
 export type AllocatorWorkflow = (input: AllocatorInput) => Promise<void>;
 export type HostConfigWorkflow = (input: HostConfigWorkflowInput) => Promise<void>;
 export type CloudGcWorkflow = (input: CloudGcInput) => Promise<void>;
+export type LeftoversGcWorkflow = (input: LeftoversGcInput) => Promise<void>;

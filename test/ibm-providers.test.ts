@@ -323,6 +323,8 @@ describe.each([ibmz, ibmp])('$kind provider contract', (h) => {
     const owner = `${h.kind}-list`;
     const mine = await Promise.all([1, 2, 3].map(() => provider.launch(request(owner))));
     await provider.launch(request(`${owner}x`));
+    // another install whose tag starts with ours and a dash: its VMs are not ours either
+    await provider.launch(request(`${owner}-b`));
     double.seedInstance(h.kind === 'ibmz' ? 'vpc' : 'power', `someone-else-${h.kind}`);
     const { result: listed, log } = await logSince(() =>
       provider.listByOwner({ key: OWNER_TAG_KEY, value: owner }),

@@ -430,7 +430,8 @@ describe('OtpClient', () => {
       new OtpClient({ url: a.url, ca: fx.caPem, storeToken: 'not-the-store-token' }),
     );
     expect(wrongToken).toBeInstanceOf(OtpClientError);
-    expect(wrongToken).toMatchObject({ status: 401, retryable: false });
+    // retryable: the token may be mid-rotation; the worker waits rather than failing builds
+    expect(wrongToken).toMatchObject({ status: 401, retryable: true });
     expect(wrongToken.message).toMatch(/HTTP 401 \(missing or wrong bearer token\)/);
 
     const notAKey = await failure(

@@ -3,6 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { parseHostConfig } from '../platform-config/host-config.js';
 import { checkPlatform } from '../platform-config/platform.js';
 import { resolvePlatform } from '../platform-config/resolve.js';
+import { checkTaskRunInput } from '../platform-config/taskrun-input.js';
 
 describe('PLATFORM validation', () => {
   it.each([
@@ -54,6 +55,7 @@ describe('host-config parsing', () => {
       instanceTag: 'prod',
       additionalInstanceTags: { team: 'build', 'cost-center': '42' },
       allowedNamespaces: ['team-.*', 'ci'],
+      namespacesRestricted: true,
       staticHosts: [],
       dynamic: [],
       problems: expect.any(Array),
@@ -160,6 +162,40 @@ describe('platform resolution', () => {
     expect(resolvePlatform(restricted, 'linux/amd64', 'team-a', 'mpc')).toEqual({ kind: 'local' });
     const denied = resolvePlatform(restricted, 'linux/amd64', 'xteam-a', 'mpc');
     expect(denied.kind === 'error' && denied.message).toContain('may not use multi-platform hosts');
+  });
+
+  it('allows no namespace when every allowed-namespaces entry is broken (fails closed)', () => {
+    const broken = parseHostConfig({
+      'local-platforms': 'linux/amd64',
+      'allowed-namespaces': '(unclosed,[z-a]',
+    });
+    expect(broken.allowedNamespaces).toEqual([]);
+    expect(broken.problems.filter((p) => p.key === 'allowed-namespaces')).toHaveLength(2);
+    for (const namespace of ['team-a', 'default', 'unclosed']) {
+      const denied = resolvePlatform(broken, 'linux/amd64', namespace, 'mpc');
+      expect(denied.kind).toBe('error');
+      expect(denied.kind === 'error' && denied.message).toMatch(
+        /may not use multi-platform hosts.*allowed-namespaces: "\(unclosed" is not a valid regular expression/,
+      );
+    }
+  });
+});
+
+describe('TaskRun input checked before anything is allocated', () => {
+  it('refuses a name whose Secret name would exceed 253 characters, saying why', () => {
+    expect(checkTaskRunInput({ namespace: 'ns', name: 'a'.repeat(234) })).toEqual({ ok: true });
+    const tooLong = checkTaskRunInput({ namespace: 'ns', name: 'a'.repeat(235) });
+    expect(tooLong).toMatchObject({ ok: false, answerable: false });
+    expect(!tooLong.ok && tooLong.reason).toMatch(
+      /235 characters long.*multi-platform-ssh-<name>.*254.*at most 234 characters/,
+    );
+  });
+
+  it('refuses a PLATFORM too long for the target-platform label', () => {
+    const platform = `linux/${'a'.repeat(57)}`;
+    expect(checkPlatform(platform)).toEqual({ ok: true });
+    const long = checkPlatform(`${platform}b`);
+    expect(long.ok === false && long.reason).toMatch(/64 characters long; at most 63/);
   });
 });
 

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -11,8 +12,9 @@ import {
   buildUserName,
   checkPublicKey,
   generateBuildUserKey,
+  legacyBuildUserName,
   shellQuote,
-} from '../activities/ssh/build-user-scripts.js';
+} from '../activities/ssh/build-user-names.js';
 import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
 import { classifySshError, withSsh } from '../activities/ssh/session.js';
 import {
@@ -120,8 +122,7 @@ describe('build users on static hosts over SSH', () => {
     ...extra,
   });
   const taskRun = () => ({
-    namespace: `ns-${uniqueSuffix()}`,
-    taskRunName: `tr-${uniqueSuffix()}`,
+    taskRun: { namespace: `ns-${uniqueSuffix()}`, name: `tr-${uniqueSuffix()}`, uid: randomUUID() },
   });
   const login = (h: SshHost, user: string, privateKey: string, command: string) =>
     withSsh({ address: h.address, user, privateKey, hostKey: h.hostPublicKey }, (s) =>
@@ -148,7 +149,7 @@ describe('build users on static hosts over SSH', () => {
       ...tr,
     });
     const provisionMs = Date.now() - t0;
-    expect(user).toBe(buildUserName(tr.namespace, tr.taskRunName));
+    expect(user).toBe(buildUserName(tr.taskRun));
     expect(userDir).toBe(`/home/${user}/build`);
     expect(privateKey).toMatch(/^-----BEGIN OPENSSH PRIVATE KEY-----\n/);
 
@@ -322,10 +323,19 @@ describe('build users on static hosts over SSH', () => {
     });
 
     it('hashes hostile namespace and TaskRun names into a plain user name', async () => {
-      const tr = { namespace: "x'; touch /tmp/pwned; '", taskRunName: '$(touch /tmp/pwned)`id`' };
-      const user = buildUserName(tr.namespace, tr.taskRunName);
+      const tr = {
+        taskRun: {
+          namespace: "x'; touch /tmp/pwned; '",
+          name: '$(touch /tmp/pwned)`id`',
+          uid: "'; id; '",
+        },
+      };
+      const user = buildUserName(tr.taskRun);
       expect(user).toMatch(BUILD_USER_PATTERN);
-      expect(buildUserName(tr.namespace, tr.taskRunName)).toBe(user); // deterministic
+      expect(buildUserName(tr.taskRun)).toBe(user); // deterministic
+      expect(legacyBuildUserName(tr.taskRun.namespace, tr.taskRun.name)).toMatch(
+        BUILD_USER_PATTERN,
+      );
       expect((await provisionBuildUser(deps, { host: hostConfig(h1), ...tr })).user).toBe(user);
       expect(await activities.removeBuildUser({ host: hostConfig(h1), ...tr })).toBe('removed');
       expect(await exists(h1, pwned)).toBe(false);
@@ -499,7 +509,7 @@ describe('the admin key from Kubernetes', () => {
       user: host.adminUser,
       secret: 'admin',
     };
-    const tr = { namespace: 'team-a', taskRunName: 'build-arm64' };
+    const tr = { taskRun: { namespace: 'team-a', name: 'build-arm64', uid: randomUUID() } };
     const { user, privateKey } = await provisionBuildUser({ adminKey }, { host: config, ...tr });
     const r = await withSsh({ address: host.address, user, privateKey }, (s) => s.exec('whoami'));
     expect(r.stdout).toBe(`${user}\n`);

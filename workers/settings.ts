@@ -55,9 +55,11 @@ const EnvSchema = z.object({
   /** IBM Cloud IAM token endpoint override, e.g. the IBM double's in the local stack and tests. */
   HOSTFLOW_IBM_IAM_ENDPOINT: z.string().url().optional(),
   /** How often cloud VMs no running workflow owns are collected (also at each worker start). */
-  HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
+  HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
   /** VMs younger than this are never collected (a launch's claim may not be visible yet). */
   HOSTFLOW_CLOUD_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** Build users and Secrets younger than this are never collected (same reason). */
+  HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 

@@ -2,13 +2,12 @@
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../otp-server/client.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
-import type { CloudGcWorkflow } from '../shared/types.js';
+import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/types.js';
 import { collectNow } from '../shared/messages.js';
 import { KIND, SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
@@ -33,10 +32,12 @@ export async function createWorker(
       core: kc.makeApiClient(CoreV1Api),
       custom: kc.makeApiClient(CustomObjectsApi),
       engineNamespace: settings.HOSTFLOW_NAMESPACE,
+      watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
     },
     temporal: {
       client,
       taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+      resyncSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
     },
     otp: otpDelivery(settings),
     cloud: {
@@ -58,7 +59,7 @@ export async function createWorker(
       : { workflowsPath: WORKFLOWS_PATH }),
   });
   await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE);
-  await startCloudGc(client, settings);
+  await startGarbageCollection(client, settings);
   return {
     worker,
     close: async () => {
@@ -93,8 +94,11 @@ async function checkSearchAttributes(client: Client, namespace: string): Promise
   );
 }
 
-/** Orphan collection runs at every worker start, then every interval (one workflow per install). */
-async function startCloudGc(client: Client, settings: Settings): Promise<void> {
+/**
+ * Garbage collection runs at every worker start, then every interval (one workflow of each kind
+ * per install): cloud VMs, and TaskRun leftovers (build users on static hosts, Secrets).
+ */
+async function startGarbageCollection(client: Client, settings: Settings): Promise<void> {
   // By name: importing the workflow module outside the workflow sandbox would run its proxies.
   await client.workflow.signalWithStart<CloudGcWorkflow, []>('cloudGcWorkflow', {
     workflowId: WORKFLOW_ID.cloudGc(settings.HOSTFLOW_NAMESPACE),
@@ -103,6 +107,19 @@ async function startCloudGc(client: Client, settings: Settings): Promise<void> {
     signal: collectNow,
     typedSearchAttributes: [{ key: SA.kind, value: KIND.cloudGc }],
     staticSummary: 'Cloud VM garbage collection',
+  });
+  await client.workflow.signalWithStart<LeftoversGcWorkflow, []>('taskRunLeftoversGcWorkflow', {
+    workflowId: WORKFLOW_ID.taskRunGc(settings.HOSTFLOW_NAMESPACE),
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    args: [
+      {
+        intervalSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
+        graceSeconds: settings.HOSTFLOW_TASKRUN_GC_GRACE_SECONDS,
+      },
+    ],
+    signal: collectNow,
+    typedSearchAttributes: [{ key: SA.kind, value: KIND.taskRunGc }],
+    staticSummary: 'Garbage collection of build users and Secrets',
   });
 }
 
@@ -122,7 +139,7 @@ function otpDelivery(settings: Settings): OtpDelivery | undefined {
   const publicRedeem = settings.HOSTFLOW_OTP_PUBLIC_URL
     ? `${settings.HOSTFLOW_OTP_PUBLIC_URL.replace(/\/+$/, '')}/otp`
     : client.redeemUrl;
-  return { client, publicRedeemUrl: publicRedeem, caPem: readFileSync(caFile, 'utf8') };
+  return { client, publicRedeemUrl: publicRedeem };
 }
 
 async function main(): Promise<void> {

@@ -1,6 +1,8 @@
 // Activity proxies shared by the TaskRun workflow's steps, each with its timeout and retries.
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { CloudActivities } from '../activities/cloud/instances.js';
+import type { CloudGcActivities } from '../activities/gc/cloud-vms.js';
+import type { LeftoversGcActivities } from '../activities/gc/taskrun-leftovers.js';
 import type { DeliveryActivities } from '../activities/delivery.js';
 import type { EventActivities } from '../activities/kubernetes/events.js';
 import type { HostConfigActivities } from '../activities/kubernetes/host-config.js';
@@ -9,15 +11,15 @@ import type { SshActivities } from '../activities/ssh/build-users.js';
 import type { TemporalActivities } from '../activities/temporal/workflows.js';
 
 // Kubernetes calls are short, so they run as local activities: in the worker, within the
-// workflow task, without a round trip through the server per call. Retries are unlimited
-// (the API server may be down for a while); past localRetryThreshold they wait on timers.
+// workflow task, without a round trip through the server per call. A few quick retries absorb
+// a blip; a longer outage is waited out by the workflow on timers, saying so (retry.ts).
 export const kube = proxyLocalActivities<KubernetesActivities & HostConfigActivities>({
   startToCloseTimeout: '30 seconds',
-  localRetryThreshold: '10 seconds',
   retry: {
     initialInterval: '200 milliseconds',
     backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
+    maximumInterval: '2 seconds',
+    maximumAttempts: 5,
   },
 });
 
@@ -45,15 +47,21 @@ export const delivery = proxyActivities<DeliveryActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 4 },
 });
 
-/** Removing the build user of a served TaskRun retries until the host is back: never dropped. */
+/**
+ * Removing the build user of a served TaskRun retries until the host is back: never dropped.
+ * A home full of container layers takes as long as it takes: the activity heartbeats, so a lost
+ * worker is noticed in 30 s, and the generous start-to-close never cuts off a removal.
+ */
 export const durableCleanup = proxyActivities<SshActivities>({
-  startToCloseTimeout: '2 minutes',
+  startToCloseTimeout: '12 hours',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
 /** Hosts that failed provisioning may never come back: try for a while, then leave it to GC. */
 export const boundedCleanup = proxyActivities<SshActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '12 hours',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
 });
 
@@ -78,7 +86,14 @@ export const durableTerminate = proxyActivities<CloudActivities>({
 });
 
 /** Orphan collection lists and terminates VMs one by one: it may take a while. */
-export const cloudGc = proxyActivities<CloudActivities>({
+export const cloudGc = proxyActivities<CloudActivities & CloudGcActivities>({
   startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+/** Collecting TaskRun leftovers visits every static host over SSH: long, heartbeating. */
+export const leftoversGc = proxyActivities<LeftoversGcActivities>({
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '2 minutes',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
 });

@@ -3,3 +3,4 @@ export { taskRunWorkflow } from './taskrun/taskrun.js';
 export { allocatorWorkflow } from './allocator/allocator.js';
 export { hostConfigWorkflow } from './host-config/host-config.js';
 export { cloudGcWorkflow } from './gc/cloud-gc.js';
+export { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';

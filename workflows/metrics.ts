@@ -20,6 +20,21 @@ export const metrics = {
     '1',
     'Provisioning attempts that failed on a host',
   ),
+  waits: metricMeter.createCounter(
+    'hostflow_dependency_waits',
+    '1',
+    'Times a TaskRun or entity waited for a failing dependency (otp, kubernetes, cloud, worker)',
+  ),
+  orphanUsersCollected: metricMeter.createCounter(
+    'hostflow_orphan_users_collected',
+    '1',
+    'Build users removed from static hosts because no running workflow owned them',
+  ),
+  orphanSecretsCollected: metricMeter.createCounter(
+    'hostflow_orphan_secrets_collected',
+    '1',
+    'TaskRun Secrets deleted because their TaskRun was gone or finished and no workflow owned them',
+  ),
   cleanupFailures: metricMeter.createCounter(
     'hostflow_cleanup_failures',
     '1',

@@ -222,6 +222,17 @@ export function instanceName(
   return `${tag}-${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, room)}`;
 }
 
+/**
+ * Whether `name` is one `instanceName` made for this owner tag: the tag, a dash, and exactly the
+ * hash it appends. A prefix match would also take the VMs of a tag that starts the same
+ * (`team` would take `team-b-…`).
+ */
+export function isInstanceNameOf(tag: string, name: string, maxLength: number): boolean {
+  const room = Math.min(16, maxLength - tag.length - 1);
+  const hash = name.slice(tag.length + 1);
+  return name.startsWith(`${tag}-`) && hash.length === room && /^[0-9a-f]+$/.test(hash);
+}
+
 /** The owner tag value an instance name carries (the part before the final hash). */
 export function ownerOfName(name: string): string {
   const dash = name.lastIndexOf('-');

@@ -12,6 +12,7 @@ import type { IbmpConfig } from '../../platform-config/ibm-config.js';
 import {
   ibmConnection,
   instanceName,
+  isInstanceNameOf,
   ownerOfName,
   type IbmClient,
   type IbmProviderOptions,
@@ -125,7 +126,7 @@ export class IbmpProvider implements CloudProvider {
 
   async listByOwner(owner: { key: string; value: string }): Promise<Instance[]> {
     return (await this.all())
-      .filter((i) => i.serverName.startsWith(`${owner.value}-`))
+      .filter((i) => isInstanceNameOf(owner.value, i.serverName, MAX_NAME))
       .map((i) => this.toInstance(i, owner))
       .filter((i) => i.state !== 'terminated');
   }

@@ -1,7 +1,7 @@
 // IBM System Z on IBM Cloud VPC (`type: ibmz`), over the VPC REST API (IBM Cloud API docs,
 // "VPC API": every call carries `version=<date>&generation=2`). Config values `vpc`, `subnet` and
 // `key` are names, as in the original (pkg/ibm/ibmz.go looks each up by listing), resolved once.
-// Ownership is the instance name prefix (see instanceName); the TaskRun id is a user tag on the
+// Ownership is the instance name: the owner tag and its launch hash (see instanceName); the TaskRun id is a user tag on the
 // boot volume, which is where the original's orphan collector read it (ibmz_helpers.go).
 // The SSH address is the primary private IP with `private-ip`, otherwise a floating IP bound to
 // the primary network interface: an unbound one this engine created earlier is reused before a
@@ -13,6 +13,7 @@ import type { IbmzConfig } from '../../platform-config/ibm-config.js';
 import {
   ibmConnection,
   instanceName,
+  isInstanceNameOf,
   ownerOfName,
   type IbmClient,
   type IbmProviderOptions,
@@ -155,7 +156,7 @@ export class IbmzProvider implements CloudProvider {
     const { vpc } = await this.resolve();
     const all = await this.list<VpcInstance>('/instances', 'instances', { 'vpc.id': vpc.id });
     const owned = all.filter(
-      (i) => i.name.startsWith(`${owner.value}-`) && i.status !== 'deleting',
+      (i) => isInstanceNameOf(owner.value, i.name, MAX_NAME) && i.status !== 'deleting',
     );
     return Promise.all(owned.map((i) => this.toInstance(i, owner)));
   }

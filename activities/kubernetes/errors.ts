@@ -24,11 +24,17 @@ export function apiMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Rethrows `err`, as non-retryable when it is a client error other than conflict/throttling. */
+/**
+ * Client errors that an operator fixes without touching the request: credentials (401) and
+ * permissions (403). Callers wait them out, saying what they wait for, instead of giving up.
+ */
+const RETRYABLE_CLIENT_ERRORS = new Set([401, 403, 409, 429]);
+
+/** Rethrows `err`, as non-retryable when it is a client error retrying cannot fix. */
 export function rethrowKube(action: string, err: unknown): never {
   const code = statusCode(err);
   const message = `${action}: ${apiMessage(err)}`;
-  if (code !== undefined && code >= 400 && code < 500 && code !== 409 && code !== 429) {
+  if (code !== undefined && code >= 400 && code < 500 && !RETRYABLE_CLIENT_ERRORS.has(code)) {
     throw ApplicationFailure.nonRetryable(message, `KubernetesHttp${code}`);
   }
   throw ApplicationFailure.retryable(

@@ -12,7 +12,8 @@ import {
   resolvePlatform,
   type PlatformResolution,
 } from '../../platform-config/resolve.js';
-import type { Host } from '../../shared/types.js';
+import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
+import type { EarlierDelivery, Host, TaskRunRef } from '../../shared/types.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './events.js';
 import type { KubeClients } from './taskruns.js';
@@ -20,10 +21,10 @@ import type { KubeClients } from './taskruns.js';
 type ConfigRead =
   { found: true; config: HostConfig; resourceVersion?: string; uid?: string } | { found: false };
 
-/** The allocator's single pseudo-host of a dynamic platform: its max-instances. */
-export const VM_SLOTS = 'vm-slots';
-
-export function createHostConfigActivities({ core, engineNamespace }: KubeClients) {
+export function createHostConfigActivities(
+  { core, engineNamespace }: KubeClients,
+  earlierDelivery?: (taskRun: TaskRunRef) => Promise<EarlierDelivery | undefined>,
+) {
   const where = `ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`;
 
   async function readConfig(): Promise<ConfigRead> {
@@ -45,17 +46,35 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
   }
 
   return {
+    /**
+     * How the TaskRun's platform is served. Given the TaskRun (`name`, `uid`), a platform served
+     * from hosts also says whether the TaskRun already has a served Secret (`earlier`).
+     */
     async resolveTaskRunPlatform(input: {
       namespace: string;
       platform: string;
-    }): Promise<PlatformResolution> {
+      name?: string;
+      uid?: string;
+    }): Promise<PlatformResolution & { earlier?: EarlierDelivery }> {
       const read = await readConfig();
       if (!read.found)
         return {
           kind: 'error',
           message: missingConfigMessage(engineNamespace, 'it does not exist'),
         };
-      return resolvePlatform(read.config, input.platform, input.namespace, engineNamespace);
+      const resolution = resolvePlatform(
+        read.config,
+        input.platform,
+        input.namespace,
+        engineNamespace,
+      );
+      if (resolution.kind === 'error' || resolution.kind === 'local') return resolution;
+      if (input.name === undefined || input.uid === undefined || !earlierDelivery) {
+        return resolution;
+      }
+      const ref = { namespace: input.namespace, name: input.name, uid: input.uid };
+      const earlier = await earlierDelivery(ref);
+      return earlier ? { ...resolution, earlier } : resolution;
     },
 
     /** The platform's static hosts as the allocator uses them; none when the platform is broken or gone. */
@@ -67,7 +86,7 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
       if (cloud) {
         // A dynamic platform's slots are its max-instances: one slot per VM being run.
         const instances = {
-          name: VM_SLOTS,
+          name: VM_SLOTS_HOST,
           address: '-',
           user: '-',
           secret: '-',
@@ -97,6 +116,13 @@ export function createHostConfigActivities({ core, engineNamespace }: KubeClient
       }
       const cloud = read.config.dynamic.find((d) => d.platform === input.platform && d.pool);
       return cloud && { cloud, additionalTags: read.config.additionalInstanceTags };
+    },
+
+    /** Every valid static host of every platform: where garbage collection looks for users. */
+    async loadStaticHosts(): Promise<Host[]> {
+      const read = await readConfig();
+      if (!read.found) return [];
+      return read.config.staticHosts.map(({ platform: _platform, ...host }) => host);
     },
 
     /** Every valid dynamic and dynamic-pool platform: what garbage collection looks through. */

@@ -1,10 +1,11 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { ANNOTATIONS, LABELS, secretNameFor } from '../../platform-config/contract.js';
+import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
-import type { TaskRunRef } from '../../shared/types.js';
+import type { EarlierDelivery, TaskRunRef } from '../../shared/types.js';
+import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 
 export interface KubeClients {
   core: CoreV1Api;
@@ -35,7 +36,45 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     }
   }
 
+  /**
+   * The build-facing part of a served Secret this TaskRun already has (`host` = user@address and
+   * `user-dir`): what a delivery that may have written it already, or an adopting run, needs.
+   * Undefined when there is none, it is an error Secret, or it belongs to another TaskRun.
+   */
+  async function readServedSecret(
+    ref: TaskRunRef,
+  ): Promise<{ host: string; userDir?: string } | undefined> {
+    const name = secretNameFor(ref.name);
+    try {
+      const secret = await core.readNamespacedSecret({ name, namespace: ref.namespace });
+      if (secret.metadata?.annotations?.[ANNOTATIONS.ownerUid] !== ref.uid) return undefined;
+      const decode = (key: string) => {
+        const value = secret.data?.[key];
+        return value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8');
+      };
+      const host = decode(SECRET_KEYS.host);
+      if (!host || !host.includes('@')) return undefined;
+      return { host, userDir: decode(SECRET_KEYS.userDir) };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      rethrowKube(`read Secret ${ref.namespace}/${name}`, err);
+    }
+  }
+
+  /** A served Secret of this TaskRun for one of its own build users (see EarlierDelivery). */
+  async function earlierDelivery(ref: TaskRunRef): Promise<EarlierDelivery | undefined> {
+    const served = await readServedSecret(ref);
+    if (!served) return undefined;
+    const at = served.host.lastIndexOf('@');
+    const user = served.host.slice(0, at);
+    const own = [buildUserName(ref), legacyBuildUserName(ref.namespace, ref.name)];
+    return own.includes(user) ? { user, address: served.host.slice(at + 1) } : undefined;
+  }
+
   return {
+    readServedSecret,
+    earlierDelivery,
+
     /**
      * Creates or replaces the TaskRun's Secret. Idempotent: a retry after a lost response
      * finds its own Secret and rewrites the same data.

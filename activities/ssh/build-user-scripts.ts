@@ -1,224 +1,193 @@
-// The pure part of provisioning a build user (DESIGN.md §5): names, paths, validation of every
-// value that reaches a remote shell, and the fixed scripts that run there.
+// The fixed scripts that create, list and remove build users on a host, run as root through
+// `sudo -n bash -s -- ARGS` (see build-user-names.ts for how values reach them).
 //
-// No shell injection by construction: the scripts are constants run as `sudo -n bash -s -- ARGS`
-// with the script on stdin; values travel only as positional arguments, each checked against a
-// strict pattern here and then single-quoted (ssh exec passes the command line through the remote
-// login shell). Nothing is ever interpolated into script text.
-import { generateEd25519KeyPair } from './keys.js';
-import { createHash } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/common';
-
-export const BUILD_USER_PATTERN = /^u-[0-9a-f]{12}$/;
-export const ADMIN_USER_PATTERN = /^[a-z_][a-z0-9_-]{0,31}$/;
-export const PUBLIC_KEY_PATTERN = /^ssh-ed25519 [A-Za-z0-9+/]+={0,3}( [^\s]*)?$/;
-export const SUDO_COMMAND_PATTERN = /^\/[A-Za-z0-9._/+-]+$/;
-/** What the scripts take as a home or build directory: absolute, no spaces or shell characters. */
-const PATH_PATTERN = /^\/[A-Za-z0-9._/-]+$/;
-const SUDOERS_LINE_PATTERN = /^u-[0-9a-f]{12} ALL=\(root\) NOPASSWD: \/[A-Za-z0-9._/+, -]+$/;
-
-/** The build user's working directory under its home: the Secret's `user-dir`. */
-export const BUILD_DIR_NAME = 'build';
-
-/**
- * `u-` + 12 hex of sha256("<namespace>/<name>"): deterministic, so a retry or a cleanup after a
- * restart finds the same user; hashed, so no TaskRun name can put a character of its own into
- * a remote command; short, well under the 32 characters useradd allows.
- */
-export function buildUserName(namespace: string, taskRunName: string): string {
-  const hash = createHash('sha256').update(`${namespace}/${taskRunName}`).digest('hex');
-  return `u-${hash.slice(0, 12)}`;
-}
-
-export function homeDir(user: string): string {
-  return `/home/${checkBuildUser(user)}`;
-}
-
-export function buildDir(user: string): string {
-  return `${homeDir(user)}/${BUILD_DIR_NAME}`;
-}
-
-/** A fresh key pair for a build user (its public key checked like every remote value). */
-export function generateBuildUserKey(user: string): { privateKey: string; publicKey: string } {
-  const pair = generateEd25519KeyPair(`${checkBuildUser(user)}@hostflow`);
-  return { privateKey: pair.privateKey, publicKey: checkPublicKey(pair.publicKey) };
-}
-
-function unsafe(what: string, value: string, allowed: string): never {
-  const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-  throw ApplicationFailure.nonRetryable(
-    `refusing to send ${what} ${shown} to a host: ${allowed}`,
-    'UnsafeRemoteValue',
-  );
-}
-
-export function checkBuildUser(user: string): string {
-  if (!BUILD_USER_PATTERN.test(user)) unsafe('build user', user, 'expected u- and 12 hex digits');
-  return user;
-}
-
-export function checkAdminUser(user: string): string {
-  if (!ADMIN_USER_PATTERN.test(user)) {
-    unsafe(
-      'admin user',
-      user,
-      'host.<name>.user must be a POSIX user name (lower case letters, digits, _ and -)',
-    );
-  }
-  return user;
-}
-
-export function checkPublicKey(key: string): string {
-  if (!PUBLIC_KEY_PATTERN.test(key)) unsafe('public key', key, 'expected one ssh-ed25519 line');
-  return key;
-}
-
-export function checkSudoCommands(commands: readonly string[]): string[] {
-  for (const command of commands) {
-    if (!SUDO_COMMAND_PATTERN.test(command)) {
-      unsafe(
-        'sudo command',
-        command,
-        'sudo-commands must be a comma list of absolute paths without spaces or shell characters',
-      );
-    }
-  }
-  return [...commands];
-}
-
-function checkPath(what: string, path: string): string {
-  if (!PATH_PATTERN.test(path) || path.split('/').includes('..')) {
-    unsafe(what, path, 'expected an absolute path without spaces, shell characters or ..');
-  }
-  return path;
-}
-
-/** The sudoers rule, or '' for none: commands run as root without a password, nothing else. */
-export function sudoersLine(user: string, commands: readonly string[]): string {
-  if (commands.length === 0) return '';
-  const line = `${checkBuildUser(user)} ALL=(root) NOPASSWD: ${checkSudoCommands(commands).join(', ')}`;
-  if (!SUDOERS_LINE_PATTERN.test(line)) unsafe('sudoers rule', line, 'one line, validated parts');
-  return line;
-}
-
-/** POSIX single quoting: the result is one word in sh, bash, dash and zsh. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The exec command line: a fixed script read from stdin, the values as quoted arguments. */
-export function remoteCommand(args: readonly string[]): string {
-  return ['sudo', '-n', 'bash', '-s', '--', ...args.map(shellQuote)].join(' ');
-}
+// What the scripts never do: reuse a user that already exists, or write as root anywhere a build
+// user could have changed. A user of the name being provisioned is stale (a crashed attempt, an
+// earlier run) and is removed with everything it owns before a fresh one is made; the key and
+// build directory are then written as the new user itself (setpriv), so no link planted in a
+// home can send root's writes elsewhere. Each user has a root-owned marker with its creation
+// time (under /var/lib/hostflow), which garbage collection reads; one lock per host serializes
+// the user-database steps, and the slow part of a removal (the home) runs outside it.
+import {
+  buildDir,
+  checkBuildUser,
+  checkPath,
+  checkPublicKey,
+  homeDir,
+  sudoersLine,
+} from './build-user-names.js';
 
 /** Exit codes the scripts use for outcomes that retrying cannot fix (sysexits.h). */
 export const EXIT_SUDOERS_REJECTED = 65;
+/** The host lacks a tool the scripts need (see the README's host requirements). */
+export const EXIT_REQUIREMENT_MISSING = 69;
 /** …and for those it can. */
 export const EXIT_PROCESSES_SURVIVE = 75;
-
-// Each script is one function called with stdin from /dev/null: bash -s reads its script from
-// stdin as it goes, so a command reading stdin would otherwise eat the rest of the script.
-
-/** Args: user home build-dir public-key sudoers-line-or-empty. Idempotent; a rerun replaces the key. */
-const PROVISION_SCRIPT = `set -eu
-main() {
-  local U=$1 H=$2 B=$3 KEY=$4 RULE=$5
-  if ! id -u "$U" >/dev/null 2>&1; then
-    # a crashed removal's leftovers must not reach the new user, nor block useradd
-    rm -rf --one-file-system -- "$H"
-    if getent group "$U" >/dev/null; then groupdel "$U"; fi
-    # '*' rather than useradd's '!': no password login, and sshd never sees the account as locked
-    useradd -m -d "$H" -s /bin/bash -p '*' "$U"
-  fi
-  local G
-  G=$(id -g "$U")
-  chown "$U:$G" "$H"
-  chmod 700 "$H"
-  install -d -m 700 -o "$U" -g "$G" "$H/.ssh" "$B"
-  # the only key: written aside, then renamed over, so a retry never leaves two or a torn file
-  local T
-  T=$(mktemp "$H/.ssh/.authorized_keys.XXXXXX")
-  printf '%s\\n' "$KEY" >"$T"
-  chown "$U:$G" "$T"
-  chmod 600 "$T"
-  mv -f -- "$T" "$H/.ssh/authorized_keys"
-  local F=/etc/sudoers.d/$U
-  if [ -z "$RULE" ]; then
-    rm -f -- "$F"
-    return 0
-  fi
-  # sudo skips names containing a dot, so the file takes effect only once checked and renamed
-  T=$(mktemp /etc/sudoers.d/.hostflow.XXXXXX)
-  printf '%s\\n' "$RULE" >"$T"
-  chmod 440 "$T"
-  if command -v visudo >/dev/null && ! visudo -cqf "$T" >&2; then
-    rm -f -- "$T"
-    echo "visudo rejected the rule for $U" >&2
-    exit ${EXIT_SUDOERS_REJECTED}
-  fi
-  mv -f -- "$T" "$F"
-}
-main "$@" </dev/null
-`;
-
-/**
- * Args: user home. Prints `removed` or `absent`. Kills only this host's processes of the user:
- * those in our network namespace, or in a user namespace of their own (rootless containers, as
- * userdel itself judges). Same-numbered uids elsewhere on the kernel (containers run by root,
- * other test hosts) belong to someone else.
- */
-const REMOVE_SCRIPT = `set -eu
-main() {
-  local U=$1 H=$2
-  rm -f -- "/etc/sudoers.d/$U" # first, so nothing escalates while we clean up
-  if ! id -u "$U" >/dev/null 2>&1; then
-    rm -rf --one-file-system -- "$H"
-    if getent group "$U" >/dev/null; then groupdel "$U"; fi
-    echo absent
-    return 0
-  fi
-  local NET USERNS
-  NET=$(readlink /proc/self/ns/net) USERNS=$(readlink /proc/self/ns/user)
-  ours() {
-    local p
-    for p in $({ pgrep -u "$U" || true; pgrep -U "$U" || true; } | sort -un); do
-      [ "$(ps -o state= -p "$p" 2>/dev/null | tr -d ' ')" != Z ] || continue # zombies hold nothing
-      if [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$NET" ] ||
-        [ "$(readlink "/proc/$p/ns/user" 2>/dev/null || echo "$USERNS")" != "$USERNS" ]; then
-        echo "$p"
-      fi
-    done
-  }
-  local i pids
-  for i in $(seq 50); do
-    pids=$(ours)
-    [ -n "$pids" ] || break
-    kill -KILL $pids 2>/dev/null || true # a fork may race the scan: the loop catches it
-    sleep 0.1
-  done
-  pids=$(ours)
-  if [ -n "$pids" ]; then
-    echo "processes of $U survive SIGKILL:" $pids >&2
-    exit ${EXIT_PROCESSES_SURVIVE}
-  fi
-  # -f: what is left are zombies and other namespaces' uids, which userdel cannot tell apart.
-  # Its exit code mixes warnings (no mail spool) with failures, so judge by the result.
-  userdel -f -r "$U" >&2 || true
-  if id -u "$U" >/dev/null 2>&1; then
-    echo "userdel could not remove $U" >&2
-    exit 1
-  fi
-  rm -rf --one-file-system -- "$H"
-  if getent group "$U" >/dev/null; then groupdel "$U"; fi
-  echo removed
-}
-main "$@" </dev/null
-`;
 
 export interface RemoteScript {
   script: string;
   args: string[];
 }
+
+// Each script is a set of functions and one call of main with stdin from /dev/null: bash -s
+// reads its script from stdin as it goes, so a command reading stdin would otherwise eat the rest.
+const COMMON = `set -eu
+STATE=/var/lib/hostflow/build-users
+require() {
+  local tool
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "the host lacks $tool (util-linux), which hostflow needs to manage build users" >&2
+      exit ${EXIT_REQUIREMENT_MISSING}
+    fi
+  done
+}
+# Serializes user-database changes on this host (provisioning, removal, garbage collection).
+lock() {
+  install -d -m 700 -o root -g root /var/lib/hostflow "$STATE"
+  exec 9<"$STATE"
+  flock -w 120 9
+}
+unlock() { exec 9<&-; }
+# The user's live processes on this host: those in our network namespace, or in a user namespace
+# of their own (rootless containers, as userdel itself judges). Same-numbered uids elsewhere on
+# the kernel (containers run by root, other test hosts) belong to someone else.
+processes_of() {
+  local U=$1 NET USERNS p
+  NET=$(readlink /proc/self/ns/net) USERNS=$(readlink /proc/self/ns/user)
+  for p in $({ pgrep -u "$U" || true; pgrep -U "$U" || true; } | sort -un); do
+    [ "$(ps -o state= -p "$p" 2>/dev/null | tr -d ' ')" != Z ] || continue # zombies hold nothing
+    if [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$NET" ] ||
+      [ "$(readlink "/proc/$p/ns/user" 2>/dev/null || echo "$USERNS")" != "$USERNS" ]; then
+      echo "$p"
+    fi
+  done
+}
+# Under the lock: ends the user's processes, removes its files outside its home, the account,
+# its sudo rule and its marker, and moves the home aside into TRASH (deleted by the caller,
+# outside the lock, however long that takes). Prints nothing.
+retire_user() {
+  local U=$1 H=$2 TRASH=$3 i pids uid
+  rm -f -- "/etc/sudoers.d/$U" # first, so nothing escalates while we clean up
+  if id -u "$U" >/dev/null 2>&1; then
+    for i in $(seq 50); do
+      pids=$(processes_of "$U")
+      [ -n "$pids" ] || break
+      kill -KILL $pids 2>/dev/null || true # a fork may race the scan: the loop catches it
+      sleep 0.1
+    done
+    pids=$(processes_of "$U")
+    if [ -n "$pids" ]; then
+      echo "processes of $U survive SIGKILL:" $pids >&2
+      exit ${EXIT_PROCESSES_SURVIVE}
+    fi
+    uid=$(id -u "$U")
+    # Its files in shared temporary directories, before the uid is free for someone else.
+    # find never follows links (-P), -xdev keeps it on each directory's own filesystem.
+    for d in /tmp /var/tmp /dev/shm; do
+      if [ -d "$d" ]; then find "$d" -xdev -mindepth 1 -uid "$uid" -delete 2>/dev/null || true; fi
+    done
+    # -f: what is left are zombies and other namespaces' uids, which userdel cannot tell apart.
+    # Its exit code mixes warnings (no mail spool) with failures, so judge by the result.
+    userdel -f "$U" >&2 || true
+    if id -u "$U" >/dev/null 2>&1; then
+      echo "userdel could not remove $U" >&2
+      exit 1
+    fi
+  fi
+  if getent group "$U" >/dev/null; then groupdel "$U"; fi
+  rm -f -- "/var/mail/$U" "/var/spool/mail/$U" "$STATE/$U"
+  if [ -e "$H" ] || [ -L "$H" ]; then
+    install -d -m 700 -o root -g root "$TRASH"
+    mv -- "$H" "$(mktemp -u "$TRASH/$U.XXXXXX")"
+  fi
+}
+empty_trash() {
+  if [ -d "$1" ]; then rm -rf --one-file-system -- "$1"/u-* 2>/dev/null || true; fi
+}
+`;
+
+/** Args: user home build-dir public-key sudoers-line-or-empty. A rerun replaces the user. */
+const PROVISION_SCRIPT = `${COMMON}
+main() {
+  local U=$1 H=$2 B=$3 KEY=$4 RULE=$5 G T
+  local TRASH
+  TRASH=$(dirname "$H")/.hostflow-removed
+  require flock setpriv
+  lock
+  retire_user "$U" "$H" "$TRASH" # a user of this name is stale: never reused
+  date +%s >"$STATE/$U"
+  # '*' rather than useradd's '!': no password login, and sshd never sees the account as locked
+  useradd -m -d "$H" -s /bin/bash -p '*' "$U"
+  G=$(id -g "$U")
+  chown "$U:$G" "$H"
+  chmod 700 "$H"
+  # As the user: a link in the home can only lead where the user may write anyway.
+  setpriv --reuid="$U" --regid="$G" --init-groups -- sh -c '
+    set -eu
+    umask 077
+    mkdir -p -- "$1/.ssh" "$2"
+    printf "%s\\n" "$3" >"$1/.ssh/authorized_keys"
+  ' sh "$H" "$B" "$KEY"
+  local F=/etc/sudoers.d/$U
+  if [ -n "$RULE" ]; then
+    # sudo skips names containing a dot, so the file takes effect only once checked and renamed
+    T=$(mktemp /etc/sudoers.d/.hostflow.XXXXXX)
+    printf '%s\\n' "$RULE" >"$T"
+    chmod 440 "$T"
+    if command -v visudo >/dev/null && ! visudo -cqf "$T" >&2; then
+      rm -f -- "$T"
+      echo "visudo rejected the rule for $U" >&2
+      exit ${EXIT_SUDOERS_REJECTED}
+    fi
+    mv -f -- "$T" "$F"
+  fi
+  unlock
+  empty_trash "$TRASH"
+}
+main "$@" </dev/null
+`;
+
+/**
+ * Args: user home min-age-seconds. Prints `removed`, `absent`, or `young` when the user was
+ * created (or re-created) less than min-age seconds ago and is left alone (garbage collection's
+ * guard against racing a provisioning). Kills only this host's processes of the user.
+ */
+const REMOVE_SCRIPT = `${COMMON}
+main() {
+  local U=$1 H=$2 MIN_AGE=$3 TRASH created existed=absent
+  TRASH=$(dirname "$H")/.hostflow-removed
+  require flock
+  lock
+  if [ "$MIN_AGE" -gt 0 ] && [ -f "$STATE/$U" ]; then
+    created=$(cat "$STATE/$U" 2>/dev/null || echo 0)
+    case $created in '' | *[!0-9]*) created=0 ;; esac
+    if [ $(($(date +%s) - created)) -lt "$MIN_AGE" ]; then
+      echo young
+      return 0
+    fi
+  fi
+  if id -u "$U" >/dev/null 2>&1 || [ -e "$H" ]; then existed=removed; fi
+  retire_user "$U" "$H" "$TRASH"
+  unlock
+  empty_trash "$TRASH"
+  echo "$existed"
+}
+main "$@" </dev/null
+`;
+
+/** No args. Prints `<user> <age in seconds, or ->` for each build user on the host. */
+const LIST_SCRIPT = `${COMMON}
+main() {
+  local now U created
+  now=$(date +%s)
+  getent passwd | cut -d: -f1 | grep -E '^u-[0-9a-f]{12}$' | while read -r U; do
+    created=$(cat "$STATE/$U" 2>/dev/null || true)
+    case $created in '' | *[!0-9]*) echo "$U -" ;; *) echo "$U $((now - created))" ;; esac
+  done
+}
+main "$@" </dev/null
+`;
 
 export function provisionScript(
   user: string,
@@ -235,6 +204,24 @@ export function provisionScript(
   return { script: PROVISION_SCRIPT, args };
 }
 
-export function removeScript(user: string): RemoteScript {
-  return { script: REMOVE_SCRIPT, args: [checkBuildUser(user), checkPath('home', homeDir(user))] };
+/** `minAgeSeconds` > 0 spares a user created that recently (garbage collection). */
+export function removeScript(user: string, minAgeSeconds = 0): RemoteScript {
+  const age = String(Math.max(0, Math.floor(minAgeSeconds)));
+  return {
+    script: REMOVE_SCRIPT,
+    args: [checkBuildUser(user), checkPath('home', homeDir(user)), age],
+  };
+}
+
+export function listScript(): RemoteScript {
+  return { script: LIST_SCRIPT, args: [] };
+}
+
+/** Parses LIST_SCRIPT's output. Lines that are not a build user are ignored. */
+export function parseBuildUserList(out: string): Array<{ user: string; ageSeconds?: number }> {
+  return out.split('\n').flatMap((line) => {
+    const match = /^(u-[0-9a-f]{12}) (\d+|-)$/.exec(line.trim());
+    if (!match) return [];
+    return [{ user: match[1]!, ...(match[2] !== '-' ? { ageSeconds: Number(match[2]) } : {}) }];
+  });
 }

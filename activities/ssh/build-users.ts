@@ -5,13 +5,20 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import {
-  EXIT_SUDOERS_REJECTED,
   buildDir,
   buildUserName,
   checkAdminUser,
+  checkBuildUser,
   generateBuildUserKey,
-  provisionScript,
+  legacyBuildUserName,
   remoteCommand,
+} from './build-user-names.js';
+import {
+  EXIT_REQUIREMENT_MISSING,
+  EXIT_SUDOERS_REJECTED,
+  listScript,
+  parseBuildUserList,
+  provisionScript,
   removeScript,
   type RemoteScript,
 } from './build-user-scripts.js';
@@ -23,15 +30,26 @@ import {
   type SshContext,
   type SshOptions,
 } from './session.js';
-import type { Host } from '../../shared/types.js';
+import type { Host, TaskRunRef } from '../../shared/types.js';
 
 /** What connecting to a host needs: its build-user settings (concurrency, sudo) aside. */
 export type HostRef = Pick<Host, 'name' | 'address' | 'user' | 'secret' | 'port' | 'hostKey'>;
 
 export interface BuildUserInput {
   host: HostRef & Partial<Pick<Host, 'sudoCommands'>>;
-  namespace: string;
-  taskRunName: string;
+  taskRun: TaskRunRef;
+}
+
+/**
+ * Whose build user to remove: `user` as delivered when known, else the TaskRun's. Activities
+ * scheduled by releases before the uid was part of the name carry `namespace` and `taskRunName`.
+ */
+export interface RemoveBuildUserInput {
+  host: HostRef;
+  taskRun?: TaskRunRef;
+  user?: string;
+  namespace?: string;
+  taskRunName?: string;
 }
 
 export interface ProvisionedUser {
@@ -47,8 +65,9 @@ export interface SshDeps {
 }
 
 const PROVISION_TIMEOUT_MS = 60_000;
-/** userdel -r of a home full of container layers can take minutes. */
-const REMOVE_TIMEOUT_MS = 10 * 60_000;
+/** Removing a home full of container layers can take as long as it takes: no limit (0). */
+const REMOVE_TIMEOUT_MS = 0;
+const LIST_TIMEOUT_MS = 60_000;
 const HEARTBEAT_MS = 5_000;
 
 const sshContext = (host: HostRef): SshContext => ({
@@ -81,6 +100,12 @@ function checkResult(result: ExecResult, host: HostRef, action: string): void {
       `${at}: sudo refused (${stderr}); give ${host.user} passwordless sudo on the host ` +
         `(see Host Requirements), or correct host.${host.name}.user`,
       'SshSudoRejected',
+    );
+  }
+  if (result.code === EXIT_REQUIREMENT_MISSING) {
+    throw ApplicationFailure.nonRetryable(
+      `${at}: ${stderr}; install it on the host (see Host Requirements)`,
+      'HostRequirementMissing',
     );
   }
   if (result.code === EXIT_SUDOERS_REJECTED) {
@@ -123,16 +148,17 @@ async function runScript(
 }
 
 /**
- * Creates the TaskRun's build user on the host if absent, installs a fresh ed25519 key as its only
- * authorized key, creates its build directory and sets (or clears) its sudo rule. Idempotent: a
- * rerun replaces the key. Call it from the activity that also stores the key in the OTP service.
+ * Creates the TaskRun's build user on the host, fresh (a stale one of that name is removed
+ * first), with a new ed25519 key as its only authorized key, its build directory and its sudo
+ * rule, if any. A rerun replaces the user. Call it from the activity that also stores the key in
+ * the OTP service.
  */
 export async function provisionBuildUser(
   deps: SshDeps,
   input: BuildUserInput,
   options: SshOptions = {},
 ): Promise<ProvisionedUser> {
-  const user = buildUserName(input.namespace, input.taskRunName);
+  const user = buildUserName(input.taskRun);
   const { privateKey, publicKey } = generateBuildUserKey(user);
   const script = forHost(input.host, () =>
     provisionScript(user, publicKey, input.host.sudoCommands ?? []),
@@ -164,25 +190,63 @@ async function heartbeating<T>(fn: (options: SshOptions) => Promise<T>): Promise
   }
 }
 
+/**
+ * Removes the build user with everything it owns on the host: processes, home, files in the
+ * shared temporary directories, sudo rule. `minAgeSeconds` spares a user created that recently
+ * (`young`): garbage collection must not race a provisioning. Idempotent.
+ */
+export async function removeBuildUser(
+  deps: SshDeps,
+  host: HostRef,
+  user: string,
+  options: SshOptions & { minAgeSeconds?: number } = {},
+): Promise<'removed' | 'absent' | 'young'> {
+  const script = forHost(host, () => removeScript(user, options.minAgeSeconds));
+  const out = await runScript(deps, host, script, `remove ${user}`, REMOVE_TIMEOUT_MS, options);
+  const outcome = out.trim().split('\n').pop();
+  if (outcome === 'removed' || outcome === 'absent' || outcome === 'young') return outcome;
+  throw ApplicationFailure.retryable(
+    `ssh host ${host.name}: removing ${user} printed ${JSON.stringify(tail(out))}`,
+    'SshCommandFailed',
+  );
+}
+
+/** The build users on the host, with how long ago each was created (when it is known). */
+export async function listBuildUsers(
+  deps: SshDeps,
+  host: HostRef,
+  options: SshOptions = {},
+): Promise<Array<{ user: string; ageSeconds?: number }>> {
+  const out = await runScript(
+    deps,
+    host,
+    listScript(),
+    'list build users',
+    LIST_TIMEOUT_MS,
+    options,
+  );
+  return parseBuildUserList(out);
+}
+
+/** The user to remove for `input` (see RemoveBuildUserInput). */
+export function userToRemove(input: RemoveBuildUserInput): string {
+  if (input.user) return forHost(input.host, () => checkBuildUser(input.user!));
+  if (input.taskRun) return buildUserName(input.taskRun);
+  if (input.namespace !== undefined && input.taskRunName !== undefined) {
+    return legacyBuildUserName(input.namespace, input.taskRunName);
+  }
+  throw ApplicationFailure.nonRetryable('removeBuildUser needs a user or a TaskRun', 'BadInput');
+}
+
 export function createSshActivities(deps: SshDeps) {
   return {
-    /** Kills the build user's processes, removes it, its home and its sudo rule. Idempotent. */
-    async removeBuildUser(input: {
-      host: HostRef;
-      namespace: string;
-      taskRunName: string;
-    }): Promise<'removed' | 'absent'> {
-      const user = buildUserName(input.namespace, input.taskRunName);
-      const script = removeScript(user);
-      const out = await heartbeating((options) =>
-        runScript(deps, input.host, script, `remove ${user}`, REMOVE_TIMEOUT_MS, options),
+    /** Kills the build user's processes, removes it and everything it owns. Idempotent. */
+    async removeBuildUser(input: RemoveBuildUserInput): Promise<'removed' | 'absent'> {
+      const user = userToRemove(input);
+      const outcome = await heartbeating((options) =>
+        removeBuildUser(deps, input.host, user, options),
       );
-      const outcome = out.trim().split('\n').pop();
-      if (outcome === 'removed' || outcome === 'absent') return outcome;
-      throw ApplicationFailure.retryable(
-        `ssh host ${input.host.name}: removing ${user} printed ${JSON.stringify(tail(out))}`,
-        'SshCommandFailed',
-      );
+      return outcome === 'young' ? 'removed' : outcome; // no minimum age here: never young
     },
 
     /**

@@ -23,7 +23,10 @@ export interface ExecResult {
 
 export interface ExecOptions {
   stdin?: string;
-  /** Default 60 s; the connection is closed when it passes. */
+  /**
+   * Default 60 s; the connection is closed when it passes. 0: no limit (the connection's
+   * keepalive still notices a host that went away).
+   */
   timeoutMs?: number;
 }
 
@@ -109,14 +112,19 @@ function exec(
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      if (timer) clearTimeout(timer);
       client.off('close', onClientClose);
       fn();
     };
-    const timer = setTimeout(() => {
-      settle(() => reject(new SshSessionError(`no answer within ${timeoutMs} ms`, 'timeout')));
-      client.destroy();
-    }, timeoutMs);
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            settle(() =>
+              reject(new SshSessionError(`no answer within ${timeoutMs} ms`, 'timeout')),
+            );
+            client.destroy();
+          }, timeoutMs)
+        : undefined;
     const onClientClose = () =>
       settle(() => reject(lastError() ?? new SshSessionError('connection closed', 'closed')));
     client.on('close', onClientClose);

@@ -1,7 +1,8 @@
 // Temporal adapter: what workflows cannot do themselves (send updates, look at other
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WORKFLOW_ID, claimById } from '../../platform-config/contract.js';
+import { WORKFLOW_ID, claimById, parseTaskRunWorkflowId } from '../../platform-config/contract.js';
+import type { TaskRunRef } from '../../shared/types.js';
 import {
   hostConfigChanged,
   requestSlot,
@@ -13,9 +14,11 @@ import { KIND, SA } from '../../shared/search-attributes.js';
 export interface TemporalDeps {
   client: Client;
   taskQueue: string;
+  /** The engine's resync period: how often allocators look for holders that are gone. */
+  resyncSeconds?: number;
 }
 
-export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
+export function createTemporalActivities({ client, taskQueue, resyncSeconds }: TemporalDeps) {
   return {
     /**
      * Asks the platform's allocator for a slot, starting the allocator if it is not running.
@@ -26,7 +29,7 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
       const startAllocator = new WithStartWorkflowOperation('allocatorWorkflow', {
         workflowId: WORKFLOW_ID.allocator(platform),
         taskQueue,
-        args: [{ platform }],
+        args: [{ platform, ...(resyncSeconds ? { sweepSeconds: resyncSeconds } : {}) }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: [
           { key: SA.kind, value: KIND.allocator },
@@ -44,19 +47,55 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
       });
     },
 
-    /** Which of these workflows are no longer running (or never existed). */
-    async closedWorkflows(input: { workflowIds: string[] }): Promise<string[]> {
-      const closed: string[] = [];
-      for (const workflowId of new Set(input.workflowIds)) {
+    /**
+     * Which of these workflows (or, given a run id, which of these runs) are no longer running,
+     * or never existed. Answers `<workflow id>` or `<workflow id>#<run id>` for each.
+     */
+    async closedWorkflows(input: {
+      workflowIds?: string[];
+      executions?: Array<{ workflowId: string; runId?: string }>;
+    }): Promise<string[]> {
+      const executions = [
+        ...(input.workflowIds ?? []).map((workflowId) => ({ workflowId, runId: undefined })),
+        ...(input.executions ?? []),
+      ];
+      const closed = new Set<string>();
+      for (const { workflowId, runId } of executions) {
+        const key = runId ? `${workflowId}#${runId}` : workflowId;
+        if (closed.has(key)) continue;
         try {
-          const { status } = await client.workflow.getHandle(workflowId).describe();
-          if (status.name !== 'RUNNING') closed.push(workflowId);
+          const { status } = await client.workflow.getHandle(workflowId, runId).describe();
+          if (status.name !== 'RUNNING') closed.add(key);
         } catch (err) {
-          if (err instanceof WorkflowNotFoundError) closed.push(workflowId);
+          if (err instanceof WorkflowNotFoundError) closed.add(key);
           else throw err;
         }
       }
-      return closed;
+      return [...closed];
+    },
+
+    /**
+     * The running TaskRun workflows of a platform on this task queue, with their phase and the
+     * host they hold: what an allocator that starts without state rebuilds its holders from.
+     */
+    async platformTaskRuns(input: {
+      platform: string;
+    }): Promise<Array<{ workflowId: string; runId: string; phase?: string; host?: string }>> {
+      const query =
+        `${SA.kind.name} = '${KIND.taskRun}' AND ExecutionStatus = 'Running' AND ` +
+        `TaskQueue = ${quoted(taskQueue)} AND ${SA.platform.name} = ${quoted(input.platform)}`;
+      const found: Array<{ workflowId: string; runId: string; phase?: string; host?: string }> = [];
+      for await (const execution of client.workflow.list({ query })) {
+        const phase = execution.typedSearchAttributes.get(SA.phase);
+        const host = execution.typedSearchAttributes.get(SA.host);
+        found.push({
+          workflowId: execution.workflowId,
+          runId: execution.runId,
+          ...(phase ? { phase } : {}),
+          ...(host ? { host } : {}),
+        });
+      }
+      return found;
     },
 
     /**
@@ -100,6 +139,45 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
       return holders;
     },
 
+    /**
+     * The latest closed run of this workflow id other than `runId`, with the host it held:
+     * whether an operator ended a run that had served the TaskRun (see taskrun/adopt.ts).
+     */
+    async earlierRun(input: {
+      workflowId: string;
+      runId: string;
+    }): Promise<{ runId: string; status: string; host?: string } | undefined> {
+      const query =
+        `WorkflowId = ${quoted(input.workflowId)} AND RunId != ${quoted(input.runId)} ` +
+        `AND ExecutionStatus != 'Running'`;
+      let latest: { runId: string; status: string; host?: string; started: number } | undefined;
+      for await (const execution of client.workflow.list({ query })) {
+        const started = execution.startTime.getTime();
+        if (latest && latest.started >= started) continue;
+        const host = execution.typedSearchAttributes.get(SA.host);
+        latest = {
+          runId: execution.runId,
+          status: execution.status.name,
+          started,
+          ...(host ? { host } : {}),
+        };
+      }
+      return latest && { runId: latest.runId, status: latest.status, host: latest.host };
+    },
+
+    /** Every running TaskRun workflow (any task queue): its TaskRun and the host it holds. */
+    async runningTaskRuns(): Promise<Array<TaskRunRef & { host?: string }>> {
+      const query = `${SA.kind.name} = '${KIND.taskRun}' AND ExecutionStatus = 'Running'`;
+      const found: Array<TaskRunRef & { host?: string }> = [];
+      for await (const execution of client.workflow.list({ query })) {
+        const taskRun = parseTaskRunWorkflowId(execution.workflowId);
+        if (!taskRun) continue;
+        const host = execution.typedSearchAttributes.get(SA.host);
+        found.push({ ...taskRun, ...(host ? { host } : {}) });
+      }
+      return found;
+    },
+
     /** Tells every running allocator of this task queue that host-config changed. */
     async notifyAllocators(): Promise<number> {
       const query = `${SA.kind.name} = '${KIND.allocator}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
@@ -118,3 +196,8 @@ export function createTemporalActivities({ client, taskQueue }: TemporalDeps) {
 }
 
 export type TemporalActivities = ReturnType<typeof createTemporalActivities>;
+
+/** A string literal of the visibility query language. */
+function quoted(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}

@@ -8,6 +8,7 @@
 // servable eventually or told it is exhausted.
 import type { RequestOutcome } from '../../shared/messages.js';
 import type { Host } from '../../shared/types.js';
+import { rebuiltHolder, runIdOfRequest, workflowIdOfRequest } from '../../shared/slot-requests.js';
 
 export interface SlotRequest {
   requestId: string;
@@ -15,6 +16,8 @@ export interface SlotRequest {
   excluded: string[];
   /** Epoch ms, for showing how long a waiter has waited. */
   requestedAt: number;
+  /** A host whose slot a build of an earlier run already uses (see SlotRequestInput.adopt). */
+  adopt?: string;
 }
 
 export interface HostHealth {
@@ -89,6 +92,10 @@ export function applyHosts(state: AllocationState, hosts: Host[]): void {
  * at once only if no earlier waiter could take that slot, so it never overtakes the queue.
  * `_now` is accepted for call-site symmetry; eligibility depends on state alone (an open circuit
  * closes only through a probe or a success, never by the clock).
+ *
+ * A workflow id has one running run at a time: a request from a run drops whatever other runs
+ * of its workflow still hold or wait for (an operator terminated them). A request that adopts a
+ * host takes its slot even past capacity, since the build it stands for already runs there.
  */
 export function request(
   state: AllocationState,
@@ -96,10 +103,17 @@ export function request(
   random: () => number,
   _now?: number,
 ): RequestOutcome {
+  dropOtherRuns(state, req.requestId);
   const held = holdingHost(state, req.requestId);
   if (held !== undefined) return { status: 'granted', host: slotHost(state.hosts[held]) };
   const index = state.queue.findIndex((waiter) => waiter.requestId === req.requestId);
   if (index >= 0) return { status: 'queued', position: index + 1 };
+  if (req.adopt !== undefined) {
+    if (!state.hosts[req.adopt]) {
+      return { status: 'exhausted', reason: `host ${req.adopt} is not configured any more` };
+    }
+    return { status: 'granted', host: grant(state, req.requestId, req.adopt) };
+  }
 
   const reason = exhaustion(state, req.excluded);
   if (reason !== undefined) return { status: 'exhausted', reason };
@@ -115,14 +129,17 @@ export function request(
   return { status: 'queued', position: state.queue.length };
 }
 
-/** The holder id of a slot found in the cloud after a crash, whose attempt number is unknown. */
-export const rebuiltHolder = (workflowId: string): string => `${workflowId}#rebuilt`;
-
-/** Frees the request's slot, or drops it from the queue. Unknown ids are ignored (idempotent). */
+/**
+ * Frees the request's slot, or drops it from the queue. A slot rebuilt after the allocator was
+ * lost (whose attempt is unknown) is freed by any request id of its run. Unknown ids are ignored.
+ */
 export function release(state: AllocationState, requestId: string): void {
-  const rebuilt = rebuiltHolder(requestId.slice(0, requestId.lastIndexOf('#')));
-  const holder = holdingHost(state, requestId) !== undefined ? requestId : rebuilt;
-  const host = holdingHost(state, holder);
+  const workflowId = workflowIdOfRequest(requestId);
+  const runId = runIdOfRequest(requestId);
+  const holder = [requestId, rebuiltHolder(workflowId, runId), rebuiltHolder(workflowId)].find(
+    (id) => holdingHost(state, id) !== undefined,
+  );
+  const host = holder === undefined ? undefined : holdingHost(state, holder);
   if (host !== undefined) {
     const remaining = state.holders[host].filter((id) => id !== holder);
     if (remaining.length > 0) state.holders[host] = remaining;
@@ -245,6 +262,19 @@ export function summary(state: AllocationState, now: number): AllocationSummary 
     inUse: hosts.reduce((sum, host) => sum + host.inUse, 0),
     capacity: hosts.filter((h) => !h.removed).reduce((sum, host) => sum + host.capacity, 0),
   };
+}
+
+/** Drops the holds and queue places of other runs of the request's workflow (see `request`). */
+function dropOtherRuns(state: AllocationState, requestId: string): void {
+  const runId = runIdOfRequest(requestId);
+  if (runId === undefined) return; // a request of the older form does not say its run
+  const workflowId = workflowIdOfRequest(requestId);
+  const stale = (id: string) =>
+    workflowIdOfRequest(id) === workflowId && runIdOfRequest(id) !== runId;
+  for (const host of Object.keys(state.holders)) {
+    for (const id of state.holders[host].filter(stale)) release(state, id);
+  }
+  state.queue = state.queue.filter((waiter) => !stale(waiter.requestId));
 }
 
 function holdersOf(state: AllocationState, host: string): string[] {

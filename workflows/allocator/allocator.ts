@@ -1,21 +1,43 @@
 // The allocator: one entity workflow per platform (`allocator/<platform>`) that owns the
 // platform's host slots. Requests are served one at a time, in order, so slots are never
-// over-committed; its state survives crashes and continues-as-new as plain JSON.
+// over-committed; its state survives crashes and continues-as-new as plain JSON. It never fails
+// on a failing dependency: it keeps serving with what it last read and says what it waits for.
 import {
+  allHandlersFinished,
   condition,
   continueAsNew,
-  allHandlersFinished,
   getExternalWorkflowHandle,
+  isCancellation,
   patched,
   proxyActivities,
-  setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SshActivities } from '../../activities/ssh/build-users.js';
+import { innermostMessage } from '../../shared/failures.js';
+import {
+  allocatorState,
+  hostConfigChanged,
+  hostOutcome,
+  releaseSlot,
+  requestSlot,
+  slotExhausted,
+  slotGranted,
+} from '../../shared/messages.js';
+import {
+  VM_SLOTS_HOST,
+  rebuiltHolder,
+  runIdOfRequest,
+  workflowIdOfRequest,
+} from '../../shared/slot-requests.js';
+import type { AllocatorInput } from '../../shared/types.js';
+import { kube } from '../activities.js';
+import { metrics } from '../metrics.js';
+import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../retry.js';
 import {
   applyHosts,
   emptyState,
+  exhaustQueue,
   hostsDueForProbe,
   nextWakeUp,
   recordFailure,
@@ -27,56 +49,71 @@ import {
   summary,
   type AllocationState,
 } from './allocation.js';
-import {
-  allocatorState,
-  hostConfigChanged,
-  hostOutcome,
-  releaseSlot,
-  requestSlot,
-  slotExhausted,
-  slotGranted,
-} from '../../shared/messages.js';
-import type { AllocatorInput } from '../../shared/types.js';
-import { kube, temporal } from '../activities.js';
+import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
-import { metrics } from '../metrics.js';
+import { report, type ConfigTrouble } from './report.js';
 
 const ssh = proxyActivities<SshActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 1 }, // a probe's failure is an answer, not something to retry
 });
 
-/** Safety net beside the bridge's push: reload config and check holders are alive. */
+/** Safety net beside the bridge's push: reload config. */
 const RESYNC_MS = 5 * 60_000;
 const MAX_HISTORY = 5_000;
 /** v2: a dynamic-pool platform's allocator runs its VMs (workflows/allocator/pool-scaler.ts). */
 export const PATCH_CLOUD_POOLS = 'allocator-cloud-pools';
-/** How long continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
+/** v2: an allocator that starts without state rebuilds its holders before it grants anything. */
+export const PATCH_REBUILD_HOLDERS = 'allocator-rebuild-holders';
+/**
+ * v2: holders whose run ended are swept on their own timer, carried across continue-as-new
+ * (before, the sweep rode on the periodic config reload, which each new run reset).
+ */
+export const PATCH_SWEEP_ON_ITS_OWN = 'allocator-sweep-on-its-own-timer';
+/** How continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
 const POOL_CALLS_DRAIN = '2 minutes';
-
-/** `<taskrun workflow id>#<attempt>` → the workflow to answer. */
-export const workflowIdOfRequest = (requestId: string): string =>
-  requestId.slice(0, requestId.lastIndexOf('#'));
 
 export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   const { platform } = input;
+  const fresh = input.state === undefined;
   const state: AllocationState = (input.state as AllocationState | undefined) ?? emptyState();
+  const sweepOnItsOwn = patched(PATCH_SWEEP_ON_ITS_OWN);
+  const sweepMs = (input.sweepSeconds ?? RESYNC_MS / 1000) * 1000;
   let loaded = false;
+  let holdersRebuilt = !fresh;
   let dirty = true;
-  let reloadRequested = true;
+  let reloadRequested = true; // a new run always reads the config: no change is lost across runs
   let probesInFlight = 0;
   let lastResync = Date.now();
-  const pools = new PoolScaler(platform, state, input.pool as PoolCarry | undefined, () => {
-    dirty = true;
-  });
+  let lastSweep = input.lastSweep ?? Date.now();
+  let trouble: ConfigTrouble | undefined;
+  let turnedAway: Array<{ requestId: string; reason: string }> = [];
+  const pools = new PoolScaler(
+    platform,
+    {
+      view: state,
+      turnAway: (reason) => turnedAway.push(...exhaustQueue(state, reason)),
+      addHolders: (holders) => {
+        for (const { workflowId, host } of holders) {
+          const held = state.holders[host] ?? [];
+          if (held.some((id) => workflowIdOfRequest(id) === workflowId)) continue; // known
+          state.holders[host] = [...held, rebuiltHolder(workflowId)];
+        }
+      },
+      wake: () => {
+        dirty = true;
+      },
+    },
+    input.pool as PoolCarry | undefined,
+  );
 
   setHandler(
     requestSlot,
-    async ({ requestId, excluded }) => {
+    async ({ requestId, excluded, adopt }) => {
       await condition(() => loaded); // the first request may arrive with the start itself
       const outcome = request(
         state,
-        { requestId, excluded, requestedAt: Date.now() },
+        { requestId, excluded, requestedAt: Date.now(), ...(adopt ? { adopt } : {}) },
         Math.random,
         Date.now(),
       );
@@ -91,7 +128,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           !Array.isArray(excluded)
         ) {
           throw new Error(
-            'requestSlot needs requestId "<workflowId>#<attempt>", its workflowId, and excluded hosts',
+            'requestSlot needs requestId "<workflowId>#<run id>.<attempt>", its workflowId, and excluded hosts',
           );
         }
       },
@@ -109,21 +146,54 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   setHandler(hostConfigChanged, () => {
     reloadRequested = true;
     dirty = true;
+    if (trouble) trouble.retryAt = 0; // the fix may be this very change: read it now
   });
   setHandler(allocatorState, () => summary(state, Date.now()));
 
   for (;;) {
-    if (reloadRequested || Date.now() - lastResync >= RESYNC_MS) {
+    const reloadDue = reloadRequested || Date.now() - lastResync >= RESYNC_MS;
+    if (reloadDue && (!trouble || Date.now() >= trouble.retryAt)) {
       const periodic = !reloadRequested;
       reloadRequested = false;
-      const hosts = await kube.loadPlatformHosts({ platform });
-      if (patched(PATCH_CLOUD_POOLS)) await pools.reload();
-      if (!pools.active) applyHosts(state, hosts);
-      loaded = true;
-      if (periodic) await releaseClosedHolders(state);
-      lastResync = Date.now();
+      try {
+        const hosts = await kube.loadPlatformHosts({ platform });
+        if (patched(PATCH_CLOUD_POOLS)) {
+          await pools.reload();
+          state.elastic = pools.configured;
+        }
+        if (!pools.active) applyHosts(state, hosts);
+        if (!holdersRebuilt) {
+          holdersRebuilt = true;
+          const dynamic = hosts.length === 1 && hosts[0]!.name === VM_SLOTS_HOST;
+          if (patched(PATCH_REBUILD_HOLDERS)) await rebuildHolders(platform, state, dynamic);
+        }
+        loaded = true;
+        trouble = undefined;
+        if (periodic && !sweepOnItsOwn) await releaseClosedHolders(state);
+        lastResync = Date.now();
+      } catch (err) {
+        // A failing read (the API server down, a revoked permission) never ends the allocator:
+        // it serves with the hosts it last read and tries again with back-off, saying why.
+        if (isCancellation(err) || !patched(PATCH_WAIT_OUT_FAILURES)) throw err;
+        reloadRequested = true;
+        const attempt = (trouble?.attempt ?? 0) + 1;
+        trouble = {
+          attempt,
+          cause: innermostMessage(err),
+          retryAt: Date.now() + backoffMs(attempt),
+        };
+        metrics.waits.add(1, { platform, dependency: 'kubernetes' });
+      }
     }
-    await answerWaiters(state, pools.step(Date.now()));
+    if (sweepOnItsOwn && loaded && Date.now() - lastSweep >= sweepMs) {
+      await releaseClosedHolders(state);
+      lastSweep = Date.now();
+    }
+    const step = pools.step(Date.now());
+    if (step) applyHosts(state, step.hosts);
+    const away = turnedAway;
+    turnedAway = [];
+    await answerWaiters(state, away);
     for (const host of hostsDueForProbe(state, Date.now())) {
       probesInFlight++;
       void ssh
@@ -137,14 +207,19 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           dirty = true;
         });
     }
-    report(platform, state, pools.describe());
+    report(platform, state, pools.describe(), trouble);
     dirty = false;
 
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
       const drained = () => allHandlersFinished() && probesInFlight === 0;
       if (pools.active) await condition(() => drained() && pools.inFlight === 0, POOL_CALLS_DRAIN);
       else await condition(drained);
-      await continueAsNew<typeof allocatorWorkflow>({ platform, state, pool: pools.saved() });
+      await continueAsNew<typeof allocatorWorkflow>({
+        platform,
+        state,
+        pool: pools.saved(),
+        ...(sweepOnItsOwn ? { lastSweep, sweepSeconds: sweepMs / 1000 } : {}),
+      });
     }
     const now = Date.now();
     const wake =
@@ -152,8 +227,11 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         nextWakeUp(state, now) ?? Infinity,
         pools.wakeUp() ?? Infinity,
         lastResync + RESYNC_MS,
+        sweepOnItsOwn ? lastSweep + sweepMs : Infinity,
+        trouble ? trouble.retryAt : Infinity,
       ) - now;
-    await condition(() => dirty || reloadRequested, Math.max(1, wake));
+    // While reads fail, the next one waits for its back-off (trouble.retryAt), not for a signal.
+    await condition(() => dirty || (reloadRequested && !trouble), Math.max(1, wake));
   }
 }
 
@@ -164,51 +242,20 @@ async function answerWaiters(
 ): Promise<void> {
   const { grants, exhausted: unservable } = serveQueue(state, Math.random, Date.now());
   const exhausted = [...turnedAway, ...unservable];
+  const runOf = (requestId: string) =>
+    getExternalWorkflowHandle(workflowIdOfRequest(requestId), runIdOfRequest(requestId));
   await Promise.all([
     ...grants.map(async ({ requestId, host }) => {
       try {
-        await getExternalWorkflowHandle(workflowIdOfRequest(requestId)).signal(slotGranted, {
-          requestId,
-          host,
-        });
+        await runOf(requestId).signal(slotGranted, { requestId, host });
       } catch {
-        release(state, requestId); // its TaskRun workflow is gone: the slot is free again
+        release(state, requestId); // its TaskRun's run is gone: the slot is free again
       }
     }),
     ...exhausted.map(async ({ requestId, reason }) => {
-      await getExternalWorkflowHandle(workflowIdOfRequest(requestId))
+      await runOf(requestId)
         .signal(slotExhausted, { requestId, reason })
         .catch(() => undefined);
     }),
   ]);
-}
-
-/** A holder whose workflow was terminated never releases: find those and free their slots. */
-async function releaseClosedHolders(state: AllocationState): Promise<void> {
-  const holders = Object.values(state.holders).flat();
-  if (holders.length === 0) return;
-  const closed = await temporal.closedWorkflows({ workflowIds: holders.map(workflowIdOfRequest) });
-  for (const requestId of holders) {
-    if (closed.includes(workflowIdOfRequest(requestId))) release(state, requestId);
-  }
-}
-
-function report(platform: string, state: AllocationState, poolVms: string): void {
-  const view = summary(state, Date.now());
-  const tags = { platform };
-  metrics.slotsInUse.set(view.inUse, tags);
-  metrics.slotsTotal.set(view.capacity, tags);
-  metrics.queueLength.set(view.queue.length, tags);
-  const hosts = view.hosts
-    .map(
-      (h) =>
-        `${h.name} ${h.inUse}/${h.capacity}${h.health === 'healthy' ? '' : ` (${h.health})`}${h.removed ? ' (removed)' : ''}`,
-    )
-    .join(', ');
-  setCurrentDetails(
-    `**${platform}**: ${view.inUse}/${view.capacity} slots in use; ` +
-      `${view.queue.length} waiting${view.queue.length ? `: ${view.queue.slice(0, 5).join(', ')}` : ''}.\n\n` +
-      `Hosts: ${hosts || 'none configured'}` +
-      (poolVms ? `\n\nPool VMs: ${poolVms}` : ''),
-  );
 }

@@ -3,13 +3,15 @@
 // idle (down to zero), and rebuilds all of that from the cloud when it starts without state.
 // Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
-import { log, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
+import type { Host } from '../../shared/types.js';
 import { cloud as cloudApi, durableTerminate, kube, temporal } from '../activities.js';
-import { applyHosts, exhaustQueue, rebuiltHolder, type AllocationState } from './allocation.js';
+import { checkVmBoot } from '../cloud/vm-boot.js';
+import type { AllocationState } from './allocation.js';
 import { metrics } from '../metrics.js';
-import { innermostMessage } from '../taskrun/notes.js';
+import { innermostMessage } from '../../shared/failures.js';
 import {
   addLaunches,
   adopt,
@@ -43,26 +45,45 @@ const REBUILD = 'rebuild';
 const RETRY_MS = 10_000;
 /** How long a rebuild lets visibility catch up before it asks which builds hold slots. */
 const VISIBILITY_SETTLE_MS = 3_000;
+/** v2: a ready VM whose health circuit opened is retired and replaced rather than probed. */
+export const PATCH_RETIRE_UNHEALTHY_VMS = 'pool-retire-unhealthy-vms';
+
+/**
+ * What the pool may do to its allocator: read its state, and ask it to change it. The allocator's
+ * state is the allocator's own; the pool never writes it.
+ */
+export interface AllocatorPort {
+  readonly view: Readonly<AllocationState>;
+  /** Turn every waiter away with this reason (VMs keep failing to start). */
+  turnAway(reason: string): void;
+  /** Slots of adopted VMs found held by running builds. */
+  addHolders(holders: Array<{ workflowId: string; host: string }>): void;
+  /** Something changed: run the allocator's loop again. */
+  wake(): void;
+}
 
 export class PoolScaler {
   /** Keys of VMs with a cloud call in flight (not carried: calls are simply issued again). */
   private readonly busy = new Set<string>();
   /** Keys whose last call failed, and when to try again (not carried either). */
   private readonly retryAt = new Map<string, number>();
-  private turnedAway: Array<{ requestId: string; reason: string }> = [];
   private claims = '';
-  private configured = false;
+  private _configured = false;
 
   constructor(
     private readonly platform: string,
-    private readonly alloc: AllocationState,
+    private readonly allocator: AllocatorPort,
     private carry: PoolCarry | undefined,
-    private readonly wake: () => void,
   ) {}
 
   /** Whether this platform is (or was, with VMs left) a pool: its hosts come from here. */
   get active(): boolean {
     return this.carry !== undefined;
+  }
+
+  /** Whether the platform is a valid pool in the config now: its capacity can grow. */
+  get configured(): boolean {
+    return this._configured;
   }
 
   get inFlight(): number {
@@ -76,8 +97,7 @@ export class PoolScaler {
   /** Reads the platform's pool config; a new pool first rebuilds itself from the cloud. */
   async reload(): Promise<void> {
     const loaded = await kube.loadCloudPool({ platform: this.platform });
-    this.configured = loaded !== undefined;
-    this.alloc.elastic = this.configured;
+    this._configured = loaded !== undefined;
     if (!loaded) return;
     this.carry = this.carry
       ? { ...this.carry, ...loaded }
@@ -85,20 +105,25 @@ export class PoolScaler {
   }
 
   /**
-   * One pass: retire and terminate, apply the ready VMs as hosts, launch what waiters need,
-   * start the cloud calls that are due. Returns waiters to turn away (VMs keep failing).
+   * One pass: retire and terminate, launch what waiters need, start the cloud calls that are
+   * due. Returns the hosts the allocator is to serve from: the ready VMs (undefined when the
+   * platform is no pool).
    */
-  step(now: number): Array<{ requestId: string; reason: string }> {
-    if (!this.carry) return [];
+  step(now: number): { hosts: Host[] } | undefined {
+    if (!this.carry) return undefined;
     const { state } = this.carry;
-    const spec = this.configured ? this.spec() : undefined;
+    const alloc = this.allocator.view;
+    const spec = this._configured ? this.spec() : undefined;
     const due = (key: string) => !this.busy.has(key) && (this.retryAt.get(key) ?? 0) <= now;
     // Nothing is launched before the VMs already in the cloud are known: that would over-launch.
     if (!this.carry.rebuilt && due(REBUILD)) this.run(REBUILD, () => this.rebuild());
-    retire(state, this.alloc, spec, now);
-    applyHosts(this.alloc, spec ? poolHosts(state, spec) : []);
+    const unhealthyReady = state.vms.some(
+      (vm) => vm.phase === 'ready' && vm.id && alloc.health[vm.id]?.openUntil !== undefined,
+    );
+    retire(state, alloc, spec, now, unhealthyReady && patched(PATCH_RETIRE_UNHEALTHY_VMS));
+    const hosts = spec ? poolHosts(state, spec) : [];
     if (spec && this.carry.rebuilt) {
-      addLaunches(state, spec, launchesNeeded(state, this.alloc, spec), now);
+      addLaunches(state, spec, launchesNeeded(state, alloc, spec), now);
     }
     this.publishClaims();
     for (const vm of state.vms) {
@@ -109,22 +134,20 @@ export class PoolScaler {
       } else if (vm.phase === 'terminating') this.run(vm.key, () => this.terminate(vm));
     }
     this.report();
-    const turnedAway = this.turnedAway;
-    this.turnedAway = [];
-    return turnedAway;
+    return { hosts };
   }
 
   /** Epoch ms of the next boot check, max-age retirement or retry of a failed call. */
   wakeUp(): number | undefined {
     if (!this.carry) return undefined;
     const times = [...this.retryAt.values()];
-    const pool = poolWakeUp(this.carry.state, this.configured ? this.spec() : undefined);
+    const pool = poolWakeUp(this.carry.state, this._configured ? this.spec() : undefined);
     if (pool !== undefined) times.push(pool);
     return times.length > 0 ? Math.min(...times) : undefined;
   }
 
   describe(): string {
-    return this.carry ? describePool(this.carry.state, this.alloc) || 'no VMs' : '';
+    return this.carry ? describePool(this.carry.state, this.allocator.view) || 'no VMs' : '';
   }
 
   private spec(): PoolSpec {
@@ -162,9 +185,7 @@ export class PoolScaler {
     }
     // VMs and their holders appear together: no adopted VM is ever granted without its holders.
     for (const vm of found) adopt(state, this.spec(), vm, Date.now());
-    for (const { workflowId, host } of holders) {
-      this.alloc.holders[host] = [...(this.alloc.holders[host] ?? []), rebuiltHolder(workflowId)];
-    }
+    this.allocator.addHolders(holders);
     this.carry!.rebuilt = true;
   }
 
@@ -183,7 +204,7 @@ export class PoolScaler {
       })
       .finally(() => {
         this.busy.delete(key);
-        this.wake();
+        this.allocator.wake();
       });
   }
 
@@ -206,23 +227,18 @@ export class PoolScaler {
 
   private async check(vm: PoolVm): Promise<void> {
     const { cloud } = this.carry!;
-    const seen = await cloudApi.describeInstance
-      .executeWithOptions({ summary: `Check pool VM ${vm.id}` }, [{ cloud, id: vm.id! }])
-      .catch(() => undefined);
-    if (seen && ['failed', 'stopped', 'stopping', 'terminated'].includes(seen.state)) {
+    const check = await checkVmBoot(cloud, vm.id!, {
+      summary: `Check pool VM ${vm.id}`,
+      waitMs: Math.max(0, Math.min(this.spec().checkIntervalMs, vm.bootDeadline - Date.now())),
+    });
+    if ('failed' in check) {
       vm.phase = 'terminating';
-      return this.failed(`VM ${vm.id} went ${seen.state} while booting`);
+      return this.failed(check.failed);
     }
-    if (seen?.state === 'running' && seen.address) {
-      const waitMs = Math.max(
-        0,
-        Math.min(this.spec().checkIntervalMs, vm.bootDeadline - Date.now()),
-      );
-      if (await cloudApi.sshReachable({ address: seen.address, waitMs })) {
-        Object.assign(vm, { phase: 'ready', address: seen.address });
-        this.carry!.state.failures = 0;
-        return;
-      }
+    if ('ready' in check) {
+      Object.assign(vm, { phase: 'ready', address: check.address });
+      this.carry!.state.failures = 0;
+      return;
     }
     if (Date.now() >= vm.bootDeadline) {
       vm.phase = 'terminating';
@@ -231,8 +247,7 @@ export class PoolScaler {
       );
     }
     // A running VM's SSH check above already waited one check-interval.
-    const waited = seen?.state === 'running' && seen.address !== undefined;
-    vm.nextCheck = Date.now() + (waited ? 0 : cloud.common.checkIntervalSeconds * 1000);
+    vm.nextCheck = Date.now() + (check.sshChecked ? 0 : cloud.common.checkIntervalSeconds * 1000);
   }
 
   /** Retried until the cloud confirms: a pool VM is never dropped while it may still run. */
@@ -249,13 +264,13 @@ export class PoolScaler {
   private drop(vm: PoolVm): void {
     const { state } = this.carry!;
     state.vms = state.vms.filter((known) => known !== vm);
-    if (state.vms.length === 0 && !this.configured) this.carry = undefined; // left the config
+    if (state.vms.length === 0 && !this._configured) this.carry = undefined; // left the config
   }
 
   private failed(reason: string): void {
     metrics.vmFailures.add(1, { platform: this.platform });
     const exhausted = this.carry && recordPoolFailure(this.carry.state, reason);
-    if (exhausted) this.turnedAway.push(...exhaustQueue(this.alloc, exhausted));
+    if (exhausted) this.allocator.turnAway(exhausted);
   }
 
   /** Launch keys (and adopted ids) are claimed before any launch, so GC spares these VMs. */

@@ -77,12 +77,14 @@ export function poolHosts(pool: PoolState, spec: PoolSpec): Host[] {
  */
 export function retire(
   pool: PoolState,
-  alloc: AllocationState,
+  alloc: Readonly<AllocationState>,
   spec: PoolSpec | undefined,
   now: number,
+  retireUnhealthy = true,
 ): void {
   for (const vm of pool.vms) {
-    const unhealthy = vm.id !== undefined && alloc.health[vm.id]?.openUntil !== undefined;
+    const unhealthy =
+      retireUnhealthy && vm.id !== undefined && alloc.health[vm.id]?.openUntil !== undefined;
     if (vm.phase === 'ready' && (!spec || unhealthy || now - vm.launchedAt >= spec.maxAgeMs)) {
       vm.phase = 'retiring';
     }
@@ -96,13 +98,17 @@ export function retire(
  * Launches needed now: waiters are placed, in order, on free slots of ready VMs they have not
  * failed on, then on slots of VMs still coming up; the rest need new VMs, within max-instances.
  */
-export function launchesNeeded(pool: PoolState, alloc: AllocationState, spec: PoolSpec): number {
+export function launchesNeeded(
+  pool: PoolState,
+  alloc: Readonly<AllocationState>,
+  spec: PoolSpec,
+): number {
   const free = new Map<string, number>();
   for (const vm of pool.vms) {
-    const host = vm.id ? alloc.hosts[vm.id] : undefined;
-    if (vm.phase !== 'ready' || !host || host.removed) continue;
-    if (alloc.health[vm.id!]?.openUntil !== undefined) continue;
-    free.set(vm.id!, host.concurrency - (alloc.holders[vm.id!]?.length ?? 0));
+    // Ready VMs are exactly the allocator's hosts (poolHosts), each with the pool's concurrency.
+    if (vm.phase !== 'ready' || !vm.id || !vm.address) continue;
+    if (alloc.health[vm.id]?.openUntil !== undefined) continue;
+    free.set(vm.id, spec.concurrency - (alloc.holders[vm.id]?.length ?? 0));
   }
   let coming =
     pool.vms.filter((vm) => vm.phase === 'launching' || vm.phase === 'booting').length *
@@ -176,7 +182,7 @@ export function poolWakeUp(pool: PoolState, spec: PoolSpec | undefined): number 
 }
 
 /** What the pool shows operators, e.g. `i-1 ready (2/2), i-2 booting`. */
-export function describePool(pool: PoolState, alloc: AllocationState): string {
+export function describePool(pool: PoolState, alloc: Readonly<AllocationState>): string {
   return pool.vms
     .map((vm) => {
       const held = vm.id ? (alloc.holders[vm.id]?.length ?? 0) : 0;

@@ -3,14 +3,27 @@
 // claims are terminated. Workflows claim a VM's launch key before launching it (CloudLaunches),
 // so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was
 // terminated by hand, or it was launched by a worker that died and never came back for it.
-import { condition, continueAsNew, log, setCurrentDetails, setHandler } from '@temporalio/workflow';
-import { cloudGc, kube, temporal } from '../activities.js';
+import {
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  patched,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+import { innermostMessage } from '../../shared/failures.js';
 import { collectNow } from '../../shared/messages.js';
 import type { CloudGcInput } from '../../shared/types.js';
+import { cloudGc, kube, temporal } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { innermostMessage } from '../taskrun/notes.js';
 
 const PASSES_PER_RUN = 200;
+/**
+ * v2: a pass is one activity, so the history holds only what was collected (before, it recorded
+ * every platform's config and every claim of every build in flight, on every pass).
+ */
+export const PATCH_ONE_ACTIVITY_PER_PASS = 'cloud-gc-one-activity-per-pass';
 
 export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
   let requested = true;
@@ -20,32 +33,57 @@ export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
   for (let pass = 0; pass < PASSES_PER_RUN; pass++) {
     await condition(() => requested, input.intervalSeconds * 1000);
     requested = false;
-    const platforms = await kube.loadCloudPlatforms();
-    const claims = platforms.length > 0 ? await temporal.claimedLaunches() : [];
-    const lines: string[] = [];
-    for (const cloud of platforms) {
-      try {
-        const collected = await cloudGc.collectOrphans.executeWithOptions(
-          { summary: `Collect ${cloud.platform} VMs no running workflow owns` },
-          [{ cloud, claims }],
-        );
-        metrics.orphansCollected.add(collected.length, { platform: cloud.platform });
-        lines.push(
-          `${cloud.platform}: ${collected.length ? `terminated ${collected.map((vm) => vm.id).join(', ')}` : 'no orphans'}`,
-        );
-      } catch (err) {
-        // One platform's broken credentials must not stop the others' collection.
-        log.warn('orphan collection failed', {
-          platform: cloud.platform,
-          error: innermostMessage(err),
-        });
-        lines.push(`${cloud.platform}: failed: ${innermostMessage(err)}`);
-      }
-    }
+    const lines = patched(PATCH_ONE_ACTIVITY_PER_PASS) ? await collectPass() : await collectV1();
     setCurrentDetails(
       `Every ${input.intervalSeconds}s (and at each worker start) terminates cloud VMs no running ` +
         `workflow owns.\n\nLast pass:\n- ${lines.join('\n- ') || 'no cloud platforms configured'}`,
     );
   }
   await continueAsNew<typeof cloudGcWorkflow>(input);
+}
+
+async function collectPass(): Promise<string[]> {
+  try {
+    const passes = await cloudGc.collectOrphanVms.executeWithOptions(
+      { summary: 'Collect cloud VMs no running workflow owns' },
+      [],
+    );
+    return passes.map(({ platform, collected, failed }) => {
+      metrics.orphansCollected.add(collected.length, { platform });
+      if (failed) return `${platform}: failed: ${failed}`;
+      return `${platform}: ${collected.length ? `terminated ${collected.join(', ')}` : 'no orphans'}`;
+    });
+  } catch (err) {
+    // Nothing read (host-config, visibility): the next pass tries again. GC never fails.
+    if (isCancellation(err)) throw err;
+    log.warn('orphan collection failed', { error: innermostMessage(err) });
+    return [`failed: ${innermostMessage(err)}`];
+  }
+}
+
+/** Before v2: the pass from the workflow, a call per platform. */
+async function collectV1(): Promise<string[]> {
+  const platforms = await kube.loadCloudPlatforms();
+  const claims = platforms.length > 0 ? await temporal.claimedLaunches() : [];
+  const lines: string[] = [];
+  for (const cloud of platforms) {
+    try {
+      const collected = await cloudGc.collectOrphans.executeWithOptions(
+        { summary: `Collect ${cloud.platform} VMs no running workflow owns` },
+        [{ cloud, claims }],
+      );
+      metrics.orphansCollected.add(collected.length, { platform: cloud.platform });
+      lines.push(
+        `${cloud.platform}: ${collected.length ? `terminated ${collected.map((vm) => vm.id).join(', ')}` : 'no orphans'}`,
+      );
+    } catch (err) {
+      // One platform's broken credentials must not stop the others' collection.
+      log.warn('orphan collection failed', {
+        platform: cloud.platform,
+        error: innermostMessage(err),
+      });
+      lines.push(`${cloud.platform}: failed: ${innermostMessage(err)}`);
+    }
+  }
+  return lines;
 }

@@ -1,30 +1,51 @@
 // host-config as an entity (`hostconfig/<engine namespace>`): each change the bridge observes
 // is checked once — every problem becomes a Warning Event on the ConfigMap — and every
-// allocator is told to reload, so added hosts take waiting work at once.
+// allocator is told to reload, so added hosts take waiting work at once. It never fails on a
+// failing dependency, and never continues-as-new with a change still unhandled.
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { allocator, kube } from '../activities.js';
 import { hostConfigObserved } from '../../shared/messages.js';
 import type { HostConfigWorkflowInput } from '../../shared/types.js';
+import { allocator, kube } from '../activities.js';
+import { metrics } from '../metrics.js';
+import { untilDone } from '../retry.js';
 
 const MAX_HISTORY = 2_000;
+/** v2: a change that arrived while a run was about to continue-as-new is handled first. */
+export const PATCH_NO_CHANGE_LOST = 'host-config-no-change-lost-at-continue-as-new';
 
 export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promise<void> {
   let latest = input.handled;
   let handled = input.handled;
+  const maxHistory = input.maxHistory ?? MAX_HISTORY;
   setHandler(hostConfigObserved, ({ resourceVersion }) => {
     latest = resourceVersion;
   });
+  const waitedOut = <T>(what: string, call: () => Promise<T>) =>
+    untilDone(call, {
+      what,
+      evenFinal: true,
+      report: ({ cause, waitMs, attempt }) => {
+        metrics.waits.add(1, { platform: '', dependency: 'kubernetes' });
+        setCurrentDetails(
+          `host-config in ${input.engineNamespace}: cannot ${what} (try ${attempt}, next in ` +
+            `${waitMs / 1000} s): ${cause}`,
+        );
+      },
+    });
   for (;;) {
     await condition(() => latest !== handled);
     handled = latest;
-    const { problems } = await kube.reportHostConfigProblems();
+    const { problems } = await waitedOut('read and check it', () =>
+      kube.reportHostConfigProblems(),
+    );
     const allocators = await allocator.notifyAllocators();
     setCurrentDetails(
       `host-config in ${input.engineNamespace} (resourceVersion ${handled}): ` +
@@ -33,11 +54,15 @@ export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promis
           : 'no problems') +
         `\n\n${allocators} allocator(s) reloaded it.`,
     );
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistory) {
       await condition(allHandlersFinished);
+      // A change that arrived meanwhile is handled by this run: continue-as-new carries only
+      // what was handled, so it would be lost.
+      if (latest !== handled && patched(PATCH_NO_CHANGE_LOST)) continue;
       await continueAsNew<typeof hostConfigWorkflow>({
         engineNamespace: input.engineNamespace,
         handled,
+        ...(input.maxHistory ? { maxHistory: input.maxHistory } : {}),
       });
     }
   }

@@ -2,26 +2,20 @@
 // platform's max-instances slots (waiting in line if all are in use), launch a VM, wait for it
 // on workflow timers (never a blocked worker) within allocation-timeout, create the build user,
 // and at the end terminate the VM, retrying until the cloud confirms it.
-import {
-  condition,
-  patched,
-  setCurrentDetails,
-  sleep,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { patched, setCurrentDetails, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import {
-  ANNOTATIONS,
-  LABELS,
-  TASKRUN_TAG_KEY,
-  platformLabel,
-} from '../../platform-config/contract.js';
-import { allocator, cloud as cloudApi, delivery, durableTerminate, kube } from '../activities.js';
-import { innermostMessage, note } from './notes.js';
+import { ANNOTATIONS, LABELS, TASKRUN_TAG_KEY } from '../../platform-config/contract.js';
+import { innermostMessage } from '../../shared/failures.js';
 import { SA } from '../../shared/search-attributes.js';
 import type { TaskRunOutcome } from '../../shared/types.js';
-import type { Fail, TaskRun } from './types.js';
+import { cloud as cloudApi, durableTerminate } from '../activities.js';
+import { checkVmBoot } from '../cloud/vm-boot.js';
+import { answerWithError } from './answer.js';
+import { deliverTo } from './deliver.js';
+import { taskRunKube } from './kubernetes.js';
+import { note } from './notes.js';
+import { chooseRequestIds, takeSlot } from './slot.js';
+import type { TaskRun } from './types.js';
 
 /** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
 const MAX_LAUNCHES = 3;
@@ -31,54 +25,39 @@ export const PATCH_PATIENT_SSH_CHECK = 'cloud-vm-patient-ssh-check';
 export const PATCH_ANNOTATE_ALONGSIDE = 'cloud-vm-annotate-alongside-delivery';
 /** v2: a terminate failing for good is tried again on a timer instead of failing the workflow. */
 export const PATCH_TERMINATE_UNTIL_GONE = 'cloud-vm-terminate-until-gone';
+/** v2: the TaskRun carries allocation-start-time, as static ones do. */
+export const PATCH_ALLOCATION_START_TIME = 'cloud-vm-allocation-start-time';
+/** v2: a describe call that keeps failing is a VM that did not come up in time, not a crash. */
+export const PATCH_DESCRIBE_FAILURES_WAIT = 'cloud-vm-describe-failures-wait';
 const TERMINATE_RETRY_MAX_MS = 30 * 60_000;
 
-export async function serveFromCloud(
+export async function serveFromOwnVm(
   run: TaskRun,
   cloud: CloudPlatform,
   additionalTags: Record<string, string>,
   labels: Record<string, string>,
-  fail: Fail,
 ): Promise<TaskRunOutcome> {
   const { input, ref, status, pool } = run;
+  const k8s = taskRunKube(run);
+  const allocationStarted = Date.now();
   pool.vms = [];
   pool.attempt = 1;
-  pool.requestId = `${workflowInfo().workflowId}#1`;
-  const answer = await allocator.requestSlot.executeWithOptions(
-    { summary: `Ask allocator/${input.platform} for one of ${cloud.common.maxInstances} VM slots` },
-    [
-      {
-        platform: input.platform,
-        requestId: pool.requestId,
-        workflowId: workflowInfo().workflowId,
-        excluded: [],
-      },
-    ],
-  );
-  if (answer.status === 'exhausted')
-    return fail(run, `no ${input.platform} VM can be launched: ${answer.reason}`, labels);
-  if (answer.status === 'queued') {
-    run.publish('Waiting');
-    setCurrentDetails(
-      `Waiting for one of ${cloud.common.maxInstances} ${input.platform} VM slots (position ${answer.position}).`,
+  chooseRequestIds(run);
+  const answer = await takeSlot(run, {
+    summary: `Ask allocator/${input.platform} for one of ${cloud.common.maxInstances} VM slots`,
+    waitingFor: `one of ${cloud.common.maxInstances} ${input.platform} VM slots`,
+    eventKey: '0',
+    labels,
+  });
+  if ('exhausted' in answer) {
+    return answerWithError(
+      run,
+      `no ${input.platform} VM can be launched: ${answer.exhausted}`,
+      labels,
     );
-    await Promise.all([
-      kube.patchTaskRunMetadata({
-        ...ref,
-        labels: { ...labels, [LABELS.waitingForPlatform]: platformLabel(input.platform) },
-      }),
-      noteVm(
-        run,
-        'Normal',
-        'WaitingForHost',
-        `Waiting for a ${input.platform} VM: all ${cloud.common.maxInstances} instances are in use`,
-      ),
-    ]);
-    await condition(() => pool.grant !== undefined || pool.exhausted !== undefined || run.ended());
-    if (pool.exhausted !== undefined)
-      return fail(run, `no ${input.platform} VM can be launched: ${pool.exhausted}`, labels);
-    if (!pool.grant)
-      return { served: 'nothing', reason: 'the TaskRun ended while waiting for a VM slot' };
+  }
+  if ('ended' in answer) {
+    return { served: 'nothing', reason: 'the TaskRun ended while waiting for a VM slot' };
   }
 
   const claimed: string[] = [];
@@ -105,25 +84,25 @@ export async function serveFromCloud(
       vmId = vm.id;
       sshUser = vm.sshUser;
     } catch (err) {
-      return fail(run, `launching a ${input.platform} VM failed: ${innermostMessage(err)}`, {
-        ...labels,
-        [LABELS.waitingForPlatform]: null,
-      });
+      return answerWithError(
+        run,
+        `launching a ${input.platform} VM failed: ${innermostMessage(err)}`,
+        { ...labels, [LABELS.waitingForPlatform]: null },
+      );
     }
     pool.vms.push(vmId);
     status.host = vmId;
-    await kube.patchTaskRunMetadata({
-      ...ref,
+    const startTime: Record<string, string> = patched(PATCH_ALLOCATION_START_TIME)
+      ? { [ANNOTATIONS.allocationStartTime]: String(Math.floor(allocationStarted / 1000)) }
+      : {};
+    await k8s.patchMetadata({
       labels: { ...labels, [LABELS.waitingForPlatform]: null, [LABELS.assignedHost]: vmId },
-      annotations: { [ANNOTATIONS.cloudInstanceId]: vmId },
+      annotations: { [ANNOTATIONS.cloudInstanceId]: vmId, ...startTime },
     });
 
     const address = await waitForSsh(run, cloud, vmId);
     if (address) {
-      const annotated = kube.patchTaskRunMetadata({
-        ...ref,
-        annotations: { [ANNOTATIONS.cloudAddress]: address },
-      });
+      const annotated = k8s.patchMetadata({ annotations: { [ANNOTATIONS.cloudAddress]: address } });
       // v2: the annotation is written while the build user is being created, not before.
       if (!patched(PATCH_ANNOTATE_ALONGSIDE)) await annotated;
       const host = {
@@ -134,27 +113,39 @@ export async function serveFromCloud(
         concurrency: 1,
         sudoCommands: cloud.common.sudoCommands,
       };
-      try {
-        const [{ user }] = await Promise.all([
-          delivery.deliverBuildUser.executeWithOptions(
-            { summary: `Create a build user on VM ${vmId} (${address}) and deliver its Secret` },
-            [{ host, taskRun: ref, platform: input.platform }],
-          ),
-          annotated,
-        ]);
-        status.user = user;
+      const result = await deliverTo(run, host, {
+        summary: `Create a build user on VM ${vmId} (${address}) and deliver its Secret`,
+        alongside: () => annotated,
+      });
+      if ('delivered' in result) {
+        status.user = result.delivered.user;
         run.publish('Ready');
         await noteVm(run, 'Normal', 'HostAllocated', `VM ${vmId} (${address}) is ready`);
-        return { served: 'dynamic', instance: vmId, user };
-      } catch (err) {
-        await annotated; // a failed delivery still waits for its annotation
-        pool.lastError = `provisioning VM ${vmId} failed: ${innermostMessage(err)}`;
+        return { served: 'dynamic', instance: vmId, user: result.delivered.user };
+      }
+      if ('ended' in result) {
+        return {
+          served: 'nothing',
+          reason: 'the TaskRun ended while its build user was delivered',
+        };
+      }
+      if ('hostFailed' in result) {
+        pool.lastError = `provisioning VM ${vmId} failed: ${result.hostFailed}`;
+      } else {
+        // Every VM of the platform shares this config (ssh-secret): another launch cannot help.
+        const cause = 'final' in result ? result.final : result.hostUnusable;
+        return answerWithError(
+          run,
+          `the build user on ${input.platform} VM ${vmId} could not be delivered: ${cause}. ` +
+            'Retry the build; if it keeps failing, ask the platform operators.',
+          { ...labels, [LABELS.waitingForPlatform]: null },
+        );
       }
     }
     await noteVm(run, 'Warning', 'ProvisioningFailed', pool.lastError ?? `VM ${vmId} failed`);
     await terminate(run, cloud, vmId); // replaced by the next launch
   }
-  return fail(
+  return answerWithError(
     run,
     `no ${input.platform} VM became usable after ${MAX_LAUNCHES} launches: ${pool.lastError ?? 'the TaskRun ended'}. ` +
       'Retry the build; if it keeps failing, ask the platform operators to check the cloud account and image.',
@@ -162,7 +153,7 @@ export async function serveFromCloud(
   );
 }
 
-/** Polls on workflow timers every check-interval until SSH answers, the VM fails, or allocation-timeout passes. */
+/** Checks on workflow timers every check-interval until SSH answers, the VM fails, or allocation-timeout passes. */
 async function waitForSsh(
   run: TaskRun,
   cloud: CloudPlatform,
@@ -173,29 +164,30 @@ async function waitForSsh(
   // v2: once the VM runs, the SSH check itself waits up to one check-interval for port 22.
   const patient = patched(PATCH_PATIENT_SSH_CHECK);
   for (;;) {
-    const vm = await cloudApi.describeInstance.executeWithOptions({ summary: `Check VM ${vmId}` }, [
-      { cloud, id: vmId },
-    ]);
-    if (vm && ['failed', 'stopped', 'stopping', 'terminated'].includes(vm.state)) {
-      run.pool.lastError = `VM ${vmId} went ${vm.state} while booting`;
+    const check = await checkVmBoot(cloud, vmId, {
+      summary: `Check VM ${vmId}`,
+      waitMs: patient ? Math.max(0, Math.min(interval, deadline - Date.now())) : undefined,
+    });
+    if ('ready' in check) return check.address;
+    if ('failed' in check) {
+      run.pool.lastError = check.failed;
       return undefined;
     }
-    const running = vm?.state === 'running' && vm.address !== undefined;
-    if (running) {
-      const waitMs = patient ? Math.max(0, Math.min(interval, deadline - Date.now())) : undefined;
-      if (await cloudApi.sshReachable({ address: vm.address!, ...(waitMs ? { waitMs } : {}) })) {
-        return vm.address;
-      }
+    if (check.describeFailure !== undefined) {
+      if (!patched(PATCH_DESCRIBE_FAILURES_WAIT)) throw check.describeFailure;
+      run.pool.lastError = `the cloud did not say how VM ${vmId} is doing: ${innermostMessage(check.describeFailure)}`;
     }
     const left = deadline - Date.now();
     if (left <= 0 || run.ended()) {
-      run.pool.lastError = `VM ${vmId} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`;
+      const timedOut = `VM ${vmId} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`;
+      run.pool.lastError =
+        check.describeFailure !== undefined ? `${timedOut}; ${run.pool.lastError}` : timedOut;
       return undefined;
     }
     setCurrentDetails(
-      `Waiting for VM ${vmId} to boot (${vm?.state ?? 'not visible yet'}${vm?.address ? `, ${vm.address}` : ''}).`,
+      `Waiting for VM ${vmId} to boot (${check.state ?? 'not visible yet'}${check.address ? `, ${check.address}` : ''}).`,
     );
-    if (!(patient && running)) await sleep(Math.min(interval, left));
+    if (!(patient && check.sshChecked)) await sleep(Math.min(interval, left));
   }
 }
 

@@ -1,34 +1,29 @@
-// A static-pool TaskRun: ask the platform's allocator for a slot (waiting in line if need be),
-// create a build user on the granted host, and on failure try another host, as the seed's
-// "Host Pool" section tells it. Clean-up removes the user, then the Secret, then frees the slot.
-import {
-  condition,
-  getExternalWorkflowHandle,
-  patched,
-  setCurrentDetails,
-  workflowInfo,
-} from '@temporalio/workflow';
-import { ANNOTATIONS, LABELS, WORKFLOW_ID, platformLabel } from '../../platform-config/contract.js';
-import { allocator, boundedCleanup, delivery, durableCleanup, kube } from '../activities.js';
+// A TaskRun served from one of its platform's hosts (static hosts, or a dynamic pool's VMs, which
+// the allocator runs): take a slot, create the build user there, and when the host fails try
+// another, as the seed's "Host Pool" section tells it. Hosts are blamed only for their own
+// failures (deliver.ts); clean-up (clean-up.ts) removes the user and frees the slot.
+import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporalio/workflow';
+import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../../platform-config/contract.js';
 import { hostOutcome, releaseSlot } from '../../shared/messages.js';
-import { metrics } from '../metrics.js';
-import { innermostMessage, note } from './notes.js';
 import type { TaskRunOutcome } from '../../shared/types.js';
-import type { Fail, PoolRun, TaskRun } from './types.js';
+import { metrics } from '../metrics.js';
+import { answerWithError } from './answer.js';
+import { deliverTo } from './deliver.js';
+import { taskRunKube } from './kubernetes.js';
+import { note } from './notes.js';
+import { chooseRequestIds, takeSlot } from './slot.js';
+import type { TaskRun } from './types.js';
 
-/** See serveFromStaticPool. */
+/** See serveFromHostSlots. */
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
 /** v2: a signal to an allocator that is gone is no provisioning failure (see tellAllocator). */
 export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signals-best-effort';
 
-export const newPoolRun = (): PoolRun => ({ attempt: 0, touched: [] });
-
-export async function serveFromStaticPool(
+export async function serveFromHostSlots(
   run: TaskRun,
   labels: Record<string, string>,
-  fail: Fail,
 ): Promise<TaskRunOutcome> {
-  const { input, ref, status, pool } = run;
+  const { input, status, pool } = run;
   const platformAllocator = getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform));
   const waitingSince = Date.now();
   await patch(run, {
@@ -39,56 +34,23 @@ export async function serveFromStaticPool(
   // v2: the TaskRun's labels and Event are written while the build user is being provisioned
   // rather than before it, saving a workflow task per TaskRun.
   const v2 = patched(PATCH_FAST_STATIC_PATH);
+  chooseRequestIds(run);
+  pool.skipped ??= [];
   for (;;) {
     pool.attempt++;
-    pool.requestId = `${workflowInfo().workflowId}#${pool.attempt}`;
-    pool.grant = pool.exhausted = undefined;
-    const outcome = await allocator.requestSlot.executeWithOptions(
-      { summary: `Ask allocator/${input.platform} for a host (attempt ${pool.attempt})` },
-      [
-        {
-          platform: input.platform,
-          requestId: pool.requestId,
-          workflowId: workflowInfo().workflowId,
-          excluded: status.failedHosts,
-        },
-      ],
-    );
-    if (outcome.status === 'granted') pool.grant = outcome.host;
-    if (outcome.status === 'exhausted') pool.exhausted = outcome.reason;
-    if (outcome.status === 'queued') {
-      run.publish('Waiting');
-      setCurrentDetails(
-        `TaskRun ${input.namespace}/${input.name} is waiting for a ${input.platform} host ` +
-          `(position ${outcome.position} in line).`,
-      );
-      await Promise.all([
-        patch(run, { labels: { [LABELS.waitingForPlatform]: platformLabel(input.platform) } }),
-        event(
-          run,
-          'Normal',
-          'WaitingForHost',
-          `Waiting for a ${input.platform} host: ${outcome.position - 1} TaskRun(s) ahead`,
-        ),
-      ]);
-      await condition(
-        () => pool.grant !== undefined || pool.exhausted !== undefined || run.ended(),
-      );
-      if (!pool.grant && run.ended())
-        return { served: 'nothing', reason: 'the TaskRun ended while waiting for a host' };
+    const answer = await takeSlot(run, {
+      summary: `Ask allocator/${input.platform} for a host (attempt ${pool.attempt})`,
+      waitingFor: `a ${input.platform} host`,
+      eventKey: `${pool.attempt}`,
+      labels: {},
+      excluded: [...status.failedHosts, ...pool.skipped],
+    });
+    if ('ended' in answer) {
+      return { served: 'nothing', reason: 'the TaskRun ended while waiting for a host' };
     }
-    if (pool.exhausted !== undefined || !pool.grant) {
-      const tried = status.failedHosts.length ? ` Tried: ${status.failedHosts.join(', ')}.` : '';
-      const last = pool.lastError ? ` Last error: ${pool.lastError}` : '';
-      return fail(
-        run,
-        `no ${input.platform} host could be provisioned for this TaskRun: ${pool.exhausted}.${tried}${last} ` +
-          'Retry the build; if it keeps failing, ask the platform operators to check the hosts.',
-        { ...labels, [LABELS.waitingForPlatform]: null },
-      );
-    }
+    if ('exhausted' in answer) return exhausted(run, labels, answer.exhausted);
 
-    const host = pool.grant;
+    const host = answer.granted;
     metrics.allocationWait.record((Date.now() - waitingSince) / 1000, { platform: input.platform });
     status.host = host.name;
     run.publish('Provisioning');
@@ -105,89 +67,82 @@ export async function serveFromStaticPool(
     if (!v2) await noteAllocation();
     if (!pool.touched.some((h) => h.name === host.name)) pool.touched.push(host);
 
-    const started = Date.now();
-    try {
-      const delivered = delivery.deliverBuildUser.executeWithOptions(
-        { summary: `Create a build user on ${host.name} (${host.address}) and deliver its Secret` },
-        [{ host, taskRun: ref, platform: input.platform }],
-      );
-      // In v2 the notes are written alongside; a failed delivery still waits for them.
-      const [{ user }] = await Promise.all([delivered, v2 ? noteAllocation() : undefined]);
-      metrics.provisioning.record((Date.now() - started) / 1000, { platform: input.platform });
+    const result = await deliverTo(run, host, {
+      summary: `Create a build user on ${host.name} (${host.address}) and deliver its Secret`,
+      alongside: v2 ? noteAllocation : undefined,
+    });
+    if ('delivered' in result) {
       await tellAllocator(() =>
         platformAllocator.signal(hostOutcome, { host: host.name, ok: true }),
       );
       pool.serving = host;
-      status.user = user;
+      status.user = result.delivered.user;
       run.publish('Ready');
-      return { served: 'static', host: host.name, user };
-    } catch (err) {
-      pool.lastError = innermostMessage(err);
-      status.failedHosts.push(host.name);
-      status.host = undefined;
-      metrics.provisioningFailures.add(1, { platform: input.platform, host: host.name });
-      await Promise.all([
-        tellAllocator(() => platformAllocator.signal(hostOutcome, { host: host.name, ok: false })),
-        tellAllocator(() => platformAllocator.signal(releaseSlot, { requestId: pool.requestId })),
-        patch(run, {
-          labels: { [LABELS.assignedHost]: null },
-          annotations: { [ANNOTATIONS.failedHosts]: status.failedHosts.join(',') },
-        }),
-        event(
-          run,
-          'Warning',
-          'ProvisioningFailed',
-          `Provisioning on host ${host.name} failed: ${pool.lastError}`,
-        ),
-      ]);
-      pool.requestId = undefined;
+      return { served: 'static', host: host.name, user: result.delivered.user };
     }
+    if ('ended' in result) {
+      return { served: 'nothing', reason: 'the TaskRun ended while its build user was delivered' };
+    }
+    if ('final' in result) {
+      return answerWithError(
+        run,
+        `the build user on ${input.platform} host ${host.name} could not be delivered: ` +
+          `${result.final}. Retry the build; if it keeps failing, ask the platform operators.`,
+        { ...labels, [LABELS.waitingForPlatform]: null },
+      );
+    }
+    // This host cannot serve the TaskRun: give its slot back and ask for another host.
+    const hostFailed = 'hostFailed' in result;
+    pool.lastError = hostFailed ? result.hostFailed : result.hostUnusable;
+    status.host = undefined;
+    if (hostFailed) {
+      status.failedHosts.push(host.name);
+      metrics.provisioningFailures.add(1, { platform: input.platform, host: host.name });
+    } else {
+      pool.skipped.push(host.name);
+    }
+    await Promise.all([
+      hostFailed
+        ? tellAllocator(() => platformAllocator.signal(hostOutcome, { host: host.name, ok: false }))
+        : undefined,
+      tellAllocator(() => platformAllocator.signal(releaseSlot, { requestId: pool.requestId! })),
+      patch(run, {
+        labels: { [LABELS.assignedHost]: null },
+        ...(hostFailed
+          ? { annotations: { [ANNOTATIONS.failedHosts]: status.failedHosts.join(',') } }
+          : {}),
+      }),
+      hostFailed
+        ? event(
+            run,
+            'Warning',
+            'ProvisioningFailed',
+            `Provisioning on host ${host.name} failed: ${pool.lastError}`,
+          )
+        : event(
+            run,
+            'Warning',
+            'HostSkipped',
+            `Host ${host.name} cannot serve until its host-config entry is fixed: ${pool.lastError}`,
+          ),
+    ]);
+    pool.requestId = undefined;
   }
 }
 
-/** Removes build users (serving host: until it succeeds), deletes the Secret, frees the slot. */
-export async function cleanUpStaticPool(
-  run: TaskRun,
-  deleteSecret: () => Promise<void>,
-): Promise<void> {
-  const { pool, ref, input } = run;
-  const taskRun = { namespace: ref.namespace, taskRunName: ref.name };
-  await Promise.all(
-    pool.touched.map(async (host) => {
-      // A pool VM is retired at max-age anyway, and may be gone: its clean-up is bounded.
-      const durable = host.name === pool.serving?.name && !run.cloud?.pool;
-      try {
-        await (durable ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
-          {
-            summary: `Remove build user ${run.status.user ?? 'of this TaskRun'} from ${host.name} (${host.address})`,
-          },
-          [{ host, ...taskRun }],
-        );
-      } catch (err) {
-        metrics.cleanupFailures.add(1, { platform: input.platform, host: host.name });
-        await event(
-          run,
-          'Warning',
-          'CleanupFailed',
-          `Could not remove the build user from ${host.name}: ${innermostMessage(err)}`,
-        );
-      }
-    }),
+function exhausted(run: TaskRun, labels: Record<string, string>, reason: string) {
+  const { input, status, pool } = run;
+  const tried = status.failedHosts.length ? ` Tried: ${status.failedHosts.join(', ')}.` : '';
+  const skipped = pool.skipped?.length
+    ? ` Skipped (host-config entry cannot serve): ${pool.skipped.join(', ')}.`
+    : '';
+  const last = pool.lastError ? ` Last error: ${pool.lastError}` : '';
+  return answerWithError(
+    run,
+    `no ${input.platform} host could be provisioned for this TaskRun: ${reason}.${tried}${skipped}${last} ` +
+      'Retry the build; if it keeps failing, ask the platform operators to check the hosts.',
+    { ...labels, [LABELS.waitingForPlatform]: null },
   );
-  await deleteSecret();
-  if (pool.requestId) {
-    await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
-      .signal(releaseSlot, { requestId: pool.requestId })
-      .catch(() => undefined); // no allocator, no slot
-  }
-  if (pool.touched.length > 0) {
-    await event(
-      run,
-      'Normal',
-      'CleanedUp',
-      `Removed the build user from ${pool.touched.map((h) => h.name).join(', ')}`,
-    );
-  }
 }
 
 /**
@@ -207,7 +162,7 @@ function patch(
   run: TaskRun,
   metadata: { labels?: Record<string, string | null>; annotations?: Record<string, string | null> },
 ): Promise<unknown> {
-  return kube.patchTaskRunMetadata({ ...run.ref, ...metadata });
+  return taskRunKube(run).patchMetadata(metadata);
 }
 
 function event(

@@ -1,5 +1,4 @@
-// What a TaskRun workflow tells people besides its Secret: Kubernetes Events (best-effort) and
-// the message of the failure that actually happened on a host or in a cloud.
+// Kubernetes Events on the TaskRun: what people see in `kubectl describe`. Best-effort.
 import { events } from '../activities.js';
 import type { TaskRun } from './types.js';
 
@@ -16,11 +15,4 @@ export async function note(
   } catch {
     // Events are best-effort; the flow does not wait on them.
   }
-}
-
-/** The innermost failure's message: what actually went wrong, not the activity wrapper. */
-export function innermostMessage(err: unknown): string {
-  let current = err as { message?: string; cause?: unknown } | undefined;
-  while (current?.cause) current = current.cause as typeof current;
-  return current?.message ?? String(err);
 }

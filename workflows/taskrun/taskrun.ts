@@ -1,18 +1,23 @@
-// One TaskRun's life, as the seed tells it: find out how its platform is served, hand the
-// build its Secret (or an error it can act on), wait for the build to finish, clean up.
+// One TaskRun's life, as the seed tells it: check what the TaskRun asks for, find out how its
+// platform is served, hand the build its Secret (or an error it can act on), wait for the
+// build to finish, clean up. Every path answers the build: served, or an `error` Secret.
 import {
   CancellationScope,
   condition,
+  isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { LABELS, LOCALHOST, platformLabel } from '../../platform-config/contract.js';
 import { checkPlatform } from '../../platform-config/platform.js';
-import { kube } from '../activities.js';
-import { slotExhausted, slotGranted } from '../../shared/messages.js';
+import { checkTaskRunInput } from '../../platform-config/taskrun-input.js';
 import {
   TASKRUN_STATE_ORDER,
+  askForSlotAgain,
+  slotExhausted,
+  slotGranted,
   taskRunObserved,
   taskRunStatus,
   type Phase,
@@ -20,10 +25,19 @@ import {
   type TaskRunStatus,
 } from '../../shared/messages.js';
 import { SA } from '../../shared/search-attributes.js';
-import { serveFromCloud, terminateVms } from './cloud-vm.js';
-import { cleanUpStaticPool, newPoolRun, serveFromStaticPool } from './host-slot.js';
 import type { TaskRunOutcome, TaskRunWorkflowInput } from '../../shared/types.js';
+import { adoptEarlierRun } from './adopt.js';
+import { answerUnexpected, answerWithError, warnUnanswerable } from './answer.js';
+import { cleanUpTaskRun } from './clean-up.js';
+import { serveFromOwnVm } from './cloud-vm.js';
+import { serveFromHostSlots } from './host-slot.js';
+import { taskRunKube } from './kubernetes.js';
 import type { TaskRun } from './types.js';
+
+/** v2: the TaskRun's own input is checked before anything is allocated for it. */
+export const PATCH_CHECK_INPUT_FIRST = 'taskrun-check-input-first';
+/** v2: a failure nothing else handled still answers the build with an error Secret. */
+export const PATCH_ALWAYS_ANSWER = 'taskrun-always-answer';
 
 export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<TaskRunOutcome> {
   const status: TaskRunStatus = { phase: 'Allocating', observed: 'active', failedHosts: [] };
@@ -33,7 +47,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     status,
     ended: () => status.observed !== 'active',
     publish: (phase) => publish(status, phase),
-    pool: newPoolRun(),
+    pool: { attempt: 0, touched: [] },
   };
   setHandler(taskRunObserved, ({ state }) => {
     if (TASKRUN_STATE_ORDER.indexOf(state) > TASKRUN_STATE_ORDER.indexOf(status.observed)) {
@@ -47,6 +61,9 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
   setHandler(slotExhausted, ({ requestId, reason }) => {
     if (requestId === run.pool.requestId) run.pool.exhausted = reason;
   });
+  setHandler(askForSlotAgain, () => {
+    run.pool.askAgain = true;
+  });
   const label = `TaskRun ${input.namespace}/${input.name}`;
 
   let outcome: TaskRunOutcome = {
@@ -54,7 +71,13 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     reason: 'the TaskRun ended before it was served',
   };
   try {
-    if (!run.ended()) outcome = await serve(run);
+    try {
+      if (!run.ended()) outcome = await serve(run);
+    } catch (err) {
+      if (isCancellation(err) || !patched(PATCH_ALWAYS_ANSWER)) throw err;
+      outcome = await answerUnexpected(run, err);
+    }
+    if (run.unanswerable) return outcome; // nothing was allocated, and no Secret can exist
     setCurrentDetails(
       `${label} is ${status.phase === 'Ready' ? `served by ${status.host}` : 'failed'}; ` +
         'waiting for it to complete or be deleted, then cleaning up.',
@@ -62,72 +85,64 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     await condition(run.ended);
   } finally {
     // Clean-up must happen even when the workflow itself is cancelled.
-    await CancellationScope.nonCancellable(async () => {
-      status.phase = 'CleaningUp';
-      setCurrentDetails(`${label} ${describe(status.observed)}; cleaning up.`);
-      await terminateVms(run, run.cloud);
-      await cleanUpStaticPool(run, async () => {
-        await kube.deleteTaskRunSecret(run.ref);
+    if (!run.unanswerable)
+      await CancellationScope.nonCancellable(async () => {
+        status.phase = 'CleaningUp';
+        setCurrentDetails(`${label} ${describe(status.observed)}; cleaning up.`);
+        await cleanUpTaskRun(run);
+        publish(status, 'Done');
+        setCurrentDetails(`${label} ${describe(status.observed)}; cleaned up.`);
       });
-      publish(status, 'Done');
-      setCurrentDetails(`${label} ${describe(status.observed)}; cleaned up.`);
-    });
   }
   return outcome;
 }
 
 async function serve(run: TaskRun): Promise<TaskRunOutcome> {
-  const { input, ref, status } = run;
+  const { input, status } = run;
+  const check = checkTaskRunInput(input);
+  if (!check.ok && patched(PATCH_CHECK_INPUT_FIRST)) {
+    if (check.answerable) return answerWithError(run, check.reason, {});
+    run.unanswerable = true;
+    return warnUnanswerable(run, check.reason);
+  }
   setCurrentDetails(
     `Resolving platform ${input.platform} for TaskRun ${input.namespace}/${input.name}.`,
   );
-  const resolution = await kube.resolveTaskRunPlatform({
-    namespace: input.namespace,
-    platform: input.platform,
-  });
+  const k8s = taskRunKube(run);
+  const resolution = await k8s.resolvePlatform();
   const labels: Record<string, string> = {};
   if (checkPlatform(input.platform).ok)
     labels[LABELS.targetPlatform] = platformLabel(input.platform);
 
+  if (resolution.kind !== 'error' && resolution.kind !== 'local' && resolution.earlier) {
+    const cloud = resolution.kind === 'static' ? undefined : resolution.cloud;
+    const adopted = await adoptEarlierRun(run, resolution.earlier, cloud);
+    if (adopted) {
+      run.cloud = cloud;
+      return adopted;
+    }
+  }
   switch (resolution.kind) {
     case 'error':
-      return fail(run, resolution.message, labels);
+      return answerWithError(run, resolution.message, labels);
     case 'static':
-      return serveFromStaticPool(run, labels, fail);
+      return serveFromHostSlots(run, labels);
     case 'pool':
       // The allocator runs the pool's VMs; to the TaskRun they are hosts like static ones.
       run.cloud = resolution.cloud;
-      return serveFromStaticPool(run, labels, fail);
+      return serveFromHostSlots(run, labels);
     case 'dynamic':
       run.cloud = resolution.cloud;
-      return serveFromCloud(run, resolution.cloud, resolution.additionalTags, labels, fail);
+      return serveFromOwnVm(run, resolution.cloud, resolution.additionalTags, labels);
     case 'local':
       await Promise.all([
-        kube.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),
-        kube.patchTaskRunMetadata({
-          ...ref,
-          labels: { ...labels, [LABELS.assignedHost]: LOCALHOST },
-        }),
+        k8s.writeSecret({ host: LOCALHOST }),
+        k8s.patchMetadata({ labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } }),
       ]);
       status.host = LOCALHOST;
       publish(status, 'Ready');
       return { served: 'local' };
   }
-}
-
-/** The build still gets its Secret, with an `error` it can print, so its pod never hangs. */
-async function fail(
-  run: TaskRun,
-  message: string,
-  labels: Record<string, string | null>,
-): Promise<TaskRunOutcome> {
-  run.status.error = message;
-  await Promise.all([
-    kube.writeTaskRunSecret({ ...run.ref, data: { error: message } }),
-    kube.patchTaskRunMetadata({ ...run.ref, labels }),
-  ]);
-  publish(run.status, 'Failed');
-  return { served: 'error', message };
 }
 
 /** Records a phase where operators search for it: one search-attribute upsert per phase. */

@@ -1,22 +1,28 @@
 // What the TaskRun workflow's steps share.
-import type { Host, TaskRunOutcome, TaskRunRef, TaskRunWorkflowInput } from '../../shared/types.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { Phase, TaskRunStatus } from '../../shared/messages.js';
+import type { Host, TaskRunRef, TaskRunWorkflowInput } from '../../shared/types.js';
 
-/** A static-pool TaskRun's allocation: plain data, rebuilt by replay. */
+/** A TaskRun's hold on its platform's allocator and the hosts it touched: plain data. */
 export interface PoolRun {
   attempt: number;
   /** The request that holds (or waits for) a slot. */
   requestId?: string;
   grant?: Host;
   exhausted?: string;
+  /** Set when the allocator asks waiters to ask again (it was lost and rebuilt itself). */
+  askAgain?: boolean;
   /** The host serving the build, once provisioned. */
   serving?: Host;
   /** Hosts where a build user may exist: everything provisioning touched. */
   touched: Host[];
+  /** Hosts whose host-config entry cannot serve (say, a missing admin key): not tried again. */
+  skipped?: string[];
   lastError?: string;
   /** Cloud VMs launched for this TaskRun (dynamic platforms); each is terminated at clean-up. */
   vms?: string[];
+  /** v2 request ids carry the workflow run: `<workflow id>#<run id>.<attempt>`. */
+  runScoped?: boolean;
 }
 
 export interface TaskRun {
@@ -28,11 +34,6 @@ export interface TaskRun {
   pool: PoolRun;
   /** The dynamic platform serving this TaskRun, once resolved. */
   cloud?: CloudPlatform;
+  /** No Secret can ever be written for this TaskRun (its name is too long): nothing to clean. */
+  unanswerable?: boolean;
 }
-
-/** Ends serving with an error Secret the build can print (see taskrun.ts). */
-export type Fail = (
-  run: TaskRun,
-  message: string,
-  labels: Record<string, string | null>,
-) => Promise<TaskRunOutcome>;

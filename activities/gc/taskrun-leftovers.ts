@@ -1,0 +1,173 @@
+// One pass of garbage collection for what TaskRun workflows leave behind when they cannot clean
+// up themselves (an operator terminated one): build users on static hosts, and TaskRun Secrets
+// whose TaskRun is gone. One activity, so the GC workflow's history holds only what was removed.
+//
+// Owned means: a running TaskRun workflow is this TaskRun's (its id carries the uid), and for a
+// build user, holds the host the user is on (its Host search attribute). A user created less
+// than the grace period ago is never removed (the check runs on the host, under its lock, so it
+// cannot race a provisioning), nor is a Secret younger than that.
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { Context, log } from '@temporalio/activity';
+import {
+  ANNOTATIONS,
+  HOST_CONFIG_NAME,
+  LABELS,
+  SECRET_PREFIX,
+} from '../../platform-config/contract.js';
+import { innermostMessage } from '../../shared/failures.js';
+import { TASKRUN_API } from '../../shared/taskrun-api.js';
+import type { Host, TaskRunRef } from '../../shared/types.js';
+import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
+import { recordEvent } from '../kubernetes/events.js';
+import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
+import { listBuildUsers, removeBuildUser, type SshDeps } from '../ssh/build-users.js';
+
+const HEARTBEAT_MS = 10_000;
+
+export interface LeftoversGcDeps {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  engineNamespace: string;
+  /** Serve one namespace only, as the bridge does; every namespace when undefined. */
+  watchNamespace?: string;
+  ssh: SshDeps;
+  loadStaticHosts(): Promise<Host[]>;
+  /** Running TaskRun workflows: their TaskRun and the host each holds. */
+  runningTaskRuns(): Promise<Array<TaskRunRef & { host?: string }>>;
+}
+
+export interface LeftoversPass {
+  users: Array<{ host: string; user: string }>;
+  secrets: Array<{ namespace: string; name: string }>;
+  /** What could not be looked at this time (a host that is down, say). */
+  failures: string[];
+}
+
+export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
+  const event = (reason: string, message: string, dedupKey: string) =>
+    recordEvent(deps.core, {
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        name: HOST_CONFIG_NAME,
+        namespace: deps.engineNamespace,
+      },
+      type: 'Warning',
+      reason,
+      message,
+      dedupKey,
+    }).catch((err: unknown) => log.warn('could not record the Event', { error: String(err) }));
+
+  async function collectUsers(
+    running: Array<TaskRunRef & { host?: string }>,
+    graceSeconds: number,
+    pass: LeftoversPass,
+  ): Promise<void> {
+    const owned = new Set<string>();
+    for (const taskRun of running) {
+      if (!taskRun.host) continue;
+      owned.add(`${taskRun.host}/${buildUserName(taskRun)}`);
+      owned.add(`${taskRun.host}/${legacyBuildUserName(taskRun.namespace, taskRun.name)}`);
+    }
+    for (const host of await deps.loadStaticHosts()) {
+      try {
+        for (const { user, ageSeconds } of await listBuildUsers(deps.ssh, host)) {
+          if (owned.has(`${host.name}/${user}`)) continue;
+          if (ageSeconds !== undefined && ageSeconds < graceSeconds) continue;
+          const outcome = await removeBuildUser(deps.ssh, host, user, {
+            minAgeSeconds: graceSeconds,
+          });
+          if (outcome !== 'removed') continue;
+          pass.users.push({ host: host.name, user });
+          log.warn('removed a build user no running workflow owns', { host: host.name, user });
+          await event(
+            'OrphanUserCollected',
+            `Removed build user ${user} from host ${host.name} (${host.address}): no running ` +
+              'TaskRun workflow owns it',
+            `orphan-user/${host.name}/${user}/${ageSeconds ?? 'unknown'}`,
+          );
+        }
+      } catch (err) {
+        pass.failures.push(`host ${host.name}: ${innermostMessage(err)}`);
+      }
+    }
+  }
+
+  async function taskRunExists(namespace: string, name: string, uid: string): Promise<boolean> {
+    try {
+      const obj = (await deps.custom.getNamespacedCustomObject({
+        ...TASKRUN_API,
+        namespace,
+        name,
+      })) as { metadata?: { uid?: string } };
+      return obj.metadata?.uid === uid;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      rethrowKube(`read TaskRun ${namespace}/${name}`, err);
+    }
+  }
+
+  async function collectSecrets(
+    running: Array<TaskRunRef & { host?: string }>,
+    graceSeconds: number,
+    pass: LeftoversPass,
+  ): Promise<void> {
+    const owned = new Set(running.map((taskRun) => taskRun.uid));
+    const labelSelector = `${LABELS.multiPlatformSecret}=true`;
+    const list = deps.watchNamespace
+      ? await deps.core.listNamespacedSecret({ namespace: deps.watchNamespace, labelSelector })
+      : await deps.core.listSecretForAllNamespaces({ labelSelector });
+    for (const secret of list.items) {
+      const { name, namespace, uid, annotations, creationTimestamp } = secret.metadata ?? {};
+      const owner = annotations?.[ANNOTATIONS.ownerUid];
+      if (!name?.startsWith(SECRET_PREFIX) || !namespace || !owner || owned.has(owner)) continue;
+      const age = creationTimestamp
+        ? (Date.now() - new Date(creationTimestamp).getTime()) / 1000
+        : 0;
+      if (age < graceSeconds) continue;
+      // A TaskRun still there gets a new workflow from the bridge, which takes its Secret over.
+      if (await taskRunExists(namespace, name.slice(SECRET_PREFIX.length), owner)) continue;
+      try {
+        await deps.core.deleteNamespacedSecret({
+          name,
+          namespace,
+          body: { preconditions: { uid } },
+        });
+      } catch (err) {
+        if (isNotFound(err) || (err as { code?: number }).code === 409) continue;
+        throw err;
+      }
+      pass.secrets.push({ namespace, name });
+      await event(
+        'OrphanSecretCollected',
+        `Deleted Secret ${namespace}/${name}: its TaskRun is gone and no running workflow owns it`,
+        `orphan-secret/${uid}`,
+      );
+    }
+  }
+
+  return {
+    async collectTaskRunLeftovers(input: {
+      userGraceSeconds: number;
+      secretGraceSeconds: number;
+    }): Promise<LeftoversPass> {
+      const pass: LeftoversPass = { users: [], secrets: [], failures: [] };
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat(), HEARTBEAT_MS);
+      try {
+        const running = await deps.runningTaskRuns();
+        await collectUsers(running, input.userGraceSeconds, pass);
+        try {
+          await collectSecrets(running, input.secretGraceSeconds, pass);
+        } catch (err) {
+          pass.failures.push(`Secrets: ${innermostMessage(err)}`);
+        }
+        return pass;
+      } finally {
+        clearInterval(beat);
+      }
+    },
+  };
+}
+
+export type LeftoversGcActivities = ReturnType<typeof createLeftoversGcActivities>;

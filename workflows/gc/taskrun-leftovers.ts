@@ -1,0 +1,55 @@
+// Garbage collection of what TaskRun workflows leave behind when they cannot clean up after
+// themselves, typically because an operator terminated one (DESIGN.md section 5): build users
+// on static hosts that no running workflow owns, and TaskRun Secrets whose TaskRun is gone.
+// Runs at each worker start and every interval (the engine's resync period by default).
+import {
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+import { innermostMessage } from '../../shared/failures.js';
+import { collectNow } from '../../shared/messages.js';
+import type { LeftoversGcInput } from '../../shared/types.js';
+import { leftoversGc } from '../activities.js';
+import { metrics } from '../metrics.js';
+
+const PASSES_PER_RUN = 200;
+
+export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promise<void> {
+  let requested = true;
+  setHandler(collectNow, () => {
+    requested = true;
+  });
+  for (let pass = 0; pass < PASSES_PER_RUN; pass++) {
+    await condition(() => requested, input.intervalSeconds * 1000);
+    requested = false;
+    let lines: string[];
+    try {
+      const found = await leftoversGc.collectTaskRunLeftovers.executeWithOptions(
+        { summary: 'Remove build users and Secrets no running TaskRun workflow owns' },
+        [{ userGraceSeconds: input.graceSeconds, secretGraceSeconds: input.graceSeconds }],
+      );
+      for (const { host } of found.users) metrics.orphanUsersCollected.add(1, { host });
+      if (found.secrets.length) metrics.orphanSecretsCollected.add(found.secrets.length);
+      lines = [
+        ...found.users.map(({ host, user }) => `removed user ${user} from ${host}`),
+        ...found.secrets.map(({ namespace, name }) => `deleted Secret ${namespace}/${name}`),
+        ...found.failures.map((failure) => `could not look: ${failure}`),
+      ];
+    } catch (err) {
+      // Nothing could be read this time (visibility, host-config): the next pass tries again.
+      if (isCancellation(err)) throw err;
+      log.warn('collecting TaskRun leftovers failed', { error: innermostMessage(err) });
+      lines = [`failed: ${innermostMessage(err)}`];
+    }
+    setCurrentDetails(
+      `Every ${input.intervalSeconds}s (and at each worker start) removes build users on static ` +
+        'hosts and TaskRun Secrets that no running TaskRun workflow owns.\n\nLast pass:\n- ' +
+        (lines.join('\n- ') || 'nothing to collect'),
+    );
+  }
+  await continueAsNew<typeof taskRunLeftoversGcWorkflow>(input);
+}

@@ -1,0 +1,58 @@
+// Clean-up for every kind of TaskRun (DESIGN.md section 3): terminate the VMs it launched,
+// remove its build users from every host it touched (the serving host's until it succeeds),
+// delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
+// when the workflow is cancelled (the caller runs it in a non-cancellable scope).
+import { getExternalWorkflowHandle } from '@temporalio/workflow';
+import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { innermostMessage } from '../../shared/failures.js';
+import { releaseSlot } from '../../shared/messages.js';
+import { boundedCleanup, durableCleanup } from '../activities.js';
+import { metrics } from '../metrics.js';
+import { terminateVms } from './cloud-vm.js';
+import { taskRunKube } from './kubernetes.js';
+import { note } from './notes.js';
+import type { TaskRun } from './types.js';
+
+export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
+  const { pool, ref, input, status } = run;
+  await terminateVms(run, run.cloud);
+  await Promise.all(
+    pool.touched.map(async (host) => {
+      const serving = host.name === pool.serving?.name;
+      // A pool VM is retired at max-age anyway, and may be gone: its clean-up is bounded.
+      const durable = serving && !run.cloud?.pool;
+      try {
+        await (durable ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
+          {
+            summary: `Remove build user ${status.user ?? 'of this TaskRun'} from ${host.name} (${host.address})`,
+          },
+          [{ host, taskRun: ref, ...(serving && status.user ? { user: status.user } : {}) }],
+        );
+      } catch (err) {
+        metrics.cleanupFailures.add(1, { platform: input.platform, host: host.name });
+        await note(
+          run,
+          'Warning',
+          'CleanupFailed',
+          `Could not remove the build user from ${host.name}: ${innermostMessage(err)}`,
+          `${pool.attempt}`,
+        );
+      }
+    }),
+  );
+  await taskRunKube(run).deleteSecret();
+  if (pool.requestId) {
+    await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
+      .signal(releaseSlot, { requestId: pool.requestId })
+      .catch(() => undefined); // no allocator, no slot
+  }
+  if (pool.touched.length > 0) {
+    await note(
+      run,
+      'Normal',
+      'CleanedUp',
+      `Removed the build user from ${pool.touched.map((h) => h.name).join(', ')}`,
+      `${pool.attempt}`,
+    );
+  }
+}
