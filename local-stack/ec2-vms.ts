@@ -101,6 +101,8 @@ export interface Ec2Vms extends Ec2VmNetwork {
    * of reaching moto. Returns the proxy endpoint.
    */
   throttle(n: number): string;
+  /** Refuses every call of this EC2 action (RequestLimitExceeded) until turned off. */
+  throttleAction(action: string, on: boolean): void;
   /** Stops polling, every host and the proxy. */
   stop(): Promise<void>;
 }
@@ -235,26 +237,36 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
   };
   tick();
 
-  // The proxy: everything passes through to moto unless a throttle is pending.
+  // The proxy: everything passes through to moto unless a throttle is pending, or the call's
+  // action is being throttled until further notice.
   let throttled = 0;
+  const throttledActions = new Set<string>();
   const target = new URL(opts.endpoint);
   const proxy = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (throttled > 0) {
-      throttled--;
-      req.resume();
+    const refuse = () => {
       res.writeHead(503, { 'content-type': 'text/xml' });
       res.end(
         '<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error>' +
           '<Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message>' +
           '</Error></Errors><RequestID>ec2-vms-throttle</RequestID></Response>',
       );
-      return;
+    };
+    if (throttled > 0) {
+      throttled--;
+      req.resume();
+      return refuse();
     }
-    if (opts.onProxiedCall) {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => opts.onProxiedCall?.(new URLSearchParams(body), performance.now()));
-    }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const params = new URLSearchParams(body.toString('utf8'));
+      if (throttledActions.has(params.get('Action') ?? '')) return refuse();
+      opts.onProxiedCall?.(params, performance.now());
+      forward(req, res, body);
+    });
+  });
+  const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer): void => {
     const upstream = request(
       {
         host: target.hostname,
@@ -272,8 +284,8 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
       res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(`ec2 vms proxy: ${err.message}`);
     });
-    req.pipe(upstream);
-  });
+    upstream.end(body);
+  };
   await new Promise<void>((done) => proxy.listen(0, '127.0.0.1', done));
   const proxyEndpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 
@@ -301,6 +313,10 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
     throttle(n) {
       throttled = n;
       return proxyEndpoint;
+    },
+    throttleAction(action, on) {
+      if (on) throttledActions.add(action);
+      else throttledActions.delete(action);
     },
     stop: () =>
       (stopAll ??= (async () => {

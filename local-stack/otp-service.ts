@@ -13,7 +13,17 @@ export interface OtpService {
   url: string;
   /** What a worker needs to use it (HOSTFLOW_OTP_*). */
   workerEnv: Record<string, string>;
+  /** The files it serves with; replacing them rotates them (the service reloads them). */
+  files: OtpServiceFiles;
   stop(): Promise<void>;
+}
+
+export interface OtpServiceFiles {
+  /** The CA the worker trusts and builds get as `otp-ca`. */
+  caCert: string;
+  tlsCert: string;
+  tlsKey: string;
+  storeToken: string;
 }
 
 export interface OtpServiceOptions {
@@ -35,6 +45,7 @@ export interface OtpServicePlan {
   url: string;
   /** What a worker needs to use it (HOSTFLOW_OTP_*). */
   workerEnv: Record<string, string>;
+  files: OtpServiceFiles;
   /** In its output once it serves. */
   readyLine: string;
 }
@@ -77,6 +88,7 @@ export async function planOtpService(options: OtpServiceOptions): Promise<OtpSer
       HOSTFLOW_OTP_CA_FILE: ca.cert,
       HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,
     },
+    files: { caCert: ca.cert, tlsCert: cert.cert, tlsKey: cert.key, storeToken: storeTokenFile },
     readyLine: 'listening on',
   };
 }
@@ -98,7 +110,13 @@ export async function startOtpService(options: OtpServiceOptions): Promise<OtpSe
     await proc.stop();
     throw new Error(`otp-server: could not start: ${(err as Error).message}`);
   }
-  return { process: proc, url: plan.url, workerEnv: plan.workerEnv, stop: () => proc.stop() };
+  return {
+    process: proc,
+    url: plan.url,
+    workerEnv: plan.workerEnv,
+    files: plan.files,
+    stop: () => proc.stop(),
+  };
 }
 
 function secretFile(path: string, make: () => string): string {

@@ -1,6 +1,7 @@
 // Real OpenSSH test hosts (DESIGN.md §8): each sshd runs in its own network namespace, at its own
 // address on the hfbr0 bridge, and in its own mount namespace with a private /etc (overlayfs),
-// /home, /root, /tmp, /run, /var/mail and /var/log, so users created on one host exist nowhere else.
+// /home, /root, /tmp, /var/tmp, /dev/shm, /run, /var/mail and /var/log, so users created on one
+// host exist nowhere else, nor do their files.
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { sshBanner } from '../activities/ssh/banner.js';
@@ -86,6 +87,8 @@ done
 mount -n --bind "$S/home" /home
 mount -n --bind "$S/root" /root
 mount -n -t tmpfs -o mode=1777 tmpfs /tmp
+mount -n -t tmpfs -o mode=1777 tmpfs /var/tmp
+mount -n -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -n -t tmpfs -o mode=2775 tmpfs /var/mail && chgrp mail /var/mail
 mkdir -p -m 755 /run/sshd && mkdir -p -m 1777 /run/lock
 hostname "$NAME"

@@ -19,7 +19,9 @@ import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
 import { classifySshError, withSsh } from '../activities/ssh/session.js';
 import {
   createSshActivities,
+  listBuildUsers,
   provisionBuildUser,
+  removeBuildUser,
   type BuildUserInput,
   type SshDeps,
 } from '../activities/ssh/build-users.js';
@@ -177,7 +179,7 @@ describe('build users on static hosts over SSH', () => {
     console.log(`provisioned ${user} in ${provisionMs} ms`);
   });
 
-  it('is idempotent: a second run keeps one user and only the new key works', async () => {
+  it('is idempotent: a second run replaces the user, and only the new key works', async () => {
     const tr = taskRun();
     const first = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
     const second = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
@@ -254,6 +256,89 @@ describe('build users on static hosts over SSH', () => {
 
     expect(await activities.removeBuildUser({ host, ...tr })).toBe('absent');
     console.log(`removed ${user} (with a running process) in ${removeMs} ms`);
+  });
+
+  it('never reuses a stale user: its processes, files and home go, and a fresh user is made', async () => {
+    const tr = taskRun();
+    const first = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
+    const sleeper = Number(
+      (await login(h1, first.user, first.privateKey, 'nohup sleep 1002 >/dev/null 2>&1 & echo $!'))
+        .stdout,
+    );
+    await login(h1, first.user, first.privateKey, 'echo left > ~/left-behind; echo t > /tmp/mine');
+    const second = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
+    expect(second.user).toBe(first.user);
+    expect(alive(sleeper)).toBe(false);
+    expect(await exists(h1, `/home/${first.user}/left-behind`)).toBe(false);
+    expect(await exists(h1, '/tmp/mine')).toBe(false);
+    expect(await onHost(h1, 'stat', '-c', '%U', `/home/${first.user}`)).toBe(first.user);
+    expect((await login(h1, second.user, second.privateKey, 'whoami')).stdout).toBe(
+      `${second.user}\n`,
+    );
+    expect(await activities.removeBuildUser({ host: hostConfig(h1), ...tr })).toBe('removed');
+  });
+
+  it('never writes through a link planted in a stale home: another account stays untouched', async () => {
+    const tr = taskRun();
+    const stale = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
+    // What a hostile earlier build could leave behind: its ~/.ssh pointing at the admin's, and
+    // its build directory pointing at /etc.
+    const adminSsh = `/home/${h1.adminUser}/.ssh`;
+    const adminKeys = await onHost(h1, 'cat', `${adminSsh}/authorized_keys`);
+    const home = `/home/${stale.user}`;
+    await h1.exec(['rm', '-rf', `${home}/.ssh`, `${home}/build`]);
+    await h1.exec(['ln', '-s', adminSsh, `${home}/.ssh`]);
+    await h1.exec(['ln', '-s', '/etc', `${home}/build`]);
+    await h1.exec(['chown', '-h', `${stale.user}:${stale.user}`, `${home}/.ssh`, `${home}/build`]);
+
+    const fresh = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
+    expect(await onHost(h1, 'cat', `${adminSsh}/authorized_keys`)).toBe(adminKeys);
+    for (const path of [`${home}/.ssh`, `${home}/build`]) {
+      expect(await onHost(h1, 'stat', '-c', '%F %U', path)).toBe(`directory ${fresh.user}`);
+    }
+    expect(await exists(h1, '/etc/authorized_keys')).toBe(false);
+    // the admin still logs in with its own key, the build user with the new one
+    expect((await login(h1, h1.adminUser, h1.adminPrivateKey, 'whoami')).stdout).toBe(
+      `${h1.adminUser}\n`,
+    );
+    expect((await login(h1, fresh.user, fresh.privateKey, 'whoami')).stdout).toBe(
+      `${fresh.user}\n`,
+    );
+    expect(await activities.removeBuildUser({ host: hostConfig(h1), ...tr })).toBe('removed');
+    expect(await onHost(h1, 'cat', `${adminSsh}/authorized_keys`)).toBe(adminKeys);
+  });
+
+  it("removes the user's files in shared temporary directories, and nobody else's", async () => {
+    const tr = taskRun();
+    const { user, privateKey } = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
+    await login(
+      h1,
+      user,
+      privateKey,
+      'mkdir -p /tmp/cache/deep && echo x > /tmp/cache/deep/f && echo y > /var/tmp/y && echo z > /dev/shm/z && ln -s /etc/passwd /tmp/link',
+    );
+    await h1.exec(['sh', '-c', 'echo keep > /tmp/admins-file']);
+    expect(await activities.removeBuildUser({ host: hostConfig(h1), ...tr })).toBe('removed');
+    for (const path of ['/tmp/cache', '/var/tmp/y', '/dev/shm/z', '/tmp/link']) {
+      expect(await exists(h1, path)).toBe(false);
+    }
+    expect(await exists(h1, '/tmp/admins-file')).toBe(true);
+    expect(await exists(h1, '/etc/passwd')).toBe(true);
+  });
+
+  it('lists build users with their age, and spares a user younger than a minimum age', async () => {
+    const tr = taskRun();
+    const { user } = await provisionBuildUser(deps, { host: hostConfig(h2), ...tr });
+    const listed = await listBuildUsers(deps, hostConfig(h2));
+    const mine = listed.find((entry) => entry.user === user);
+    expect(mine?.ageSeconds).toBeGreaterThanOrEqual(0);
+    expect(mine!.ageSeconds!).toBeLessThan(60);
+    expect(await removeBuildUser(deps, hostConfig(h2), user, { minAgeSeconds: 3600 })).toBe(
+      'young',
+    );
+    expect(await exists(h2, `/home/${user}`)).toBe(true);
+    expect(await removeBuildUser(deps, hostConfig(h2), user, { minAgeSeconds: 0 })).toBe('removed');
+    expect((await listBuildUsers(deps, hostConfig(h2))).map((e) => e.user)).not.toContain(user);
   });
 
   it('runs as Temporal activities: inside an activity context, with its cancellation signal', async () => {

@@ -79,6 +79,12 @@ export const cloud = proxyActivities<CloudActivities>({
   },
 });
 
+/** Checking on a booting VM: a few quick tries; the boot wait tries again on its own timer. */
+export const cloudCheck = proxyActivities<CloudActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
 /** Terminating a VM retries until the cloud confirms it: a VM is never left behind. */
 export const durableTerminate = proxyActivities<CloudActivities>({
   startToCloseTimeout: '1 minute',

@@ -120,6 +120,9 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       const id = await instanceOf(tr.name);
       const meta = (await scope.taskRuns.get(tr.name)).metadata;
       expect(meta.labels?.[LABELS.assignedHost]).toBe(id);
+      // as the original wrote it, and static TaskRuns carry it: seconds since the epoch
+      const started = Number(meta.annotations?.[ANNOTATIONS.allocationStartTime]);
+      expect(Math.abs(started - Date.now() / 1000)).toBeLessThan(120);
       const address = meta.annotations?.[ANNOTATIONS.cloudAddress];
       const [user, host] = secret.host!.split('@') as [string, string];
       expect(host).toBe(address);
@@ -210,6 +213,25 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       });
     });
 
+    if (kind === 'aws') {
+      it('answers the build when describing its VM keeps failing, and leaves no VM', async () => {
+        await withHostConfig({ 'allocation-timeout': '3' }, {}, async () => {
+          const tr = await scope.taskRuns.create({ name: 'describe-fails', platform });
+          await waitFor('its first VM', () => instanceOf(tr.name));
+          cloud.refuseDescribes!(true); // throttled for longer than allocation-timeout
+          try {
+            const data = await scope.taskRuns.waitForSecret(tr.name, 120_000);
+            expect(data.error).toMatch(/VM became usable after 3 launches/);
+            expect(data.error).toMatch(/the cloud did not say how VM i-\w+ is doing: .*limit/i);
+          } finally {
+            cloud.refuseDescribes!(false);
+          }
+          await noneLeft(live, 'its VMs terminated');
+          await finish(tr.name);
+        });
+      });
+    }
+
     it('keeps retrying a terminate the cloud refuses for a while, until the VM is gone', async () => {
       const tr = await scope.taskRuns.create({ name: 'refused-terminate', platform });
       await scope.taskRuns.waitForSecret(tr.name, 60_000);
@@ -285,6 +307,13 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       expect(
         events.items.some((e) => e.reason === 'OrphanVmCollected' && e.message?.includes(orphan)),
       ).toBe(true);
+      // The GC's history records what it collected, not every claim of every build in flight.
+      const gc = await historyText(
+        scope.temporal.client,
+        WORKFLOW_ID.cloudGc(scope.engineNamespace),
+      );
+      expect(gc).toContain(orphan);
+      expect(gc).not.toContain(`${tr.uid}-1`);
       await finish(tr.name);
     });
 

@@ -33,12 +33,21 @@ export interface StaticPool {
   /** A Secret holding `key` as the admin key, e.g. a wrong one. */
   adminSecret(name: string, key: string): Promise<void>;
   restartWorker(kill?: boolean): Promise<void>;
+  /** SIGKILLs the OTP service; `startOtp` brings it back at the same address with its state. */
+  killOtp(): Promise<void>;
+  startOtp(): Promise<void>;
+  /** Starts the worker again with these settings added (e.g. short GC periods). */
+  restartWorkerWith(env: NodeJS.ProcessEnv): Promise<void>;
   buildUsers(host: SshHost): Promise<string[]>;
   allocator(platform?: string): Promise<AllocationSummary>;
   dispose(): Promise<void>;
 }
 
-export async function createStaticPool(prefix: string, hostCount = 2): Promise<StaticPool> {
+export async function createStaticPool(
+  prefix: string,
+  hostCount = 2,
+  env: { worker?: NodeJS.ProcessEnv; bridge?: NodeJS.ProcessEnv } = {},
+): Promise<StaticPool> {
   const sfx = uniqueSuffix();
   const platform = `linux/${prefix}-${sfx}`;
   const scope = await createScope(prefix);
@@ -57,6 +66,15 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
     freePort(),
   ]);
   const metricsEnv = (port: number) => ({ HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${port}` });
+  const otpOptions = {
+    stateDir: join(testEnv('stateDir'), `otp-${prefix}-${sfx}`),
+    kubeconfig: testEnv('kubeconfig'),
+    namespace: scope.engineNamespace,
+    logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
+    metricsAddress: `127.0.0.1:${otpMetrics}`,
+    port: await freePort(),
+  };
+  let workerExtraEnv: NodeJS.ProcessEnv = env.worker ?? {};
   try {
     pool = await startSshHosts({
       count: hostCount,
@@ -64,22 +82,28 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
       prefix: `${prefix.slice(0, 4)}${sfx.slice(0, 4)}`,
     });
     started.push(pool);
-    otp = await startOtpService({
-      stateDir: join(testEnv('stateDir'), `otp-${prefix}-${sfx}`),
-      kubeconfig: testEnv('kubeconfig'),
-      namespace: scope.engineNamespace,
-      logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
-      metricsAddress: `127.0.0.1:${otpMetrics}`,
-    });
-    started.push(otp);
+    otp = await startOtpService(otpOptions);
+    started.push({ stop: () => otp.stop() });
     for (const [i, host] of pool.hosts.entries())
       await adminSecret(scope, `admin-${i}`, host.adminPrivateKey);
-    worker = await startWorker(scope, { ...otp.workerEnv, ...metricsEnv(workerMetrics) });
+    worker = await startWorker(scope, {
+      ...otp.workerEnv,
+      ...metricsEnv(workerMetrics),
+      ...workerExtraEnv,
+    });
     started.push({ stop: () => worker.stop() });
-    bridge = await startBridge(scope, metricsEnv(bridgeMetrics));
+    bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...env.bridge });
   } catch (err) {
     await undo();
     throw err;
+  }
+  async function restartWorker(kill = false): Promise<void> {
+    await (kill ? worker.kill() : worker.stop());
+    worker = await startWorker(scope, {
+      ...otp.workerEnv,
+      ...metricsEnv(workerMetrics),
+      ...workerExtraEnv,
+    });
   }
   const handle = (p: string) => scope.temporal.client.workflow.getHandle(WORKFLOW_ID.allocator(p));
 
@@ -87,7 +111,9 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
     scope,
     hosts: pool.hosts,
     platform,
-    otp,
+    get otp() {
+      return otp;
+    },
     get worker() {
       return worker;
     },
@@ -111,9 +137,21 @@ export async function createStaticPool(prefix: string, hostCount = 2): Promise<S
       return data;
     },
     adminSecret: (name, key) => adminSecret(scope, name, key),
-    async restartWorker(kill = false) {
-      await (kill ? worker.kill() : worker.stop());
-      worker = await startWorker(scope, { ...otp.workerEnv, ...metricsEnv(workerMetrics) });
+    restartWorker,
+    async restartWorkerWith(env) {
+      workerExtraEnv = env;
+      await restartWorker();
+    },
+    async killOtp() {
+      try {
+        process.kill(-otp.process.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await otp.process.exited;
+    },
+    async startOtp() {
+      otp = await startOtpService(otpOptions);
     },
     async buildUsers(host) {
       const { stdout } = await host.exec(['getent', 'passwd']);

@@ -29,6 +29,8 @@ export interface VmCloud {
   failInstance(id: string): Promise<void>;
   /** The next n API calls of the worker are refused (throttled). */
   refuseCalls(n: number): void;
+  /** Every describe call of the worker is refused (throttled) while on: EC2 only. */
+  refuseDescribes?(on: boolean): void;
   /** Calls `fn` once, as the next launch request reaches the cloud (before it is answered). */
   onNextLaunch(fn: () => void): void;
   /** Creates an instance with the owner tag behind the engine's back (an orphan). */
@@ -99,6 +101,7 @@ export async function startVmCloud(
       },
       failInstance: (id) => vms.failInstance(id),
       refuseCalls: (n) => void vms.throttle(n),
+      refuseDescribes: (on) => vms.throttleAction('DescribeInstances', on),
       onNextLaunch: (fn) => void (launchHook = fn),
       async seedOrphan(ownerTag) {
         const out = await ec2.send(
@@ -177,7 +180,8 @@ export async function startVmCloud(
     failInstance: (id) => vms.failInstance(id),
     refuseCalls: (n) => double.throttle(n),
     onNextLaunch: (fn) => void (launchHook = fn),
-    seedOrphan: async (ownerTag) => double.seedInstance(api, `${ownerTag}-0rphan0000`).id,
+    // Named as a launch of this owner tag names its instances: the tag and a 16-hex hash.
+    seedOrphan: async (ownerTag) => double.seedInstance(api, `${ownerTag}-${'0f'.repeat(8)}`).id,
     stop: () => vms.stop(),
   };
 }

@@ -2,7 +2,7 @@
 // pool's VMs: ask the cloud for its state, and once it runs with an address, whether its sshd
 // answers (waiting up to `waitMs` for it, so a VM is used the moment it is ready).
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import { cloud as cloudApi } from '../activities.js';
+import { cloud as cloudApi, cloudCheck } from '../activities.js';
 
 /** Cloud states a booting VM never comes back from. */
 const FAILED_STATES = ['failed', 'stopped', 'stopping', 'terminated'];
@@ -28,7 +28,7 @@ export async function checkVmBoot(
 ): Promise<BootCheck> {
   let vm;
   try {
-    vm = await cloudApi.describeInstance.executeWithOptions({ summary: options.summary }, [
+    vm = await cloudCheck.describeInstance.executeWithOptions({ summary: options.summary }, [
       { cloud, id: vmId },
     ]);
   } catch (err) {

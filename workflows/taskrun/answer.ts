@@ -16,15 +16,7 @@ export async function answerWithError(
 ): Promise<TaskRunOutcome> {
   run.status.error = message;
   const k8s = taskRunKube(run);
-  await Promise.all([
-    k8s.writeSecret({ error: message }),
-    // The labels are for dashboards: a TaskRun that cannot take them still gets its answer.
-    k8s
-      .patchMetadata({ labels })
-      .catch((err: unknown) =>
-        note(run, 'Warning', 'LabelsNotWritten', innermostMessage(err), 'labels'),
-      ),
-  ]);
+  await Promise.all([k8s.writeSecret({ error: message }), k8s.patchMetadata({ labels })]);
   run.publish('Failed');
   return { served: 'error', message };
 }

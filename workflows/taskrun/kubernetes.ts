@@ -1,14 +1,21 @@
 // The TaskRun workflow's Kubernetes calls. Each is a local activity with a few quick retries;
 // past those, a failure retrying can fix (the API server down, a missing permission) is waited
-// out on timers, saying so in the workflow's details, instead of failing the TaskRun.
-import { setCurrentDetails } from '@temporalio/workflow';
+// out on timers, saying so in the workflow's details, instead of failing the TaskRun. Labels
+// and annotations are for dashboards: one that is refused for good is a Warning Event, and the
+// build is served all the same.
+import { patched, setCurrentDetails } from '@temporalio/workflow';
+import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
 import { kube } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { untilDone } from '../retry.js';
+import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
 type Metadata = Omit<TaskRunMetadataPatch, 'namespace' | 'name' | 'uid'>;
+
+/** v2: labels and annotations refused for good do not stop the build from being served. */
+export const PATCH_METADATA_BEST_EFFORT = 'taskrun-metadata-best-effort';
 
 export function taskRunKube(run: TaskRun) {
   const waitedOut = <T>(what: string, call: () => Promise<T>): Promise<T> =>
@@ -27,8 +34,19 @@ export function taskRunKube(run: TaskRun) {
       waitedOut('read host-config', () =>
         kube.resolveTaskRunPlatform({ ...run.ref, platform: run.input.platform }),
       ),
-    patchMetadata: (metadata: Metadata) =>
-      waitedOut('label the TaskRun', () => kube.patchTaskRunMetadata({ ...run.ref, ...metadata })),
+    patchMetadata: (metadata: Metadata): Promise<unknown> =>
+      waitedOut('label the TaskRun', () =>
+        kube.patchTaskRunMetadata({ ...run.ref, ...metadata }),
+      ).catch((err: unknown) => {
+        if (blameOf(err) !== 'final' || !patched(PATCH_METADATA_BEST_EFFORT)) throw err;
+        return note(
+          run,
+          'Warning',
+          'MetadataNotWritten',
+          `Could not write the TaskRun's labels and annotations: ${innermostMessage(err)}`,
+          'metadata',
+        );
+      }),
     writeSecret: (data: Record<string, string>) =>
       waitedOut('write its Secret', () => kube.writeTaskRunSecret({ ...run.ref, data })),
     deleteSecret: () => waitedOut('delete its Secret', () => kube.deleteTaskRunSecret(run.ref)),

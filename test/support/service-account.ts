@@ -1,0 +1,94 @@
+// A worker identity with only the permissions RBAC grants it, against the real API server: a
+// ServiceAccount, a token from the TokenRequest API, and a kubeconfig for it. Tests revoke part
+// of its permissions to see what the engine does with a 403.
+import {
+  CoreV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1PolicyRule,
+} from '@kubernetes/client-node';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { testEnv, uniqueSuffix } from './env.js';
+
+export interface WorkerIdentity {
+  kubeconfigPath: string;
+  /** Takes away reading ConfigMaps in the engine namespace (host-config). */
+  revokeConfigMaps(): Promise<void>;
+  restoreConfigMaps(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** What the worker does in the cluster, cluster-wide (TaskRuns live in any namespace). */
+const WORKER_RULES: V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  { apiGroups: ['tekton.dev'], resources: ['taskruns'], verbs: ['get', 'list', 'patch'] },
+];
+
+export async function createWorkerIdentity(
+  kc: KubeConfig,
+  engineNamespace: string,
+): Promise<WorkerIdentity> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const core = kc.makeApiClient(CoreV1Api);
+  const name = `hostflow-worker-${uniqueSuffix()}`;
+  const subject = { kind: 'ServiceAccount', name, namespace: engineNamespace };
+  await core.createNamespacedServiceAccount({
+    namespace: engineNamespace,
+    body: { metadata: { name } },
+  });
+  await rbac.createClusterRole({ body: { metadata: { name }, rules: WORKER_RULES } });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [subject],
+    },
+  });
+  await rbac.createNamespacedRole({
+    namespace: engineNamespace,
+    body: {
+      metadata: { name },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+    },
+  });
+  const bindConfigMaps = () =>
+    rbac.createNamespacedRoleBinding({
+      namespace: engineNamespace,
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [subject],
+      },
+    });
+  await bindConfigMaps();
+  const token = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace: engineNamespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const cluster = kc.getCurrentCluster()!;
+  const restricted = new KubeConfig();
+  restricted.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name, token: token.status!.token }],
+    contexts: [{ name, cluster: cluster.name, user: name }],
+    currentContext: name,
+  });
+  const kubeconfigPath = join(testEnv('stateDir'), `${name}.kubeconfig`);
+  writeFileSync(kubeconfigPath, restricted.exportConfig(), { mode: 0o600 });
+  return {
+    kubeconfigPath,
+    revokeConfigMaps: async () => {
+      await rbac.deleteNamespacedRoleBinding({ name, namespace: engineNamespace });
+    },
+    restoreConfigMaps: async () => {
+      await bindConfigMaps();
+    },
+    dispose: async () => {
+      await rbac.deleteClusterRoleBinding({ name }).catch(() => undefined);
+      await rbac.deleteClusterRole({ name }).catch(() => undefined);
+    },
+  };
+}

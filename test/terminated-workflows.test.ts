@@ -1,0 +1,191 @@
+// Nothing leaks when an operator terminates a TaskRun's workflow by hand (DESIGN.md section 5):
+// within the resync period (5 s here) the bridge starts a new run, which takes over the build
+// its predecessor served without touching its key; slots, build users and Secrets left by runs
+// that nobody takes over are reclaimed by the allocator's sweep and garbage collection. And a
+// TaskRun re-created under the same name never shares a build user with its predecessor.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitFor } from '../local-stack/process.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { testEnv } from './support/env.js';
+import { redeemWithCurl } from './support/otp.js';
+import { sshCommand } from './support/ssh.js';
+import { createStaticPool, type StaticPool } from './support/static-pool.js';
+
+const PERIOD = { HOSTFLOW_RESYNC_SECONDS: '5', HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: '2' };
+let pool: StaticPool;
+
+beforeAll(async () => {
+  pool = await createStaticPool('terminated', 2, { worker: PERIOD, bridge: PERIOD });
+  await pool.scope.setHostConfig(
+    pool.hostEntries([
+      { host: 0, concurrency: 1 },
+      { host: 1, concurrency: 1 },
+    ]),
+  );
+});
+
+afterAll(async () => {
+  await pool?.dispose();
+});
+
+const workflowOf = (name: string, uid: string) =>
+  pool.scope.temporal.client.workflow.getHandle(
+    WORKFLOW_ID.taskRun(pool.scope.namespace, name, uid),
+  );
+
+/** Redeems the Secret's OTP as a build would, returning the key and where to log in. */
+async function redeem(secret: Record<string, string>) {
+  const dir = mkdtempSync(join(testEnv('stateDir'), 'build-'));
+  for (const key of ['otp', 'otp-ca', 'otp-server']) writeFileSync(join(dir, key), secret[key]!);
+  expect((await redeemWithCurl(dir)).exitCode).toBe(0);
+  const [user, address] = secret.host!.split('@') as [string, string];
+  return { user, address, privateKey: readFileSync(join(dir, 'id_rsa'), 'utf8') };
+}
+
+async function allUsers(): Promise<string[]> {
+  return (await Promise.all(pool.hosts.map((h) => pool.buildUsers(h)))).flat();
+}
+
+describe('a served TaskRun whose workflow is terminated', () => {
+  it('is taken over by a new run: the build keeps its key, and clean-up still happens', async () => {
+    const { scope } = pool;
+    const tr = await scope.taskRuns.create({
+      name: 'served-then-terminated',
+      platform: pool.platform,
+    });
+    const login = await redeem(await scope.taskRuns.waitForSecret(tr.name, 30_000));
+    const handle = workflowOf(tr.name, tr.uid);
+    const first = (await handle.describe()).runId;
+    await handle.terminate('test: an operator ends the workflow');
+
+    await waitFor(
+      'a new run to take the build over',
+      async () => {
+        const now = await handle.describe();
+        return now.runId !== first && now.status.name === 'RUNNING' ? now : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const adopted = await waitFor('the BuildAdopted Event', async () => {
+      const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace });
+      return events.items.find(
+        (e) => e.involvedObject.uid === tr.uid && e.reason === 'BuildAdopted',
+      );
+    });
+    expect(adopted.message).toContain(first);
+    // The key the build redeemed before still works: nothing was delivered again.
+    const still = await sshCommand({ ...login }, 'whoami');
+    expect(still.stdout.trim()).toBe(login.user);
+    expect(await allUsers()).toEqual([login.user]);
+    const view = await pool.allocator();
+    expect(view.inUse).toBe(1);
+
+    await scope.taskRuns.complete(tr.name);
+    await scope.taskRuns.waitForSecretGone(tr.name);
+    expect(await allUsers()).toEqual([]);
+    await waitFor('its slot free', async () =>
+      (await pool.allocator()).inUse === 0 ? true : undefined,
+    );
+  });
+
+  it('is cleaned up by the sweep and garbage collection when its TaskRun is deleted too', async () => {
+    const { scope } = pool;
+    const tr = await scope.taskRuns.create({
+      name: 'terminated-and-deleted',
+      platform: pool.platform,
+    });
+    await scope.taskRuns.waitForSecret(tr.name, 30_000);
+    expect(await allUsers()).toHaveLength(1);
+    await workflowOf(tr.name, tr.uid).terminate('test: an operator ends the workflow');
+    await scope.taskRuns.delete(tr.name); // no new run: nothing is left to serve
+    const t0 = Date.now();
+    await waitFor(
+      'the slot swept',
+      async () => ((await pool.allocator()).inUse === 0 ? true : undefined),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    await waitFor(
+      'the build user collected',
+      async () => ((await allUsers()).length === 0 ? true : undefined),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    await scope.taskRuns.waitForSecretGone(tr.name, 30_000);
+    console.log(`slot, build user and Secret reclaimed ${Date.now() - t0} ms after the deletion`);
+    const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.engineNamespace });
+    expect(events.items.some((e) => e.reason === 'OrphanUserCollected')).toBe(true);
+    expect(events.items.some((e) => e.reason === 'OrphanSecretCollected')).toBe(true);
+  });
+});
+
+describe('a waiting TaskRun whose workflow is terminated', () => {
+  it('is served by the new run once a slot frees', async () => {
+    const { scope } = pool;
+    const holders = ['holder-1', 'holder-2'];
+    for (const name of holders) {
+      await scope.taskRuns.create({ name, platform: pool.platform });
+      await scope.taskRuns.waitForSecret(name, 30_000);
+    }
+    const waiter = await scope.taskRuns.create({ name: 'waiter', platform: pool.platform });
+    await waitFor('the waiter in line', async () =>
+      (await pool.allocator()).queue.length === 1 ? true : undefined,
+    );
+    const handle = workflowOf(waiter.name, waiter.uid);
+    const first = (await handle.describe()).runId;
+    await handle.terminate('test: an operator ends the workflow');
+    await waitFor('a new run of the waiter', async () => {
+      const now = await handle.describe();
+      return now.runId !== first && now.status.name === 'RUNNING' ? true : undefined;
+    });
+    await waitFor('only the new run in line', async () => {
+      const { queue } = await pool.allocator();
+      return queue.length === 1 && !queue[0]!.includes(first) ? true : undefined;
+    });
+    await scope.taskRuns.complete('holder-1');
+    expect((await scope.taskRuns.waitForSecret(waiter.name, 30_000)).otp).toBeDefined();
+    for (const name of ['holder-2', waiter.name]) await scope.taskRuns.complete(name);
+    for (const name of [...holders, waiter.name]) await scope.taskRuns.waitForSecretGone(name);
+    expect(await allUsers()).toEqual([]);
+  });
+});
+
+describe('a TaskRun re-created under the same name', () => {
+  it("gets a build user of its own, which its predecessor's clean-up leaves alone", async () => {
+    const { scope } = pool;
+    const name = 'same-name';
+    await scope.taskRuns.create({ name, platform: pool.platform });
+    const before = await redeem(await scope.taskRuns.waitForSecret(name, 30_000));
+    await scope.taskRuns.delete(name);
+    const again = await scope.taskRuns.create({ name, platform: pool.platform });
+    const after = await waitFor(
+      'the new TaskRun served',
+      async () => {
+        const secret = await scope.taskRuns.secret(name);
+        if (!secret?.metadata?.annotations || !secret.data?.otp) return undefined;
+        return secret.metadata.annotations['hostflow.dev/taskrun-uid'] === again.uid
+          ? secret
+          : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const login = await redeem(
+      Object.fromEntries(
+        Object.entries(after.data!).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+      ),
+    );
+    expect(login.user).not.toBe(before.user);
+    // the predecessor's clean-up has run (its user is gone) and left the new user working
+    await waitFor('the old user removed', async () =>
+      (await allUsers()).includes(before.user) ? undefined : true,
+    );
+    expect((await sshCommand({ ...login }, 'whoami')).stdout.trim()).toBe(login.user);
+    await scope.taskRuns.complete(name);
+    await scope.taskRuns.waitForSecretGone(name);
+    expect(await allUsers()).toEqual([]);
+  });
+});
