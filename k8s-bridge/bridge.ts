@@ -12,6 +12,7 @@ import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../platform-config/contract.js';
+import { clipBytes, printable } from '../platform-config/platform.js';
 import { taskRunObserved, type TaskRunState } from '../shared/messages.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { TaskRunWorkflow } from '../shared/types.js';
@@ -41,6 +42,8 @@ interface Indexed {
 }
 
 const LIST_PAGE_SIZE = 500;
+/** The longest PLATFORM shown or indexed (a valid one has at most 63 characters). */
+const MAX_SHOWN = 100;
 
 export class Bridge {
   private readonly index = new Map<string, Indexed>();
@@ -247,6 +250,9 @@ export class Bridge {
   }
 
   private signalWithStart(taskRun: ContractTaskRun, state: TaskRunState) {
+    // PLATFORM is whatever the TaskRun says: the workflow gets it whole (and answers a bad one
+    // with an error Secret), but what Temporal indexes and shows is kept short and printable.
+    const platform = printable(taskRun.platform, MAX_SHOWN);
     return this.options.temporal.workflow.signalWithStart<
       TaskRunWorkflow,
       [{ state: TaskRunState }]
@@ -269,12 +275,13 @@ export class Bridge {
         { key: SA.kind, value: KIND.taskRun },
         { key: SA.namespace, value: taskRun.namespace },
         { key: SA.name, value: taskRun.name },
-        { key: SA.platform, value: taskRun.platform },
+        { key: SA.platform, value: platform },
       ],
-      staticSummary: `TaskRun ${taskRun.namespace}/${taskRun.name} on ${taskRun.platform}`,
+      // Temporal takes a summary of at most 400 bytes (with its JSON quotes).
+      staticSummary: clipBytes(`TaskRun ${taskRun.namespace}/${taskRun.name} on ${platform}`, 380),
       staticDetails:
         `Serves TaskRun **${taskRun.namespace}/${taskRun.name}** (uid ${taskRun.uid}), ` +
-        `platform \`${taskRun.platform}\`: writes its multi-platform-ssh Secret, ` +
+        `platform \`${platform}\`: writes its multi-platform-ssh Secret, ` +
         'waits for it to finish, then cleans up.',
     });
   }

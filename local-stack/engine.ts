@@ -9,14 +9,14 @@ export type EngineKind = 'worker' | 'bridge';
 const READY_LINE: Record<EngineKind, string> = { worker: 'polling', bridge: 'watching' };
 
 export interface EngineProcess extends ManagedProcess {
-  /** SIGKILL, no clean shutdown: a crash. */
+  /** SIGKILL, no clean shutdown: a crash. A restarted process resolves once it is back. */
   kill(): Promise<void>;
 }
 
 export async function startEngineProcess(
   kind: EngineKind,
   env: NodeJS.ProcessEnv,
-  options: { name?: string; logFile?: string } = {},
+  options: { name?: string; logFile?: string; restart?: boolean } = {},
 ): Promise<EngineProcess> {
   const name = options.name ?? kind;
   const proc = spawnManaged(
@@ -26,6 +26,7 @@ export async function startEngineProcess(
     {
       env: { ...process.env, ...env },
       logFile: options.logFile,
+      restart: options.restart,
     },
   );
   const engine: EngineProcess = {
@@ -37,12 +38,16 @@ export async function startEngineProcess(
     tail: proc.tail,
     stop: proc.stop,
     async kill() {
+      const pid = proc.pid;
       try {
-        process.kill(-proc.pid, 'SIGKILL');
+        process.kill(-pid, 'SIGKILL');
       } catch {
         // already gone
       }
-      await proc.exited;
+      if (!options.restart) return void (await proc.exited);
+      await waitFor(`${name} to come back`, () => (proc.pid !== pid ? true : undefined), {
+        timeoutMs: 120_000,
+      });
     },
   };
   await waitFor(

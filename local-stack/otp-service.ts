@@ -27,6 +27,8 @@ export interface OtpServiceFiles {
 }
 
 export interface OtpServiceOptions {
+  /** Start it again whenever it exits (kill -9 tests, `hostflow start`). */
+  restart?: boolean;
   stateDir: string;
   kubeconfig: string;
   /** Namespace for its records (the engine namespace). */
@@ -93,12 +95,13 @@ export async function planOtpService(options: OtpServiceOptions): Promise<OtpSer
   };
 }
 
-/** Starts the OTP service (unsupervised: tests stop and kill it on purpose). */
+/** Starts the OTP service, restarted when it exits if `restart` is set. */
 export async function startOtpService(options: OtpServiceOptions): Promise<OtpService> {
   const plan = await planOtpService(options);
   const proc = spawnManaged('otp-server', plan.command, plan.args, {
     env: plan.env,
     logFile: options.logFile,
+    restart: options.restart,
   });
   try {
     await waitFor(

@@ -38,6 +38,15 @@ export function checkPlatform(platform: string): PlatformCheck {
   return { ok: true };
 }
 
+/** Cuts text to at most `maxBytes` of UTF-8, marking the cut: for size-limited fields. */
+export function clipBytes(text: string, maxBytes: number): string {
+  const bytes = (s: string) => new TextEncoder().encode(s).length;
+  if (bytes(text) <= maxBytes) return text;
+  const chars = [...text];
+  while (chars.length > 0 && bytes(`${chars.join('')}…`) > maxBytes) chars.pop();
+  return `${chars.join('')}…`;
+}
+
 /** Quotes user input safely into messages: control characters escaped, length bounded. */
 export function printable(value: string, max = 80): string {
   const escaped = JSON.stringify(value).slice(1, -1);

@@ -34,7 +34,9 @@ describe('removing a build user with a large home', () => {
     const rm = await waitFor(
       'the deletion of the home to start',
       async () => {
-        const { stdout } = await host.exec(['pgrep', '-f', '^rm -rf --one-file-system -- /home/']);
+        // whatever deletes the home: `rm` of the home moved aside (`userdel -r` before)
+        const deleting = '^(rm -rf --one-file-system -- /home/|userdel -f -r )';
+        const { stdout } = await host.exec(['pgrep', '-f', deleting]);
         return stdout.trim() ? Number(stdout.trim().split('\n')[0]) : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 20 },

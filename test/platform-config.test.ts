@@ -1,7 +1,7 @@
 // Pure logic: PLATFORM validation, host-config parsing and platform resolution.
 import { describe, expect, it } from '@jest/globals';
 import { parseHostConfig } from '../platform-config/host-config.js';
-import { checkPlatform } from '../platform-config/platform.js';
+import { checkPlatform, clipBytes } from '../platform-config/platform.js';
 import { resolvePlatform } from '../platform-config/resolve.js';
 import { checkTaskRunInput } from '../platform-config/taskrun-input.js';
 
@@ -178,6 +178,16 @@ describe('platform resolution', () => {
         /may not use multi-platform hosts.*allowed-namespaces: "\(unclosed" is not a valid regular expression/,
       );
     }
+  });
+});
+
+describe('clipping text for size-limited fields', () => {
+  it('keeps short text, and cuts long text to the byte budget at a character boundary', () => {
+    expect(clipBytes('short', 10)).toBe('short');
+    const clipped = clipBytes('ä'.repeat(300), 380);
+    expect(new TextEncoder().encode(clipped).length).toBeLessThanOrEqual(380);
+    expect(clipped.endsWith('ä…')).toBe(true);
+    expect(clipBytes('🙂🙂🙂', 9)).toBe('🙂…');
   });
 });
 

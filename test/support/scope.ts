@@ -16,11 +16,15 @@ export interface TestScope extends EngineScope {
 export async function createScope(
   prefix: string,
   hostConfig?: Record<string, string>,
+  options: { longNamespace?: boolean } = {},
 ): Promise<TestScope> {
   const sfx = uniqueSuffix();
   const k = kube();
   const scope: EngineScope = {
-    namespace: `${prefix}-${sfx}`,
+    // the longest namespace name there is (63), for tests of names at their limits
+    namespace: options.longNamespace
+      ? `${prefix}-${'z'.repeat(62 - prefix.length - sfx.length - 1)}-${sfx}`
+      : `${prefix}-${sfx}`,
     engineNamespace: `${prefix}-engine-${sfx}`,
     taskQueue: `hostflow-${prefix}-${sfx}`,
   };

@@ -46,11 +46,11 @@ export interface StaticPool {
 export async function createStaticPool(
   prefix: string,
   hostCount = 2,
-  env: { worker?: NodeJS.ProcessEnv; bridge?: NodeJS.ProcessEnv } = {},
+  env: { worker?: NodeJS.ProcessEnv; bridge?: NodeJS.ProcessEnv; longNamespace?: boolean } = {},
 ): Promise<StaticPool> {
   const sfx = uniqueSuffix();
   const platform = `linux/${prefix}-${sfx}`;
-  const scope = await createScope(prefix);
+  const scope = await createScope(prefix, undefined, { longNamespace: env.longNamespace });
   const started: Array<{ stop(): Promise<void> }> = [];
   const undo = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
