@@ -22,6 +22,8 @@ import {
   retire,
   type PoolSpec,
   type PoolState,
+  recordServed,
+  recordUnservable,
 } from '../workflows/allocator/pool-state.js';
 
 const spec = (overrides: Partial<PoolSpec> = {}): PoolSpec => ({
@@ -147,6 +149,23 @@ describe('a dynamic pool', () => {
     expect(pool.vms[0]!.phase).toBe('terminating');
     expect(alloc.hosts[vm]).toBeUndefined();
     expect(launchesNeeded(pool, alloc, spec())).toBe(1);
+  });
+
+  it('says so once VMs in a row could take no build, and counts again after a build was served', () => {
+    const { alloc, pool } = readyPool(1);
+    const vm = pool.vms[0]!.id!;
+    for (let i = 0; i < 3; i++) recordFailure(alloc, vm, 1_000);
+    expect(retire(pool, alloc, spec(), 1_000).map((v) => v.id)).toEqual([vm]);
+    expect(retire(pool, alloc, spec(), 1_000)).toEqual([]); // once per VM
+    expect(recordUnservable(pool, 'i-a')).toBeUndefined();
+    expect(recordUnservable(pool, 'i-b')).toBeUndefined();
+    recordServed(pool);
+    expect(recordUnservable(pool, 'i-c')).toBeUndefined();
+    expect(recordUnservable(pool, 'i-d')).toBeUndefined();
+    expect(recordUnservable(pool, 'i-e')).toMatch(
+      /3 VMs in a row could not take a build .*the last VM i-e.*ssh-secret/,
+    );
+    expect(recordUnservable(pool, 'i-f')).toBeUndefined(); // counting starts over
   });
 
   it('retires every VM when the platform leaves the config', () => {

@@ -58,11 +58,14 @@ export const durableCleanup = proxyActivities<SshActivities>({
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
-/** Hosts that failed provisioning may never come back: try for a while, then leave it to GC. */
+/**
+ * Hosts that failed provisioning may never come back (a pool VM may be gone): try for about a
+ * minute, then leave it to garbage collection.
+ */
 export const boundedCleanup = proxyActivities<SshActivities>({
   startToCloseTimeout: '12 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 4 },
 });
 
 /**

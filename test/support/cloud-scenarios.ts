@@ -4,6 +4,7 @@
 // describeCloudPlatform once. After all scenarios, no VM outlives its workflow.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import ssh2 from 'ssh2';
 import { join } from 'node:path';
 import { startOtpService, type OtpService } from '../../local-stack/otp-service.js';
 import { waitFor } from '../../local-stack/process.js';
@@ -29,6 +30,9 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
   const sfx = uniqueSuffix();
   const platform = `linux/${kind}-${sfx}`;
   const poolPlatform = `linux/${kind}p-${sfx}`;
+  /** A pool whose VMs refuse the admin key it is configured with (ssh-secret refused-ssh). */
+  const refusedPlatform = `linux/${kind}r-${sfx}`;
+  const refusedTag = `hf${kind}r-${sfx}`;
   const cfg = `dynamic.linux-${kind}-${sfx}`;
   const poolCfg = `dynamic.linux-${kind}p-${sfx}`;
   // IBM instance names start with the owner tag: lowercase, starting with a letter.
@@ -53,9 +57,15 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       [`${prefix}.allocation-timeout`]: '60',
       ...Object.fromEntries(Object.entries(own).map(([key, value]) => [`${prefix}.${key}`, value])),
     });
+    const refused = keys(`dynamic.linux-${kind}r-${sfx}`, refusedTag, {
+      concurrency: '2',
+      'max-age': '1',
+      'ssh-secret': 'refused-ssh',
+    });
     return {
       'dynamic-platforms': platform,
-      'dynamic-pool-platforms': poolPlatform,
+      'dynamic-pool-platforms': `${poolPlatform},${refusedPlatform}`,
+      ...refused,
       ...(kind === 'aws' ? { 'additional-instance-tags': 'team=builds' } : {}),
       ...keys(cfg, ownerTag, dynamic),
       ...keys(poolCfg, poolTag, { concurrency: '2', 'max-age': '1', ...pool }),
@@ -214,20 +224,30 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
     });
 
     if (kind === 'aws') {
-      it('answers the build when describing its VM keeps failing, and leaves no VM', async () => {
+      it('treats a VM it cannot describe as not up: replaced at allocation-timeout, the build served', async () => {
         await withHostConfig({ 'allocation-timeout': '3' }, {}, async () => {
           const tr = await scope.taskRuns.create({ name: 'describe-fails', platform });
-          await waitFor('its first VM', () => instanceOf(tr.name));
+          const first = await waitFor('its first VM', () => instanceOf(tr.name));
           cloud.refuseDescribes!(true); // throttled for longer than allocation-timeout
           try {
-            const data = await scope.taskRuns.waitForSecret(tr.name, 120_000);
-            expect(data.error).toMatch(/VM became usable after 3 launches/);
-            expect(data.error).toMatch(/the cloud did not say how VM i-\w+ is doing: .*limit/i);
+            await waitFor('the first VM given up and terminated', async () =>
+              (await live()).includes(first) ? undefined : true,
+            );
           } finally {
             cloud.refuseDescribes!(false);
           }
-          await noneLeft(live, 'its VMs terminated');
+          const data = await scope.taskRuns.waitForSecret(tr.name, 90_000);
+          expect(data.otp).toBeDefined();
+          expect(await instanceOf(tr.name)).not.toBe(first);
+          const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace });
+          const failed = events.items.find(
+            (e) => e.involvedObject.uid === tr.uid && e.reason === 'ProvisioningFailed',
+          );
+          expect(failed?.message).toMatch(
+            new RegExp(`the cloud did not say how VM ${first} is doing: .*limit`, 'i'),
+          );
           await finish(tr.name);
+          await noneLeft(live, 'its VMs terminated');
         });
       });
     }
@@ -365,6 +385,30 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       expect(vms).not.toContain(fresh);
       await finish('p-e');
     });
+
+    if (kind === 'aws') {
+      it('answers builds with an error when no VM takes a build, instead of replacing VMs forever', async () => {
+        // A valid key the VMs' admin does not accept: provisioning fails on every VM.
+        await scope.kube.core.createNamespacedSecret({
+          namespace: scope.engineNamespace,
+          body: {
+            metadata: { name: 'refused-ssh' },
+            stringData: { id_rsa: ssh2.utils.generateKeyPairSync('ed25519').private },
+          },
+        });
+        const names = ['refused-1', 'refused-2', 'refused-3'];
+        for (const name of names) await scope.taskRuns.create({ name, platform: refusedPlatform });
+        for (const name of names) {
+          const data = await scope.taskRuns.waitForSecret(name, 120_000);
+          // each build tries a few VMs, then gets its answer, instead of waiting for more
+          expect(data.error).toMatch(
+            /could not take a build.*ssh-secret|failed on 3 VMs of the pool.*Last error: .*(rejected|authentication)/i,
+          );
+        }
+        await finish(...names);
+        await noneLeft(() => cloud.liveInstances(refusedTag), 'the pool to terminate its VMs');
+      });
+    }
 
     it('rebuilds its VMs and their holders from the cloud after the allocator is lost', async () => {
       await scope.taskRuns.create({ name: 'r-a', platform: poolPlatform });

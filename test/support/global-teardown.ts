@@ -1,9 +1,44 @@
-// Stops what global-setup started and removes its state directory.
-import { rmSync } from 'node:fs';
+// Stops what global-setup started and removes its state directory. With
+// HOSTFLOW_RECORD_HISTORIES set to a directory, it first writes every workflow run's history
+// there (`temporal workflow show -o json`), which is how test/histories/ is recorded.
+import { execFile } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { temporalCli } from '../../local-stack/temporal.js';
+import { TEST_ENV } from './env.js';
+
+const run = promisify(execFile);
 
 export default async function globalTeardown(): Promise<void> {
+  const record = process.env.HOSTFLOW_RECORD_HISTORIES;
+  if (record) await recordHistories(record).catch((err) => console.error(`recording: ${err}`));
   const components = globalThis.__hostflowComponents ?? [];
   await Promise.allSettled(components.map((c) => c.stop()));
   const dir = globalThis.__hostflowStateDir;
   if (dir && !process.env.HOSTFLOW_KEEP_TEST_STATE) rmSync(dir, { recursive: true, force: true });
+}
+
+async function recordHistories(dir: string): Promise<void> {
+  const address = ['--address', process.env[TEST_ENV.temporalAddress]!];
+  const { stdout } = await run(temporalCli(), ['workflow', 'list', '-o', 'json', ...address], {
+    maxBuffer: 1 << 28,
+  });
+  const runs = (
+    JSON.parse(stdout) as Array<{ execution: { workflowId: string; runId: string } }>
+  ).map((w) => w.execution);
+  mkdirSync(dir, { recursive: true });
+  const index: Record<string, string> = {};
+  for (const { workflowId, runId } of runs) {
+    const shown = await run(
+      temporalCli(),
+      ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json', ...address],
+      { maxBuffer: 1 << 28 },
+    );
+    const file = `${workflowId.replace(/[^A-Za-z0-9.-]+/g, '_').slice(0, 150)}_${runId}.json`;
+    writeFileSync(join(dir, file), shown.stdout);
+    index[file] = workflowId;
+  }
+  writeFileSync(join(dir, 'index.json'), JSON.stringify(index, null, 2));
+  console.log(`recorded ${runs.length} workflow histories in ${dir}`);
 }

@@ -139,8 +139,10 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     dirty = true;
   });
   setHandler(hostOutcome, ({ host, ok }) => {
-    if (ok) recordSuccess(state, host);
-    else recordFailure(state, host, Date.now());
+    if (ok) {
+      recordSuccess(state, host);
+      pools.served(host);
+    } else recordFailure(state, host, Date.now());
     dirty = true;
   });
   setHandler(hostConfigChanged, () => {

@@ -22,6 +22,8 @@ import {
   poolHosts,
   poolWakeUp,
   recordPoolFailure,
+  recordServed,
+  recordUnservable,
   retire,
   type PoolSpec,
   type PoolState,
@@ -120,7 +122,17 @@ export class PoolScaler {
     const unhealthyReady = state.vms.some(
       (vm) => vm.phase === 'ready' && vm.id && alloc.health[vm.id]?.openUntil !== undefined,
     );
-    retire(state, alloc, spec, now, unhealthyReady && patched(PATCH_RETIRE_UNHEALTHY_VMS));
+    const unservable = retire(
+      state,
+      alloc,
+      spec,
+      now,
+      unhealthyReady && patched(PATCH_RETIRE_UNHEALTHY_VMS),
+    );
+    for (const vm of unservable) {
+      const reason = recordUnservable(state, vm.id!);
+      if (reason) this.allocator.turnAway(reason);
+    }
     const hosts = spec ? poolHosts(state, spec) : [];
     if (spec && this.carry.rebuilt) {
       addLaunches(state, spec, launchesNeeded(state, alloc, spec), now);
@@ -144,6 +156,11 @@ export class PoolScaler {
     const pool = poolWakeUp(this.carry.state, this._configured ? this.spec() : undefined);
     if (pool !== undefined) times.push(pool);
     return times.length > 0 ? Math.min(...times) : undefined;
+  }
+
+  /** A build was provisioned on this host: if it is one of the pool's VMs, the VMs can serve. */
+  served(host: string): void {
+    if (this.carry?.state.vms.some((vm) => vm.id === host)) recordServed(this.carry.state);
   }
 
   describe(): string {

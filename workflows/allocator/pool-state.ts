@@ -32,6 +32,12 @@ export interface PoolState {
   vms: PoolVm[];
   /** Launches or boots that failed in a row; enough of them turn waiters away. */
   failures: number;
+  /**
+   * VMs retired in a row because no build could be provisioned on them (their health circuit
+   * opened) with no build served meanwhile: every VM failing the same way (say, an ssh-secret the
+   * image does not accept) must end in an answer for the builds, not in endless replacements.
+   */
+  unservable?: number;
   lastError?: string;
 }
 
@@ -81,17 +87,39 @@ export function retire(
   spec: PoolSpec | undefined,
   now: number,
   retireUnhealthy = true,
-): void {
+): PoolVm[] {
+  const unservable: PoolVm[] = [];
   for (const vm of pool.vms) {
     const unhealthy =
       retireUnhealthy && vm.id !== undefined && alloc.health[vm.id]?.openUntil !== undefined;
     if (vm.phase === 'ready' && (!spec || unhealthy || now - vm.launchedAt >= spec.maxAgeMs)) {
       vm.phase = 'retiring';
+      if (spec && unhealthy) unservable.push(vm);
     }
     if (vm.phase === 'retiring' && !(alloc.holders[vm.id ?? '']?.length ?? 0)) {
       vm.phase = 'terminating';
     }
   }
+  return unservable;
+}
+
+/**
+ * A VM was retired because no build could be provisioned on it: returns the reason to turn
+ * waiters away with once that has happened to enough VMs in a row.
+ */
+export function recordUnservable(pool: PoolState, vmId: string): string | undefined {
+  pool.unservable = (pool.unservable ?? 0) + 1;
+  if (pool.unservable < POOL_FAILURES_TO_EXHAUST) return undefined;
+  pool.unservable = 0;
+  return (
+    `${POOL_FAILURES_TO_EXHAUST} VMs in a row could not take a build (provisioning failed ` +
+    `repeatedly on each, the last VM ${vmId}); check the platform's ssh-secret and image`
+  );
+}
+
+/** A build was provisioned on one of the pool's VMs: the pool's VMs can serve. */
+export function recordServed(pool: PoolState): void {
+  pool.unservable = 0;
 }
 
 /**

@@ -2,10 +2,11 @@
 // remove its build users from every host it touched (the serving host's until it succeeds),
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
-import { getExternalWorkflowHandle } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, patched } from '@temporalio/workflow';
 import { WORKFLOW_ID } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { releaseSlot } from '../../shared/messages.js';
+import type { Host } from '../../shared/types.js';
 import { boundedCleanup, durableCleanup } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { terminateVms } from './cloud-vm.js';
@@ -13,32 +14,42 @@ import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
+/**
+ * v2: build users on hosts that failed (tried for a while, they may be gone) are removed alongside
+ * the rest of the clean-up rather than before it, so the Secret and the slot do not wait for them.
+ */
+export const PATCH_FAILED_HOSTS_ALONGSIDE = 'taskrun-clean-failed-hosts-alongside';
+
 export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
   const { pool, ref, input, status } = run;
   await terminateVms(run, run.cloud);
+  const remove = async (host: Host) => {
+    const serving = host.name === pool.serving?.name;
+    // A pool VM is retired at max-age anyway, and may be gone: its clean-up is bounded.
+    const durable = serving && !run.cloud?.pool;
+    try {
+      await (durable ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
+        {
+          summary: `Remove build user ${status.user ?? 'of this TaskRun'} from ${host.name} (${host.address})`,
+        },
+        [{ host, taskRun: ref, ...(serving && status.user ? { user: status.user } : {}) }],
+      );
+    } catch (err) {
+      metrics.cleanupFailures.add(1, { platform: input.platform, host: host.name });
+      await note(
+        run,
+        'Warning',
+        'CleanupFailed',
+        `Could not remove the build user from ${host.name}: ${innermostMessage(err)}`,
+        `${pool.attempt}`,
+      );
+    }
+  };
+  const failedOnly = pool.touched.filter((host) => host.name !== pool.serving?.name);
+  const alongside = failedOnly.length > 0 && patched(PATCH_FAILED_HOSTS_ALONGSIDE);
+  const failedDone = alongside ? Promise.all(failedOnly.map(remove)) : undefined;
   await Promise.all(
-    pool.touched.map(async (host) => {
-      const serving = host.name === pool.serving?.name;
-      // A pool VM is retired at max-age anyway, and may be gone: its clean-up is bounded.
-      const durable = serving && !run.cloud?.pool;
-      try {
-        await (durable ? durableCleanup : boundedCleanup).removeBuildUser.executeWithOptions(
-          {
-            summary: `Remove build user ${status.user ?? 'of this TaskRun'} from ${host.name} (${host.address})`,
-          },
-          [{ host, taskRun: ref, ...(serving && status.user ? { user: status.user } : {}) }],
-        );
-      } catch (err) {
-        metrics.cleanupFailures.add(1, { platform: input.platform, host: host.name });
-        await note(
-          run,
-          'Warning',
-          'CleanupFailed',
-          `Could not remove the build user from ${host.name}: ${innermostMessage(err)}`,
-          `${pool.attempt}`,
-        );
-      }
-    }),
+    pool.touched.filter((host) => !alongside || !failedOnly.includes(host)).map(remove),
   );
   await taskRunKube(run).deleteSecret();
   if (pool.requestId) {
@@ -46,6 +57,7 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
       .signal(releaseSlot, { requestId: pool.requestId })
       .catch(() => undefined); // no allocator, no slot
   }
+  await failedDone;
   if (pool.touched.length > 0) {
     await note(
       run,

@@ -18,6 +18,9 @@ import type { TaskRun } from './types.js';
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
 /** v2: a signal to an allocator that is gone is no provisioning failure (see tellAllocator). */
 export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signals-best-effort';
+/** v2: a build on a dynamic pool tries at most MAX_POOL_VMS_TRIED VMs, then gets its answer. */
+export const PATCH_POOL_TRIES_BOUNDED = 'pool-taskrun-tries-bounded';
+const MAX_POOL_VMS_TRIED = 3;
 
 export async function serveFromHostSlots(
   run: TaskRun,
@@ -37,6 +40,11 @@ export async function serveFromHostSlots(
   chooseRequestIds(run);
   pool.skipped ??= [];
   for (;;) {
+    // A pool always has another VM to offer: a build that failed on enough of them gets an answer.
+    const failedVms = status.failedHosts.length;
+    if (run.cloud?.pool && failedVms >= MAX_POOL_VMS_TRIED && patched(PATCH_POOL_TRIES_BOUNDED)) {
+      return exhausted(run, labels, `it failed on ${failedVms} VMs of the pool`);
+    }
     pool.attempt++;
     const answer = await takeSlot(run, {
       summary: `Ask allocator/${input.platform} for a host (attempt ${pool.attempt})`,
