@@ -127,7 +127,8 @@ export async function runChaos(target: ChaosTarget, options: ChaosOptions): Prom
   await Promise.all(
     names.map((name, i) =>
       create(async () => {
-        await sleep(Math.floor((options.spreadMs * i) / names.length));
+        // Each at its own moment of the spread, whatever the limiter held it up for.
+        await sleep(Math.max(0, started + (options.spreadMs * i) / names.length - Date.now()));
         const platform = target.platforms[i % target.platforms.length]!;
         await retry(() =>
           target.custom.createNamespacedCustomObject({
