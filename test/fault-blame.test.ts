@@ -53,6 +53,26 @@ async function expectPlatformUntouched(): Promise<void> {
   }
 }
 
+/**
+ * Changes host-config and waits until the allocator serves from it (it learns of changes
+ * asynchronously): each change here gives the hosts capacities of their own, to tell them apart.
+ */
+async function configured(
+  specs: Array<{ host: number; concurrency?: number; secret?: string }>,
+): Promise<void> {
+  await pool.scope.setHostConfig(pool.hostEntries(specs));
+  const want = specs.map((s) => `h${s.host + 1}:${s.concurrency ?? 2}`).join();
+  await waitFor(`the allocator to serve ${want}`, async () => {
+    const view = await pool.allocator().catch(() => undefined);
+    if (!view) return true; // no allocator yet: the first request starts one that reads it
+    const seen = view.hosts
+      .filter((h) => !h.removed)
+      .map((h) => `${h.name}:${h.capacity}`)
+      .join();
+    return seen === want ? true : undefined;
+  });
+}
+
 async function failedHostsOf(name: string): Promise<string | undefined> {
   return (await pool.scope.taskRuns.get(name)).metadata.annotations?.[ANNOTATIONS.failedHosts];
 }
@@ -133,12 +153,10 @@ describe("a host's config entry", () => {
   it('a missing admin key Secret skips that host without blaming it; with every key missing the error names them', async () => {
     const { scope } = pool;
     // h2 has more free slots, so it is tried first; its admin key Secret does not exist.
-    await scope.setHostConfig(
-      pool.hostEntries([
-        { host: 0, concurrency: 1 },
-        { host: 1, concurrency: 3, secret: 'no-such-key' },
-      ]),
-    );
+    await configured([
+      { host: 0, concurrency: 1 },
+      { host: 1, concurrency: 3, secret: 'no-such-key' },
+    ]);
     try {
       const tr = await scope.taskRuns.create({ name: 'skips-h2', platform: pool.platform });
       const secret = await scope.taskRuns.waitForSecret(tr.name, 60_000);
@@ -150,12 +168,10 @@ describe("a host's config entry", () => {
       await scope.taskRuns.complete(tr.name);
       await scope.taskRuns.waitForSecretGone(tr.name);
 
-      await scope.setHostConfig(
-        pool.hostEntries([
-          { host: 0, secret: 'no-such-key' },
-          { host: 1, secret: 'no-such-key' },
-        ]),
-      );
+      await configured([
+        { host: 0, concurrency: 2, secret: 'no-such-key' },
+        { host: 1, concurrency: 4, secret: 'no-such-key' },
+      ]);
       const none = await scope.taskRuns.create({ name: 'no-keys', platform: pool.platform });
       const data = await scope.taskRuns.waitForSecret(none.name, 60_000);
       expect(data.error).toMatch(/Skipped \(host-config entry cannot serve\): h[12], h[12]\./);
@@ -165,7 +181,7 @@ describe("a host's config entry", () => {
       await scope.taskRuns.waitForSecretGone(none.name);
       await expectPlatformUntouched();
     } finally {
-      await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+      await configured([{ host: 0 }, { host: 1 }]);
     }
   });
 });

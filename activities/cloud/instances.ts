@@ -4,9 +4,9 @@
 // states and addresses.
 import { log } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
-import { ADOPTED_CLAIM_PREFIX, HOST_CONFIG_NAME } from '../../platform-config/contract.js';
+import { ADOPTED_CLAIM_PREFIX } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import { recordEvent } from '../kubernetes/events.js';
+import { warnOnHostConfig } from '../kubernetes/events.js';
 import { sshBanner } from '../ssh/banner.js';
 import { providerOpener, type ProviderDeps } from './open-provider.js';
 import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
@@ -127,22 +127,13 @@ export function createCloudActivities(deps: CloudDeps) {
             platform: cloud.platform,
             ...entry,
           });
-          await recordEvent(deps.core, {
-            involvedObject: {
-              apiVersion: 'v1',
-              kind: 'ConfigMap',
-              name: HOST_CONFIG_NAME,
-              namespace: deps.engineNamespace,
-            },
-            type: 'Warning',
+          await warnOnHostConfig(deps.core, deps.engineNamespace, {
             reason: 'OrphanVmCollected',
             message:
               `Terminated ${cloud.platform} VM ${vm.id}${vm.tags.Name ? ` (${vm.tags.Name})` : ''}, ` +
               `launched ${entry.ageSeconds}s ago with owner tag ${cloud.common.instanceTag}: no running workflow owns it`,
             dedupKey: `orphan/${vm.id}`,
-          }).catch((err: unknown) =>
-            log.warn('could not record the Event', { error: String(err) }),
-          );
+          });
           collected.push(entry);
         }
         return collected;

@@ -8,17 +8,12 @@
 // cannot race a provisioning), nor is a Secret younger than that.
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Context, log } from '@temporalio/activity';
-import {
-  ANNOTATIONS,
-  HOST_CONFIG_NAME,
-  LABELS,
-  SECRET_PREFIX,
-} from '../../platform-config/contract.js';
+import { ANNOTATIONS, LABELS, SECRET_PREFIX } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host, TaskRunRef } from '../../shared/types.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
-import { recordEvent } from '../kubernetes/events.js';
+import { warnOnHostConfig } from '../kubernetes/events.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import { listBuildUsers, removeBuildUser, type SshDeps } from '../ssh/build-users.js';
 
@@ -45,18 +40,7 @@ export interface LeftoversPass {
 
 export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
   const event = (reason: string, message: string, dedupKey: string) =>
-    recordEvent(deps.core, {
-      involvedObject: {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        name: HOST_CONFIG_NAME,
-        namespace: deps.engineNamespace,
-      },
-      type: 'Warning',
-      reason,
-      message,
-      dedupKey,
-    }).catch((err: unknown) => log.warn('could not record the Event', { error: String(err) }));
+    warnOnHostConfig(deps.core, deps.engineNamespace, { reason, message, dedupKey });
 
   async function collectUsers(
     running: Array<TaskRunRef & { host?: string }>,

@@ -1,6 +1,8 @@
 // Kubernetes Events: what people see in `kubectl describe` for TaskRuns and host-config.
 import type { CoreV1Api, V1ObjectReference } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
+import { log } from '@temporalio/activity';
+import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
 import type { TaskRunRef } from '../../shared/types.js';
@@ -55,6 +57,27 @@ export async function recordEvent(
       err,
     );
   }
+}
+
+/**
+ * A Warning Event on the engine's host-config ConfigMap (what garbage collection did, say),
+ * best-effort: a failure to record it is logged, never thrown.
+ */
+export async function warnOnHostConfig(
+  core: CoreV1Api,
+  engineNamespace: string,
+  event: { reason: string; message: string; dedupKey: string },
+): Promise<void> {
+  await recordEvent(core, {
+    involvedObject: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: HOST_CONFIG_NAME,
+      namespace: engineNamespace,
+    },
+    type: 'Warning',
+    ...event,
+  }).catch((err: unknown) => log.warn('could not record the Event', { error: String(err) }));
 }
 
 export function createEventActivities({ core }: KubeClients) {

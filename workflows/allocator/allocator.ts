@@ -88,6 +88,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let lastSweep = input.lastSweep ?? Date.now();
   let trouble: ConfigTrouble | undefined;
   let turnedAway: Array<{ requestId: string; reason: string }> = [];
+  /** Workflows whose requests wait for the first read of the config (and any rebuild). */
+  const requesting = new Set<string>();
   const pools = new PoolScaler(
     platform,
     {
@@ -109,8 +111,12 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
 
   setHandler(
     requestSlot,
-    async ({ requestId, excluded, adopt }) => {
-      await condition(() => loaded); // the first request may arrive with the start itself
+    async ({ requestId, workflowId, excluded, adopt }) => {
+      if (!loaded) {
+        requesting.add(workflowId);
+        await condition(() => loaded); // the first request may arrive with the start itself
+        requesting.delete(workflowId);
+      }
       const outcome = request(
         state,
         { requestId, excluded, requestedAt: Date.now(), ...(adopt ? { adopt } : {}) },
@@ -167,7 +173,9 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         if (!holdersRebuilt) {
           holdersRebuilt = true;
           const dynamic = hosts.length === 1 && hosts[0]!.name === VM_SLOTS_HOST;
-          if (patched(PATCH_REBUILD_HOLDERS)) await rebuildHolders(platform, state, dynamic);
+          if (patched(PATCH_REBUILD_HOLDERS)) {
+            await rebuildHolders(platform, state, dynamic, [...requesting]);
+          }
         }
         loaded = true;
         trouble = undefined;

@@ -27,9 +27,12 @@ export async function rebuildHolders(
   platform: string,
   state: AllocationState,
   dynamic: boolean,
+  /** Workflows whose request is waiting for this rebuild: they hold nothing yet. */
+  requesting: string[],
 ): Promise<void> {
   let found = await temporal.platformTaskRuns({ platform });
-  if (found.length === 0) return;
+  // Only the builds asking right now (a platform's first burst): nothing to rebuild, no wait.
+  if (found.every((taskRun) => requesting.includes(taskRun.workflowId))) return;
   // A slot granted just before the old allocator was lost may not be visible yet.
   await sleep(VISIBILITY_SETTLE_MS);
   found = await temporal.platformTaskRuns({ platform });

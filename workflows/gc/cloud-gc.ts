@@ -4,21 +4,18 @@
 // so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was
 // terminated by hand, or it was launched by a worker that died and never came back for it.
 import {
-  condition,
   continueAsNew,
   isCancellation,
   log,
   patched,
   setCurrentDetails,
-  setHandler,
 } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import { collectNow } from '../../shared/messages.js';
 import type { CloudGcInput } from '../../shared/types.js';
 import { cloudGc, kube, temporal } from '../activities.js';
 import { metrics } from '../metrics.js';
+import { collectEveryInterval } from './passes.js';
 
-const PASSES_PER_RUN = 200;
 /**
  * v2: a pass is one activity, so the history holds only what was collected (before, it recorded
  * every platform's config and every claim of every build in flight, on every pass).
@@ -26,19 +23,13 @@ const PASSES_PER_RUN = 200;
 export const PATCH_ONE_ACTIVITY_PER_PASS = 'cloud-gc-one-activity-per-pass';
 
 export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
-  let requested = true;
-  setHandler(collectNow, () => {
-    requested = true;
-  });
-  for (let pass = 0; pass < PASSES_PER_RUN; pass++) {
-    await condition(() => requested, input.intervalSeconds * 1000);
-    requested = false;
+  await collectEveryInterval(input.intervalSeconds, async () => {
     const lines = patched(PATCH_ONE_ACTIVITY_PER_PASS) ? await collectPass() : await collectV1();
     setCurrentDetails(
       `Every ${input.intervalSeconds}s (and at each worker start) terminates cloud VMs no running ` +
         `workflow owns.\n\nLast pass:\n- ${lines.join('\n- ') || 'no cloud platforms configured'}`,
     );
-  }
+  });
   await continueAsNew<typeof cloudGcWorkflow>(input);
 }
 

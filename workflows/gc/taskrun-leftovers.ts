@@ -2,30 +2,15 @@
 // themselves, typically because an operator terminated one (DESIGN.md section 5): build users
 // on static hosts that no running workflow owns, and TaskRun Secrets whose TaskRun is gone.
 // Runs at each worker start and every interval (the engine's resync period by default).
-import {
-  condition,
-  continueAsNew,
-  isCancellation,
-  log,
-  setCurrentDetails,
-  setHandler,
-} from '@temporalio/workflow';
+import { continueAsNew, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import { collectNow } from '../../shared/messages.js';
 import type { LeftoversGcInput } from '../../shared/types.js';
 import { leftoversGc } from '../activities.js';
 import { metrics } from '../metrics.js';
-
-const PASSES_PER_RUN = 200;
+import { collectEveryInterval } from './passes.js';
 
 export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promise<void> {
-  let requested = true;
-  setHandler(collectNow, () => {
-    requested = true;
-  });
-  for (let pass = 0; pass < PASSES_PER_RUN; pass++) {
-    await condition(() => requested, input.intervalSeconds * 1000);
-    requested = false;
+  await collectEveryInterval(input.intervalSeconds, async () => {
     let lines: string[];
     try {
       const found = await leftoversGc.collectTaskRunLeftovers.executeWithOptions(
@@ -50,6 +35,6 @@ export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promi
         'hosts and TaskRun Secrets that no running TaskRun workflow owns.\n\nLast pass:\n- ' +
         (lines.join('\n- ') || 'nothing to collect'),
     );
-  }
+  });
   await continueAsNew<typeof taskRunLeftoversGcWorkflow>(input);
 }
