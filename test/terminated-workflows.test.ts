@@ -44,6 +44,31 @@ async function redeem(secret: Record<string, string>) {
   return { user, address, privateKey: readFileSync(join(dir, 'id_rsa'), 'utf8') };
 }
 
+/** Waits until garbage collection has finished `count` passes that began after `since`. */
+async function gcPassesSince(since: number, count: number): Promise<void> {
+  const gc = pool.scope.temporal.client.workflow.getHandle(
+    WORKFLOW_ID.taskRunGc(pool.scope.engineNamespace),
+  );
+  await waitFor(
+    `${count} garbage collection passes`,
+    async () => {
+      const { events } = await gc.fetchHistory();
+      const scheduled = new Set<string>();
+      let done = 0;
+      for (const event of events ?? []) {
+        const at = Number(String(event.eventTime?.seconds ?? 0)) * 1000;
+        if (event.activityTaskScheduledEventAttributes && at > since) {
+          scheduled.add(String(event.eventId));
+        }
+        const completed = event.activityTaskCompletedEventAttributes;
+        if (completed && scheduled.has(String(completed.scheduledEventId))) done += 1;
+      }
+      return done >= count ? true : undefined;
+    },
+    { timeoutMs: 60_000 },
+  );
+}
+
 async function allUsers(): Promise<string[]> {
   return (await Promise.all(pool.hosts.map((h) => pool.buildUsers(h)))).flat();
 }
@@ -58,7 +83,13 @@ describe('a served TaskRun whose workflow is terminated', () => {
     const login = await redeem(await scope.taskRuns.waitForSecret(tr.name, 30_000));
     const handle = workflowOf(tr.name, tr.uid);
     const first = (await handle.describe()).runId;
+    // Until the bridge starts a new run, no workflow holds the build: garbage collection must
+    // still leave its user alone, since the TaskRun has not finished.
+    await pool.stopBridge();
     await handle.terminate('test: an operator ends the workflow');
+    await gcPassesSince(Date.now(), 2);
+    expect(await allUsers()).toEqual([login.user]);
+    await pool.startBridge();
 
     await waitFor(
       'a new run to take the build over',

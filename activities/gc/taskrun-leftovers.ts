@@ -3,13 +3,17 @@
 // whose TaskRun is gone. One activity, so the GC workflow's history holds only what was removed.
 //
 // Owned means: a running TaskRun workflow is this TaskRun's (its id carries the uid), and for a
-// build user, holds the host the user is on (its Host search attribute). A user created less
-// than the grace period ago is never removed (the check runs on the host, under its lock, so it
-// cannot race a provisioning), nor is a Secret younger than that.
+// build user, holds the host the user is on (its Host search attribute). A TaskRun that still
+// exists owns its Secret, and while it has not finished, its build user too: the bridge starts a
+// new workflow for it within its resync period, which takes the build over (a build may be
+// running as that user). A user created less than the grace period ago is never removed (the
+// check runs on the host, under its lock, so it cannot race a provisioning), nor is a Secret
+// younger than that. When TaskRuns cannot be listed, nothing is removed.
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Context, log } from '@temporalio/activity';
 import { ANNOTATIONS, LABELS, SECRET_PREFIX } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
+import { isCompleted, type TaskRunObject } from '../../k8s-bridge/taskrun-contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host, TaskRunRef } from '../../shared/types.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
@@ -18,6 +22,7 @@ import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import { listBuildUsers, removeBuildUser, type SshDeps } from '../ssh/build-users.js';
 
 const HEARTBEAT_MS = 10_000;
+const LIST_PAGE_SIZE = 500;
 
 export interface LeftoversGcDeps {
   core: CoreV1Api;
@@ -29,6 +34,10 @@ export interface LeftoversGcDeps {
   loadStaticHosts(): Promise<Host[]>;
   /** Running TaskRun workflows: their TaskRun and the host each holds. */
   runningTaskRuns(): Promise<Array<TaskRunRef & { host?: string }>>;
+}
+
+interface ExistingTaskRun extends TaskRunRef {
+  completed: boolean;
 }
 
 export interface LeftoversPass {
@@ -44,6 +53,7 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
 
   async function collectUsers(
     running: Array<TaskRunRef & { host?: string }>,
+    existing: ExistingTaskRun[],
     graceSeconds: number,
     pass: LeftoversPass,
   ): Promise<void> {
@@ -53,10 +63,14 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
       owned.add(`${taskRun.host}/${buildUserName(taskRun)}`);
       owned.add(`${taskRun.host}/${legacyBuildUserName(taskRun.namespace, taskRun.name)}`);
     }
+    // Per uid, so unique on every host: the host its next workflow adopts is not known here.
+    const awaitingRestart = new Set(
+      existing.filter((taskRun) => !taskRun.completed).map((taskRun) => buildUserName(taskRun)),
+    );
     for (const host of await deps.loadStaticHosts()) {
       try {
         for (const { user, ageSeconds } of await listBuildUsers(deps.ssh, host)) {
-          if (owned.has(`${host.name}/${user}`)) continue;
+          if (owned.has(`${host.name}/${user}`) || awaitingRestart.has(user)) continue;
           if (ageSeconds !== undefined && ageSeconds < graceSeconds) continue;
           const outcome = await removeBuildUser(deps.ssh, host, user, {
             minAgeSeconds: graceSeconds,
@@ -77,26 +91,39 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
     }
   }
 
-  async function taskRunExists(namespace: string, name: string, uid: string): Promise<boolean> {
-    try {
-      const obj = (await deps.custom.getNamespacedCustomObject({
-        ...TASKRUN_API,
-        namespace,
-        name,
-      })) as { metadata?: { uid?: string } };
-      return obj.metadata?.uid === uid;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      rethrowKube(`read TaskRun ${namespace}/${name}`, err);
-    }
+  /** Every TaskRun the engine may serve, read once per pass. */
+  async function listTaskRuns(): Promise<ExistingTaskRun[]> {
+    const found: ExistingTaskRun[] = [];
+    let continueToken: string | undefined;
+    do {
+      const page = { ...TASKRUN_API, limit: LIST_PAGE_SIZE, _continue: continueToken };
+      let list: { items: TaskRunObject[]; metadata?: { continue?: string } };
+      try {
+        list = (await (deps.watchNamespace
+          ? deps.custom.listNamespacedCustomObject({ ...page, namespace: deps.watchNamespace })
+          : deps.custom.listClusterCustomObject(page))) as typeof list;
+      } catch (err) {
+        rethrowKube('list TaskRuns', err);
+      }
+      for (const item of list.items) {
+        const { namespace, name, uid } = item.metadata ?? {};
+        if (namespace && name && uid) {
+          found.push({ namespace, name, uid, completed: isCompleted(item) });
+        }
+      }
+      continueToken = list.metadata?.continue || undefined;
+    } while (continueToken);
+    return found;
   }
 
   async function collectSecrets(
     running: Array<TaskRunRef & { host?: string }>,
+    existing: ExistingTaskRun[],
     graceSeconds: number,
     pass: LeftoversPass,
   ): Promise<void> {
-    const owned = new Set(running.map((taskRun) => taskRun.uid));
+    // A TaskRun still there gets a new workflow from the bridge, which takes its Secret over.
+    const owned = new Set([...running, ...existing].map((taskRun) => taskRun.uid));
     const labelSelector = `${LABELS.multiPlatformSecret}=true`;
     const list = deps.watchNamespace
       ? await deps.core.listNamespacedSecret({ namespace: deps.watchNamespace, labelSelector })
@@ -109,8 +136,6 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
         ? (Date.now() - new Date(creationTimestamp).getTime()) / 1000
         : 0;
       if (age < graceSeconds) continue;
-      // A TaskRun still there gets a new workflow from the bridge, which takes its Secret over.
-      if (await taskRunExists(namespace, name.slice(SECRET_PREFIX.length), owner)) continue;
       try {
         await deps.core.deleteNamespacedSecret({
           name,
@@ -140,9 +165,16 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
       const beat = setInterval(() => context.heartbeat(), HEARTBEAT_MS);
       try {
         const running = await deps.runningTaskRuns();
-        await collectUsers(running, input.userGraceSeconds, pass);
+        let existing: ExistingTaskRun[];
         try {
-          await collectSecrets(running, input.secretGraceSeconds, pass);
+          existing = await listTaskRuns();
+        } catch (err) {
+          pass.failures.push(`TaskRuns: ${innermostMessage(err)}; nothing removed`);
+          return pass;
+        }
+        await collectUsers(running, existing, input.userGraceSeconds, pass);
+        try {
+          await collectSecrets(running, existing, input.secretGraceSeconds, pass);
         } catch (err) {
           pass.failures.push(`Secrets: ${innermostMessage(err)}`);
         }

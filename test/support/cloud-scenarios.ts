@@ -328,11 +328,14 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
         events.items.some((e) => e.reason === 'OrphanVmCollected' && e.message?.includes(orphan)),
       ).toBe(true);
       // The GC's history records what it collected, not every claim of every build in flight.
-      const gc = await historyText(
-        scope.temporal.client,
-        WORKFLOW_ID.cloudGc(scope.engineNamespace),
-      );
-      expect(gc).toContain(orphan);
+      // The VM is gone before the pass that terminated it returns, so wait for its result.
+      const gc = await waitFor('the pass that collected it in the GC history', async () => {
+        const text = await historyText(
+          scope.temporal.client,
+          WORKFLOW_ID.cloudGc(scope.engineNamespace),
+        );
+        return text.includes(orphan) ? text : undefined;
+      });
       expect(gc).not.toContain(`${tr.uid}-1`);
       await finish(tr.name);
     });

@@ -33,6 +33,9 @@ export interface StaticPool {
   /** A Secret holding `key` as the admin key, e.g. a wrong one. */
   adminSecret(name: string, key: string): Promise<void>;
   restartWorker(kill?: boolean): Promise<void>;
+  /** Stops the bridge (nothing starts workflows) until `startBridge`. */
+  stopBridge(): Promise<void>;
+  startBridge(): Promise<void>;
   /** SIGKILLs the OTP service; `startOtp` brings it back at the same address with its state. */
   killOtp(): Promise<void>;
   startOtp(): Promise<void>;
@@ -117,7 +120,9 @@ export async function createStaticPool(
     get worker() {
       return worker;
     },
-    bridge,
+    get bridge() {
+      return bridge;
+    },
     metrics: {
       worker: `http://127.0.0.1:${workerMetrics}/metrics`,
       bridge: `http://127.0.0.1:${bridgeMetrics}/metrics`,
@@ -138,6 +143,10 @@ export async function createStaticPool(
     },
     adminSecret: (name, key) => adminSecret(scope, name, key),
     restartWorker,
+    stopBridge: () => bridge.stop(),
+    async startBridge() {
+      bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...env.bridge });
+    },
     async restartWorkerWith(env) {
       workerExtraEnv = env;
       await restartWorker();
