@@ -88,6 +88,6 @@ export async function startDemoCloud(options: {
     };
   } catch (err) {
     await moto.stop();
-    throw new Error(`demo cloud: ${(err as Error).message}`);
+    throw new Error(`demo cloud: ${(err as Error).message}`, { cause: err });
   }
 }

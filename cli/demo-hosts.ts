@@ -55,6 +55,6 @@ export async function startDemoHosts(options: {
     return pool;
   } catch (err) {
     await pool.stop();
-    throw new Error(`demo SSH hosts: ${(err as Error).message}`);
+    throw new Error(`demo SSH hosts: ${(err as Error).message}`, { cause: err });
   }
 }

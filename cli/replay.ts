@@ -33,7 +33,7 @@ function parseHistoryFile(file: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`cannot read history ${file}: ${(err as Error).message}`);
+    throw new Error(`cannot read history ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 

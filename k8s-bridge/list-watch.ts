@@ -83,7 +83,7 @@ export class ListWatch<T> {
   private async relist(): Promise<string> {
     await this.options.onListStart();
     let continueToken: string | undefined;
-    let resourceVersion = '';
+    let resourceVersion: string;
     do {
       const page = await this.options.list(continueToken);
       await this.options.onListPage(page.items);

@@ -41,7 +41,9 @@ export async function ensureKubeBinaries(): Promise<string> {
     return stdout.trim().split('\n').pop()!;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new Error(`kube-apiserver: build failed: ${(e.stderr ?? e.message).slice(-2000)}`);
+    throw new Error(`kube-apiserver: build failed: ${(e.stderr ?? e.message).slice(-2000)}`, {
+      cause: err,
+    });
   }
 }
 
@@ -171,7 +173,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
     return { url, kubeconfigPath, stop };
   } catch (err) {
     await stop();
-    throw new Error(`kube-apiserver: could not start: ${(err as Error).message}`);
+    throw new Error(`kube-apiserver: could not start: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -35,7 +35,7 @@ export async function startMoto(
     );
   } catch (err) {
     await proc.stop();
-    throw new Error(`moto: could not start: ${(err as Error).message}`);
+    throw new Error(`moto: could not start: ${(err as Error).message}`, { cause: err });
   }
   return { endpoint, stop: () => proc.stop() };
 }

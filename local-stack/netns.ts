@@ -237,7 +237,7 @@ export function createHostNets(
     } catch (err) {
       for (const net of nets) await releaseSlot(net.slot, net.netns);
       await deleteBridgeIfUnused();
-      throw new Error(`ssh hosts: network setup failed: ${(err as Error).message}`);
+      throw new Error(`ssh hosts: network setup failed: ${(err as Error).message}`, { cause: err });
     }
   });
 }
@@ -291,7 +291,9 @@ export function createHostNetAt(
     } catch (err) {
       await releaseSlot(slot, netns);
       await deleteBridgeIfUnused();
-      throw new Error(`ssh hosts: network setup at ${address} failed: ${(err as Error).message}`);
+      throw new Error(`ssh hosts: network setup at ${address} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   });
 }

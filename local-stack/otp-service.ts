@@ -111,7 +111,7 @@ export async function startOtpService(options: OtpServiceOptions): Promise<OtpSe
     );
   } catch (err) {
     await proc.stop();
-    throw new Error(`otp-server: could not start: ${(err as Error).message}`);
+    throw new Error(`otp-server: could not start: ${(err as Error).message}`, { cause: err });
   }
   return {
     process: proc,

@@ -21,8 +21,9 @@ async function openssl(args: string[], cwd: string): Promise<void> {
     await run('openssl', args, { cwd });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
-    if (e.code === 'ENOENT') throw new Error('pki: openssl not found; install the openssl package');
-    throw new Error(`pki: openssl ${args[0]} failed: ${e.stderr ?? e.message}`);
+    if (e.code === 'ENOENT')
+      throw new Error('pki: openssl not found; install the openssl package', { cause: err });
+    throw new Error(`pki: openssl ${args[0]} failed: ${e.stderr ?? e.message}`, { cause: err });
   }
 }
 

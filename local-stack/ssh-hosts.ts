@@ -192,7 +192,9 @@ async function startHost(
   } catch (err) {
     await stop().catch(() => undefined);
     const message = (err as Error).message;
-    throw new Error(message.startsWith('ssh host') ? message : `ssh host ${name}: ${message}`);
+    throw new Error(message.startsWith('ssh host') ? message : `ssh host ${name}: ${message}`, {
+      cause: err,
+    });
   }
 }
 

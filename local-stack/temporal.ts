@@ -130,7 +130,9 @@ export async function startTemporalDevServer(options: {
     await registerSearchAttributes(address, config.namespace, config.searchAttributes);
   } catch (err) {
     await server.stop();
-    throw new Error(`temporal dev server: could not start: ${(err as Error).message}`);
+    throw new Error(`temporal dev server: could not start: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   return {
     address,

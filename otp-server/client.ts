@@ -178,7 +178,7 @@ function readOrExplain(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (err) {
-    throw new Error(`cannot read ${path}: ${(err as Error).message}`);
+    throw new Error(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
   }
 }
 

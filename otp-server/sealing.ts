@@ -24,7 +24,9 @@ export function readSealingKey(path: string): Buffer {
   try {
     raw = readFileSync(path);
   } catch (err) {
-    throw new Error(`cannot read the sealing key ${path}: ${(err as Error).message}`);
+    throw new Error(`cannot read the sealing key ${path}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   if (raw.length === 32) return raw;
   const text = raw.toString('latin1').trim();

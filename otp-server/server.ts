@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext } from 'node:tls';
 import { discardRest, readLimited } from './http-body.js';
+import { statusCode, transportFailure } from '../shared/kube-errors.js';
 import { errorGist, TOKEN_PATTERN, type OtpStore } from './store.js';
 import { watchFiles, type WatchedFiles } from './watched-files.js';
 
@@ -178,9 +179,9 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
       } else reply = await route.handle(req, readBody);
     } catch (err) {
       log(`${req.method} ${logged} failed: ${errorGist(err)}`);
-      // Errors with a code come from the store's transport (Kubernetes API, network).
+      // The store's Kubernetes API answered with an error, or did not answer at all.
       reply =
-        (err as { code?: unknown })?.code !== undefined
+        statusCode(err) !== undefined || transportFailure(err) !== undefined
           ? text(503, 'OTP store unavailable, retry')
           : text(500, 'internal error');
     }

@@ -6,6 +6,7 @@
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Sealer } from './sealing.js';
+import { statusCode, transportFailure } from '../shared/kube-errors.js';
 
 export interface OtpStore {
   /** Stores `privateKey` until `expiresAt`; returns the new one-time token. */
@@ -34,11 +35,6 @@ const SELECTOR = Object.entries(OTP_LABEL)
 export function recordName(token: string): string {
   return `otp-${createHash('sha256').update(token).digest('hex')}`;
 }
-
-const statusCode = (err: unknown): number | undefined => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
-};
 
 function expiry(secret: V1Secret): number {
   const value = secret.metadata?.annotations?.[EXPIRES_ANNOTATION];
@@ -159,5 +155,7 @@ export function errorGist(err: unknown): string {
     }
     return `Kubernetes API HTTP ${code}${message ? `: ${message}` : ''}`;
   }
+  const transport = transportFailure(err);
+  if (transport) return `Kubernetes API unreachable: ${transport}`;
   return err instanceof Error ? err.message : String(err);
 }

@@ -22,7 +22,7 @@ function readAll(paths: string[]): Buffer[] {
     try {
       return readFileSync(path);
     } catch (err) {
-      throw new Error(`cannot read ${path}: ${(err as Error).message}`);
+      throw new Error(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
     }
   });
 }

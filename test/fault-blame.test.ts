@@ -253,7 +253,7 @@ describe('Kubernetes refusing writes', () => {
       },
       () => dryRunCreateSecret('forbidden-probe'),
     );
-    let liftedAt = 0;
+    let liftedAt: number;
     try {
       const tr = await scope.taskRuns.create({ name, platform: pool.platform });
       expect((await eventNamed(tr.uid, 'DeliveryDelayed')).message).toMatch(

@@ -532,8 +532,8 @@ describe('build users on static hosts over SSH', () => {
       };
       restore.push(() => (console[method] = original));
     }
-    let privateKey = '';
-    let user = '';
+    let privateKey: string;
+    let user: string;
     const tr = taskRun();
     try {
       ({ privateKey, user } = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr }));

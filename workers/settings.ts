@@ -95,7 +95,7 @@ export function temporalConnection(settings: Settings): TemporalConnectionOption
     try {
       return readFileSync(path);
     } catch (err) {
-      throw new Error(`cannot read ${what} ${path}: ${(err as Error).message}`);
+      throw new Error(`cannot read ${what} ${path}: ${(err as Error).message}`, { cause: err });
     }
   };
   const mtls = settings.TEMPORAL_TLS_CLIENT_CERT_PATH && settings.TEMPORAL_TLS_CLIENT_KEY_PATH;

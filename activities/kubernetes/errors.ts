@@ -1,17 +1,17 @@
 // Maps Kubernetes API errors onto Temporal retry semantics: what retrying can fix is thrown as
 // is (and retried with back-off); what it cannot is a non-retryable failure with the reason.
 import { ApplicationFailure } from '@temporalio/common';
+import { statusCode, transportFailure } from '../../shared/kube-errors.js';
 
-export function statusCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
-}
+export { statusCode };
 
 export const isNotFound = (err: unknown): boolean => statusCode(err) === 404;
 export const isConflict = (err: unknown): boolean => statusCode(err) === 409;
 
-/** The API server's own message, not the raw body. */
+/** The API server's own message, not the raw body; why no answer came, when none did. */
 export function apiMessage(err: unknown): string {
+  const transport = transportFailure(err);
+  if (transport) return `no answer from the API server: ${transport}`;
   const body = (err as { body?: unknown })?.body;
   if (typeof body === 'string') {
     try {
