@@ -29,7 +29,12 @@ export interface ListWatchOptions<T> extends ListWatchHandlers<T> {
   log?: (message: string) => void;
 }
 
-const WATCH_TIMEOUT_S = 240;
+/**
+ * The client aborts every watch request after 30 s (a fixed AbortSignal.timeout in
+ * @kubernetes/client-node's Watch). The server ends each watch before that, so each reconnect
+ * resumes from the last resourceVersion instead of failing into a full relist.
+ */
+const WATCH_TIMEOUT_S = 25;
 const WATCHDOG_SLACK_MS = 30_000;
 const MAX_BACKOFF_MS = 30_000;
 
@@ -174,7 +179,12 @@ export class ListWatch<T> {
   }
 }
 
+/** Our own abort, or the client's 30 s timeout: the watch ended, nothing failed. */
 function isAbort(err: unknown): boolean {
   const name = (err as { name?: string; type?: string })?.name;
-  return name === 'AbortError' || (err as { type?: string })?.type === 'aborted';
+  return (
+    name === 'AbortError' ||
+    name === 'TimeoutError' ||
+    (err as { type?: string })?.type === 'aborted'
+  );
 }
