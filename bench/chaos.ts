@@ -6,8 +6,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureNamespace, installTaskRunCrd } from '../local-stack/cluster-setup.js';
-import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
+import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { startMoto } from '../local-stack/moto.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
 import { runChaos } from './chaos-run.js';
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     stops.push(kube.stop, temporal.stop, moto.stop);
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
-    await installTaskRunCrd(kc);
+    await installClusterResources(kc, LOCAL_ADMIN_USER);
     for (const namespace of ['chaos', 'chaos-engine']) await ensureNamespace(kc, namespace);
     const stack = await startChaosStack({
       kubeconfigPath: kube.kubeconfigPath,

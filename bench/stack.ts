@@ -5,9 +5,9 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureNamespace, installTaskRunCrd } from '../local-stack/cluster-setup.js';
+import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
 import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js';
-import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
 import { startMoto } from '../local-stack/moto.js';
 import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
@@ -109,7 +109,7 @@ export async function startBenchStack(
     );
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
-    await step(installTaskRunCrd(kc));
+    await step(installClusterResources(kc, LOCAL_ADMIN_USER));
     const namespace = 'bench';
     const engineNamespace = 'bench-engine';
     await step(ensureNamespace(kc, namespace));

@@ -5,9 +5,9 @@ import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_ENGINE_NAMESPACE, HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
-import { ensureNamespace, installTaskRunCrd } from '../local-stack/cluster-setup.js';
+import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
-import { startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
@@ -196,7 +196,7 @@ export async function runStart(options: StartOptions): Promise<number> {
 async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: string): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  await installTaskRunCrd(kc);
+  await installClusterResources(kc, LOCAL_ADMIN_USER);
   await ensureNamespace(kc, engineNamespace);
   const core = kc.makeApiClient(CoreV1Api);
   try {

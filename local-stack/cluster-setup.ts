@@ -1,5 +1,6 @@
-// What a fresh local cluster needs before hostflow can serve it: the TaskRun CRD and the
-// engine namespace. Idempotent, so it also runs against a resumed cluster.
+// What a fresh local cluster needs before hostflow can serve it: the CRDs in deploy/crds (the
+// TaskRun, the Lock), the Lock policy, and the engine namespace. Idempotent, so it also runs
+// against a resumed cluster.
 import {
   ApiextensionsV1Api,
   CoreV1Api,
@@ -7,18 +8,35 @@ import {
   type KubeConfig,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
 
-const TASKRUN_CRD = join(REPO_ROOT, 'deploy/crds/tekton-taskrun.yaml');
+const CRD_DIR = join(REPO_ROOT, 'deploy/crds');
 
-export async function installTaskRunCrd(kc: KubeConfig): Promise<void> {
+/**
+ * Installs every CRD and the Lock policy, which exempts `engineIdentity` (the user the local
+ * engine runs as) from the Locks the engine owns.
+ */
+export async function installClusterResources(
+  kc: KubeConfig,
+  engineIdentity: string,
+): Promise<void> {
+  for (const file of readdirSync(CRD_DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
+    await installCrd(kc, join(CRD_DIR, file));
+  }
+  await installLockPolicy(kc, [engineIdentity]);
+}
+
+async function installCrd(kc: KubeConfig, file: string): Promise<void> {
   const api = kc.makeApiClient(ApiextensionsV1Api);
   // loadYaml maps wire names (x-kubernetes-preserve-unknown-fields) onto the client's model;
   // a plain YAML parse would have them silently dropped by the serializer.
-  const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(TASKRUN_CRD, 'utf8'));
+  const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(file, 'utf8'));
   const name = crd.metadata!.name!;
   try {
     const existing = await api.readCustomResourceDefinition({ name });

@@ -12,6 +12,9 @@ import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { freePort } from './ports.js';
 import { REPO_ROOT } from './paths.js';
 
+/** The user of the local cluster's admin kubeconfig, which the local engine runs as. */
+export const LOCAL_ADMIN_USER = 'hostflow-admin';
+
 const run = promisify(execFile);
 
 export interface KubeApiServer {
@@ -69,7 +72,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
   if (!existsSync(tokenFile)) {
     writeFileSync(
       tokenFile,
-      `${randomBytes(24).toString('hex')},hostflow-admin,hostflow-admin,system:masters\n`,
+      `${randomBytes(24).toString('hex')},${LOCAL_ADMIN_USER},${LOCAL_ADMIN_USER},system:masters\n`,
       {
         mode: 0o600,
       },
