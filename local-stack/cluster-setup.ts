@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
+import { upsert } from './upsert.js';
 
 const CRD_DIR = join(REPO_ROOT, 'deploy/crds');
 
@@ -38,14 +39,12 @@ async function installCrd(kc: KubeConfig, file: string): Promise<void> {
   // a plain YAML parse would have them silently dropped by the serializer.
   const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(file, 'utf8'));
   const name = crd.metadata!.name!;
-  try {
-    const existing = await api.readCustomResourceDefinition({ name });
-    crd.metadata!.resourceVersion = existing.metadata?.resourceVersion;
-    await api.replaceCustomResourceDefinition({ name, body: crd });
-  } catch (err) {
-    if ((err as { code?: number }).code !== 404) throw err;
-    await api.createCustomResourceDefinition({ body: crd });
-  }
+  await upsert(
+    (n) => api.readCustomResourceDefinition({ name: n }),
+    (body) => api.createCustomResourceDefinition({ body }),
+    (n, body) => api.replaceCustomResourceDefinition({ name: n, body }),
+    crd,
+  );
   await waitFor(`CRD ${name} to be established`, async () => {
     const current = await api.readCustomResourceDefinition({ name });
     const established = current.status?.conditions?.some(

@@ -10,6 +10,7 @@ import {
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './paths.js';
+import { upsert } from './upsert.js';
 
 const POLICY_FILE = join(REPO_ROOT, 'deploy/locks/validating-admission-policy.yaml');
 
@@ -42,21 +43,4 @@ export async function installLockPolicy(kc: KubeConfig, engineIdentities: string
     (name, body) => api.replaceValidatingAdmissionPolicyBinding({ name, body }),
     binding,
   );
-}
-
-async function upsert<T extends { metadata?: { name?: string; resourceVersion?: string } }>(
-  read: (name: string) => Promise<T>,
-  create: (body: T) => Promise<unknown>,
-  replace: (name: string, body: T) => Promise<unknown>,
-  body: T,
-): Promise<void> {
-  const name = body.metadata!.name!;
-  try {
-    const existing = await read(name);
-    body.metadata!.resourceVersion = existing.metadata?.resourceVersion;
-    await replace(name, body);
-  } catch (err) {
-    if ((err as { code?: number }).code !== 404) throw err;
-    await create(body);
-  }
 }
