@@ -13,6 +13,7 @@ import { KIND, SA } from '../shared/search-attributes.js';
 import type { AllocationSummary } from '../workflows/allocator/allocation.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
+import { seededRandom } from '../shared/seeded-random.js';
 
 export interface ChaosTarget {
   core: CoreV1Api;
@@ -64,7 +65,7 @@ export interface ChaosReport {
 }
 
 export async function runChaos(target: ChaosTarget, options: ChaosOptions): Promise<ChaosReport> {
-  const random = mulberry32(options.seed);
+  const random = seededRandom(options.seed);
   const between = ([min, max]: [number, number]) => min + Math.floor(random() * (max - min));
   const log = options.log ?? (() => undefined);
   const started = Date.now();
@@ -250,15 +251,3 @@ async function until(condition: () => boolean, deadline: number): Promise<void> 
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** A small seeded PRNG: the same seed makes the same choices. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -17,6 +17,7 @@ import { startOtpService, type OtpService } from '../local-stack/otp-service.js'
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { HOST_CONFIG_NAME, LABELS, OWNER_TAG_KEY } from '../platform-config/contract.js';
 import type { ChaosTarget } from './chaos-run.js';
+import { awsPlatformConfig } from './aws-platform-config.js';
 
 export interface ChaosInfra {
   kubeconfigPath: string;
@@ -117,17 +118,12 @@ export async function startChaosStack(infra: ChaosInfra): Promise<ChaosStack> {
     ] as const) {
       const cfg = `dynamic.${platform.replace('/', '-')}`;
       Object.assign(data, {
-        [`${cfg}.type`]: 'aws',
-        [`${cfg}.region`]: 'us-east-1',
-        [`${cfg}.ami`]: 'ami-760aaa0f',
-        [`${cfg}.instance-type`]: 't3.micro',
-        [`${cfg}.key-name`]: 'chaos',
-        [`${cfg}.aws-secret`]: 'aws-creds',
-        [`${cfg}.ssh-secret`]: 'vm-ssh',
-        [`${cfg}.subnet-id`]: vms.subnetId,
+        ...awsPlatformConfig(platform, {
+          keyName: 'chaos',
+          subnetId: vms.subnetId,
+          maxInstances: infra.maxInstances,
+        }),
         [`${cfg}.instance-tag`]: owner[kind],
-        [`${cfg}.max-instances`]: String(infra.maxInstances),
-        [`${cfg}.check-interval`]: '1',
         [`${cfg}.allocation-timeout`]: '120',
         ...(kind === 'pool'
           ? { [`${cfg}.concurrency`]: String(infra.concurrency), [`${cfg}.max-age`]: '60' }

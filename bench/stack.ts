@@ -14,6 +14,7 @@ import { startOtpService, type OtpService } from '../local-stack/otp-service.js'
 import { startSshHosts, type SshHost } from '../local-stack/ssh-hosts.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
 import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
+import { awsPlatformConfig } from './aws-platform-config.js';
 
 export interface StaticPoolOptions {
   /** How many sshd hosts to start; each becomes host-config entry `h<i+1>`. */
@@ -185,20 +186,14 @@ export async function startBenchStack(
           }),
         );
       }
-      const cfg = `dynamic.${cloud.platform.replace('/', '-')}`;
       Object.assign(data, {
         'dynamic-platforms': cloud.platform,
         'instance-tag': 'hostflow-bench',
-        [`${cfg}.type`]: 'aws',
-        [`${cfg}.region`]: 'us-east-1',
-        [`${cfg}.ami`]: 'ami-760aaa0f',
-        [`${cfg}.instance-type`]: 't3.micro',
-        [`${cfg}.key-name`]: 'bench',
-        [`${cfg}.aws-secret`]: 'aws-creds',
-        [`${cfg}.ssh-secret`]: 'vm-ssh',
-        [`${cfg}.subnet-id`]: vms.subnetId,
-        [`${cfg}.max-instances`]: String(cloud.maxInstances),
-        [`${cfg}.check-interval`]: '1',
+        ...awsPlatformConfig(cloud.platform, {
+          keyName: 'bench',
+          subnetId: vms.subnetId,
+          maxInstances: cloud.maxInstances,
+        }),
       });
     }
     await step(

@@ -16,19 +16,8 @@ import {
   type AllocationState,
 } from '../workflows/allocator/allocation.js';
 import type { RequestOutcome } from '../shared/messages.js';
+import { seededRandom } from '../shared/seeded-random.js';
 import type { Host } from '../shared/types.js';
-
-/** mulberry32: a small seeded PRNG, so every run sees the same "random" sequence. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const slotHost = (name: string, concurrency = 2): Host => ({
   name,
@@ -85,7 +74,7 @@ function violations(state: AllocationState): string[] {
 
 describe('allocation under random operations', () => {
   it.each([1, 2, 3])('never over-commits, double-grants or stalls (seed %i)', (seed) => {
-    const random = seeded(seed);
+    const random = seededRandom(seed);
     const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
     const universe = ['a', 'b', 'c', 'd'];
     let state = stateWith(slotHost('a', 2), slotHost('b', 3));
@@ -188,7 +177,7 @@ describe('host choice', () => {
   });
 
   it('chooses at random among equally free hosts', () => {
-    const random = seeded(42);
+    const random = seededRandom(42);
     const counts: Record<string, number> = {};
     for (let trial = 0; trial < 400; trial++) {
       const state = stateWith(slotHost('a'), slotHost('b'), slotHost('c', 1));
@@ -270,7 +259,7 @@ describe('exclusion and exhaustion', () => {
   it('never grants a host this TaskRun failed on, and names the failed hosts when none is left', () => {
     const state = stateWith(slotHost('a'), slotHost('b'));
     for (let i = 0; i < 20; i++)
-      expect(hostOf(ask(state, `r${i}`, ['a'], seeded(i)))).not.toBe('a');
+      expect(hostOf(ask(state, `r${i}`, ['a'], seededRandom(i)))).not.toBe('a');
     const exhausted = ask(stateWith(slotHost('a'), slotHost('b')), 'r', ['b', 'a']);
     expect(exhausted).toEqual({
       status: 'exhausted',
@@ -506,12 +495,12 @@ describe('continue-as-new', () => {
 
   it('behaves identically after a JSON round trip mid-sequence', () => {
     const live = stateWith(slotHost('a', 2), slotHost('b', 2), slotHost('c', 2));
-    run(live, seeded(7), 0, 150);
+    run(live, seededRandom(7), 0, 150);
     expect(live.queue.length + Object.keys(live.health).length).toBeGreaterThan(0);
     const carried = clone(live);
     expect(carried).toEqual(live);
-    const liveOutcomes = run(live, seeded(8), 150, 400);
-    const carriedOutcomes = run(carried, seeded(8), 150, 400);
+    const liveOutcomes = run(live, seededRandom(8), 150, 400);
+    const carriedOutcomes = run(carried, seededRandom(8), 150, 400);
     expect(carriedOutcomes).toEqual(liveOutcomes);
     expect(JSON.stringify(carried)).toBe(JSON.stringify(live));
   });
