@@ -1,8 +1,11 @@
 // One test file's slice of the shared cluster: its namespaces, host-config, and clients.
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { HOST_CONFIG_NAME, LABELS } from '../../platform-config/contract.js';
 import type { EngineScope } from './engine.js';
 import { kube, temporalClient, uniqueSuffix } from './env.js';
 import { TaskRuns } from './taskruns.js';
+import { upsert } from '../../local-stack/upsert.js';
+import { statusCode } from '../../shared/kube-errors.js';
 
 export interface TestScope extends EngineScope {
   kube: ReturnType<typeof kube>;
@@ -31,26 +34,27 @@ export async function createScope(
   for (const name of [scope.namespace, scope.engineNamespace]) {
     await k.core.createNamespace({ body: { metadata: { name } } });
   }
+  // Written in place (as kubectl apply or edit would), never deleted and re-created: in between,
+  // the engine would rightly see no host-config and turn away the builds that arrive.
   const setHostConfig = async (data: Record<string, string> | undefined): Promise<void> => {
-    try {
-      await k.core.deleteNamespacedConfigMap({
-        name: HOST_CONFIG_NAME,
-        namespace: scope.engineNamespace,
+    const name = HOST_CONFIG_NAME;
+    const namespace = scope.engineNamespace;
+    if (data === undefined) {
+      await k.core.deleteNamespacedConfigMap({ name, namespace }).catch((err: unknown) => {
+        if (statusCode(err) !== 404) throw err;
       });
-    } catch (err) {
-      if ((err as { code?: number }).code !== 404) throw err;
+      return;
     }
-    if (data === undefined) return;
-    await k.core.createNamespacedConfigMap({
-      namespace: scope.engineNamespace,
-      body: {
-        metadata: {
-          name: HOST_CONFIG_NAME,
-          labels: { [LABELS.multiPlatformConfig]: 'hosts' },
-        },
-        data,
-      },
-    });
+    const body: V1ConfigMap = {
+      metadata: { name, labels: { [LABELS.multiPlatformConfig]: 'hosts' } },
+      data,
+    };
+    await upsert(
+      (n) => k.core.readNamespacedConfigMap({ name: n, namespace }),
+      (b) => k.core.createNamespacedConfigMap({ namespace, body: b }),
+      (n, b) => k.core.replaceNamespacedConfigMap({ name: n, namespace, body: b }),
+      body,
+    );
   };
   await setHostConfig(hostConfig);
   const temporal = await temporalClient();
