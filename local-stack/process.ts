@@ -91,7 +91,8 @@ function spawnOnce(
     log = createWriteStream(options.logFile, { flags: 'a' });
   }
   const collect = (chunk: Buffer): void => {
-    log?.write(chunk);
+    // Output can still arrive after 'exit' (buffered, or from grandchildren holding the pipe).
+    if (log && !log.writableEnded) log.write(chunk);
     for (const line of chunk.toString('utf8').split('\n')) {
       if (line) recent.push(line);
     }
@@ -105,10 +106,9 @@ function spawnOnce(
       spawnError = err;
       resolve(null);
     });
-    child.on('exit', (code) => {
-      log?.end();
-      resolve(code);
-    });
+    child.on('exit', (code) => resolve(code));
+    // 'close' comes once the pipes are drained, so the log file gets all the output.
+    child.on('close', () => log?.end());
   });
   let done = false;
   void exited.then(() => (done = true));
