@@ -6,6 +6,8 @@ import { createLeftoversGcActivities } from './gc/taskrun-leftovers.js';
 import { createAdminKeyReader } from './kubernetes/admin-keys.js';
 import { createEventActivities } from './kubernetes/events.js';
 import { createHostConfigActivities } from './kubernetes/host-config.js';
+import { createLockActivities } from './kubernetes/locks.js';
+import { createPlatformLockActivities } from './kubernetes/platform-locks.js';
 import { createKubernetesActivities, type KubeClients } from './kubernetes/taskruns.js';
 import { createSshActivities } from './ssh/build-users.js';
 import { createTemporalActivities, type TemporalDeps } from './temporal/workflows.js';
@@ -23,6 +25,13 @@ export function createActivities(deps: ActivityDeps) {
   const hostConfig = createHostConfigActivities(deps.kube, kubernetes.earlierDelivery);
   const temporal = createTemporalActivities(deps.temporal);
   const ssh = { adminKey: createAdminKeyReader(deps.kube) };
+  const { engineNamespace, watchNamespace } = deps.kube;
+  const locks = createLockActivities({
+    custom: deps.kube.custom,
+    engineNamespace,
+    // Serving one namespace, the engine reads Locks only where it works.
+    ...(watchNamespace ? { namespaces: [...new Set([engineNamespace, watchNamespace])] } : {}),
+  });
   const cloud = createCloudActivities({
     core: deps.kube.core,
     engineNamespace: deps.kube.engineNamespace,
@@ -32,11 +41,13 @@ export function createActivities(deps: ActivityDeps) {
     ...kubernetes,
     ...hostConfig,
     ...createEventActivities(deps.kube),
+    syncLocks: locks.syncLocks,
+    ...createPlatformLockActivities({ core: deps.kube.core, engineNamespace, locks }),
     ...temporal,
     ...createSshActivities(ssh),
     ...cloud,
     ...createDeliveryActivities({ ssh, otp: deps.otp, kube: kubernetes }),
     ...createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
-    ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh }),
+    ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh, locks }),
   };
 }

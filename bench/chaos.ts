@@ -37,7 +37,8 @@ async function main(): Promise<void> {
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
     await installClusterResources(kc, LOCAL_ADMIN_USER);
-    for (const namespace of ['chaos', 'chaos-engine']) await ensureNamespace(kc, namespace);
+    await ensureNamespace(kc, 'chaos');
+    await ensureNamespace(kc, 'chaos-engine', { engineNamespace: true });
     const stack = await startChaosStack({
       kubeconfigPath: kube.kubeconfigPath,
       temporalAddress: temporal.address,

@@ -114,7 +114,7 @@ export async function startBenchStack(
     const namespace = 'bench';
     const engineNamespace = 'bench-engine';
     await step(ensureNamespace(kc, namespace));
-    await step(ensureNamespace(kc, engineNamespace));
+    await step(ensureNamespace(kc, engineNamespace, { engineNamespace: true }));
     const core = kc.makeApiClient(CoreV1Api);
 
     let sshHosts: SshHost[] = [];

@@ -197,7 +197,7 @@ async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: stri
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   await installClusterResources(kc, LOCAL_ADMIN_USER);
-  await ensureNamespace(kc, engineNamespace);
+  await ensureNamespace(kc, engineNamespace, { engineNamespace: true });
   const core = kc.makeApiClient(CoreV1Api);
   try {
     await core.createNamespacedConfigMap({

@@ -4,12 +4,15 @@
 import {
   ApiextensionsV1Api,
   CoreV1Api,
+  PatchStrategy,
   loadYaml,
+  setHeaderOptions,
   type KubeConfig,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { LOCKABLE_LABEL } from '../shared/lock-api.js';
 import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
@@ -54,11 +57,27 @@ async function installCrd(kc: KubeConfig, file: string): Promise<void> {
   });
 }
 
-export async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
+/**
+ * Creates the namespace, or gives an existing one these labels. The engine's namespace opts in
+ * to Locks (`engineNamespace`): the engine locks the Secrets there that its work needs.
+ */
+export async function ensureNamespace(
+  kc: KubeConfig,
+  name: string,
+  { engineNamespace = false }: { engineNamespace?: boolean } = {},
+): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
+  const labels: Record<string, string> = engineNamespace
+    ? { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value }
+    : {};
   try {
-    await core.createNamespace({ body: { metadata: { name } } });
+    await core.createNamespace({ body: { metadata: { name, labels } } });
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err;
+    if (Object.keys(labels).length === 0) return;
+    await core.patchNamespace(
+      { name, body: { metadata: { labels } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   }
 }

@@ -7,15 +7,15 @@ import {
   AdmissionregistrationV1Api,
   AppsV1Api,
   CoreV1Api,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
-import { statusCode } from '../shared/kube-errors.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
+import { apiAnswer as outcome } from './support/api-answer.js';
 import { kube, uniqueSuffix } from './support/env.js';
+import { tenantIdentity } from './support/service-account.js';
 
 const { kc, core, custom } = kube();
 const apps = kc.makeApiClient(AppsV1Api);
@@ -68,24 +68,6 @@ async function configMap(name: string, ns = namespace): Promise<void> {
     namespace: ns,
     body: { metadata: { name }, data: { v: '1' } },
   });
-}
-
-/** The API server's answer to a call: 'allowed', or the status code and message of a refusal. */
-async function outcome(call: Promise<unknown>): Promise<string> {
-  try {
-    await call;
-    return 'allowed';
-  } catch (err) {
-    const body = (err as { body?: unknown }).body;
-    const message = (() => {
-      try {
-        return (JSON.parse(String(body)) as { message?: string }).message ?? String(body);
-      } catch {
-        return String(body ?? err);
-      }
-    })();
-    return `${statusCode(err) ?? 'error'}: ${message}`;
-  }
 }
 
 const labelConfigMap = (name: string, ns = namespace) =>
@@ -376,38 +358,5 @@ describe('enforcement', () => {
 });
 
 /** A ServiceAccount allowed to change ConfigMaps in the namespace, as a tenant would be. */
-async function namespaceEditor(): Promise<KubeConfig> {
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  const name = `editor-${uniqueSuffix()}`;
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  // A Role of its own: the built-in admin and edit roles are aggregated by the controller
-  // manager, which this API server runs without.
-  await rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name },
-      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  });
-  const token = await core.createNamespacedServiceAccountToken({
-    name,
-    namespace,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const editor = new KubeConfig();
-  editor.loadFromOptions({
-    clusters: [kc.getCurrentCluster()!],
-    users: [{ name, token: token.status!.token }],
-    contexts: [{ name, cluster: kc.getCurrentCluster()!.name, user: name }],
-    currentContext: name,
-  });
-  return editor;
-}
+const namespaceEditor = (): Promise<KubeConfig> =>
+  tenantIdentity(kc, namespace, [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }]);

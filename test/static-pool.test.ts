@@ -10,6 +10,7 @@ import { waitFor } from '../local-stack/process.js';
 import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
 import { testEnv } from './support/env.js';
 import { historyText } from './support/history-text.js';
+import { lockedByEngine, secretDeleter } from './support/secret-deleter.js';
 import { sshCommand } from './support/ssh.js';
 
 const sshExec = async (address: string, user: string, privateKey: string, command: string) =>
@@ -71,6 +72,13 @@ describe('a static-pool TaskRun', () => {
     );
     const other = hosts.find((h) => h !== host)!;
     expect(await pool.buildUsers(other)).not.toContain(user);
+    // The host's admin key is what removes the build user: locked while the build runs.
+    const adminKey = `admin-${hosts.indexOf(host)}`;
+    const tenantDeletes = await secretDeleter(scope);
+    expect(await tenantDeletes(adminKey)).toMatch(
+      lockedByEngine(scope, adminKey, WORKFLOW_ID.allocator(pool.platform)),
+    );
+    expect(await tenantDeletes(`admin-${hosts.indexOf(other)}`)).toBe('allowed');
 
     await scope.taskRuns.complete(tr.name);
     await scope.taskRuns.waitForSecretGone(tr.name);
@@ -78,6 +86,9 @@ describe('a static-pool TaskRun', () => {
     expect((await host.exec(['test', '-e', `/home/${user}`])).code).not.toBe(0);
     await waitFor('the slot to be released', async () =>
       (await pool.allocator()).inUse === 0 ? true : undefined,
+    );
+    await waitFor('the admin key to be unlocked', async () =>
+      (await tenantDeletes(adminKey)) === 'allowed' ? true : undefined,
     );
 
     const reasons = (

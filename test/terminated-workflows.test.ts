@@ -1,13 +1,16 @@
 // Nothing leaks when an operator terminates a TaskRun's workflow by hand (DESIGN.md section 5):
 // within the resync period (5 s here) the bridge starts a new run, which takes over the build
 // its predecessor served without touching its key; slots, build users and Secrets left by runs
-// that nobody takes over are reclaimed by the allocator's sweep and garbage collection. And a
+// that nobody takes over are reclaimed by the allocator's sweep and garbage collection, as are
+// the Locks of an allocator terminated while it held them. And a
 // TaskRun re-created under the same name never shares a build user with its predecessor.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { statusCode } from '../shared/kube-errors.js';
+import { LOCK_API } from '../shared/lock-api.js';
 import { testEnv } from './support/env.js';
 import { redeemWithCurl } from './support/otp.js';
 import { sshCommand } from './support/ssh.js';
@@ -218,5 +221,51 @@ describe('a TaskRun re-created under the same name', () => {
     await scope.taskRuns.complete(name);
     await scope.taskRuns.waitForSecretGone(name);
     expect(await allUsers()).toEqual([]);
+  });
+});
+
+describe('an allocator terminated while it holds a Lock', () => {
+  it('has its Lock released by garbage collection within the resync period', async () => {
+    const { scope } = pool;
+    const tr = await scope.taskRuns.create({ name: 'lock-orphaned', platform: pool.platform });
+    const { address } = await redeem(await scope.taskRuns.waitForSecret(tr.name, 30_000));
+    const adminKey = `admin-${pool.hosts.findIndex((host) => host.address === address)}`;
+    const lock = () =>
+      scope.kube.custom
+        .getNamespacedCustomObject({
+          ...LOCK_API,
+          namespace: scope.engineNamespace,
+          name: adminKey,
+        })
+        .then(
+          (found) => found as { spec: { owner: string } },
+          (err: unknown) => {
+            if (statusCode(err) === 404) return undefined;
+            throw err;
+          },
+        );
+    const allocatorId = WORKFLOW_ID.allocator(pool.platform);
+    expect((await lock())?.spec.owner).toBe(allocatorId);
+    await scope.temporal.client.workflow
+      .getHandle(allocatorId)
+      .terminate('test: an operator ends the allocator');
+    const t0 = Date.now();
+    await waitFor('garbage collection to release the Lock', async () =>
+      (await lock()) === undefined ? true : undefined,
+    );
+    console.log(`Lock of the terminated allocator released ${Date.now() - t0} ms after it ended`);
+    const gc = scope.temporal.client.workflow.getHandle(
+      WORKFLOW_ID.taskRunGc(scope.engineNamespace),
+    );
+    const details = await waitFor('the pass to be shown', async () => {
+      const meta = (await gc.query('__temporal_workflow_metadata')) as { currentDetails?: string };
+      const shown = meta.currentDetails ?? '';
+      return shown.includes(`released Lock ${scope.engineNamespace}/${adminKey}`)
+        ? shown
+        : undefined;
+    });
+    expect(details).toContain(`of ended ${allocatorId}`);
+    await scope.taskRuns.complete(tr.name); // its slot goes back to no allocator
+    await scope.taskRuns.waitForSecretGone(tr.name, 30_000);
   });
 });

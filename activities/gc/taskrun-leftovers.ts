@@ -1,6 +1,6 @@
 // One pass of garbage collection for what TaskRun workflows leave behind when they cannot clean
 // up themselves (an operator terminated one): build users on static hosts, and TaskRun Secrets
-// whose TaskRun is gone. One activity, so the GC workflow's history holds only what was removed.
+// whose TaskRun is gone; and of Lock holders whose workflow ended without releasing. One activity, so the GC workflow's history holds only what was removed.
 //
 // Owned means: a running TaskRun workflow is this TaskRun's (its id carries the uid), and for a
 // build user, holds the host the user is on (its Host search attribute). A TaskRun that still
@@ -17,6 +17,7 @@ import { isCompleted, type TaskRunObject } from '../../k8s-bridge/taskrun-contra
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host, TaskRunRef } from '../../shared/types.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
+import type { createLockActivities } from '../kubernetes/locks.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import { listBuildUsers, removeBuildUser, type SshDeps } from '../ssh/build-users.js';
@@ -34,6 +35,8 @@ export interface LeftoversGcDeps {
   loadStaticHosts(): Promise<Host[]>;
   /** Running TaskRun workflows: their TaskRun and the host each holds. */
   runningTaskRuns(): Promise<Array<TaskRunRef & { host?: string }>>;
+  closedWorkflows(input: { workflowIds: string[] }): Promise<string[]>;
+  locks: Pick<ReturnType<typeof createLockActivities>, 'releaseLocksOfEnded'>;
 }
 
 interface ExistingTaskRun extends TaskRunRef {
@@ -43,6 +46,8 @@ interface ExistingTaskRun extends TaskRunRef {
 export interface LeftoversPass {
   users: Array<{ host: string; user: string }>;
   secrets: Array<{ namespace: string; name: string }>;
+  /** Holders dropped from Locks (`<namespace>/<name>`) because their workflow ended. */
+  locks?: Array<{ lock: string; holder: string }>;
   /** What could not be looked at this time (a host that is down, say). */
   failures: string[];
 }
@@ -177,6 +182,13 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
           await collectSecrets(running, existing, input.secretGraceSeconds, pass);
         } catch (err) {
           pass.failures.push(`Secrets: ${innermostMessage(err)}`);
+        }
+        try {
+          pass.locks = await deps.locks.releaseLocksOfEnded((workflowIds) =>
+            deps.closedWorkflows({ workflowIds }),
+          );
+        } catch (err) {
+          pass.failures.push(`Locks: ${innermostMessage(err)}`);
         }
         return pass;
       } finally {

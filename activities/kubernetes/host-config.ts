@@ -1,5 +1,6 @@
 // host-config adapter: reads the ConfigMap live (so edits apply to the next request without
 // restarts), resolves platforms, and reports problems as Warning Events on the ConfigMap.
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import {
   describeProblem,
@@ -21,29 +22,33 @@ import type { KubeClients } from './taskruns.js';
 type ConfigRead =
   { found: true; config: HostConfig; resourceVersion?: string; uid?: string } | { found: false };
 
+/** host-config as it is now, parsed; `found: false` when there is none. */
+export async function readHostConfig(
+  core: CoreV1Api,
+  engineNamespace: string,
+): Promise<ConfigRead> {
+  try {
+    const configMap = await core.readNamespacedConfigMap({
+      name: HOST_CONFIG_NAME,
+      namespace: engineNamespace,
+    });
+    return {
+      found: true,
+      config: parseHostConfig(configMap.data ?? {}),
+      resourceVersion: configMap.metadata?.resourceVersion,
+      uid: configMap.metadata?.uid,
+    };
+  } catch (err) {
+    if (isNotFound(err)) return { found: false };
+    rethrowKube(`read ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`, err);
+  }
+}
+
 export function createHostConfigActivities(
   { core, engineNamespace }: KubeClients,
   earlierDelivery?: (taskRun: TaskRunRef) => Promise<EarlierDelivery | undefined>,
 ) {
-  const where = `ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME}`;
-
-  async function readConfig(): Promise<ConfigRead> {
-    try {
-      const configMap = await core.readNamespacedConfigMap({
-        name: HOST_CONFIG_NAME,
-        namespace: engineNamespace,
-      });
-      return {
-        found: true,
-        config: parseHostConfig(configMap.data ?? {}),
-        resourceVersion: configMap.metadata?.resourceVersion,
-        uid: configMap.metadata?.uid,
-      };
-    } catch (err) {
-      if (isNotFound(err)) return { found: false };
-      rethrowKube(`read ${where}`, err);
-    }
-  }
+  const readConfig = () => readHostConfig(core, engineNamespace);
 
   return {
     /**

@@ -15,6 +15,7 @@ import { historyText } from './history-text.js';
 import { redeemWithCurl } from './otp.js';
 import { SA } from '../../shared/search-attributes.js';
 import { createScope, type TestScope } from './scope.js';
+import { lockedByEngine, secretDeleter } from './secret-deleter.js';
 import { sshCommand } from './ssh.js';
 import { startVmCloud, type VmCloud } from './vm-cloud.js';
 
@@ -133,6 +134,14 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       // as the original wrote it, and static TaskRuns carry it: seconds since the epoch
       const started = Number(meta.annotations?.[ANNOTATIONS.allocationStartTime]);
       expect(Math.abs(started - Date.now() / 1000)).toBeLessThan(120);
+      // What terminating the VM needs is locked while it lives, against a tenant's delete.
+      const credentialsSecret = Object.keys(cloud.secrets).find((name) => name !== 'vm-ssh')!;
+      const tenantDeletes = await secretDeleter(scope);
+      for (const name of [credentialsSecret, 'vm-ssh']) {
+        expect(await tenantDeletes(name)).toMatch(
+          lockedByEngine(scope, name, WORKFLOW_ID.allocator(platform)),
+        );
+      }
       const address = meta.annotations?.[ANNOTATIONS.cloudAddress];
       const [user, host] = secret.host!.split('@') as [string, string];
       expect(host).toBe(address);
@@ -148,6 +157,11 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
 
       await finish(tr.name);
       expect(await live()).not.toContain(id);
+      for (const name of [credentialsSecret, 'vm-ssh']) {
+        await waitFor(`${name} to be unlocked once the VM is gone`, async () =>
+          (await tenantDeletes(name)) === 'allowed' ? true : undefined,
+        );
+      }
       // No key, OTP or cloud credential in the TaskRun's or the allocator's history.
       const keyBody = privateKey.split('\n').find((line) => line && !line.startsWith('-----'))!;
       const credentials = Object.values(cloud.secrets)
@@ -276,6 +290,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
         ([name]) => name !== 'vm-ssh',
       )!;
       const core = scope.kube.core;
+      // As the engine's own identity (the tests share it), which the Lock on them lets through.
       await core.deleteNamespacedSecret({ name: credentials, namespace: scope.engineNamespace });
       await scope.taskRuns.complete(tr.name);
       await waitFor('a TerminateFailed Event', async () =>

@@ -1,5 +1,6 @@
 // One test file's slice of the shared cluster: its namespaces, host-config, and clients.
 import type { V1ConfigMap } from '@kubernetes/client-node';
+import { LOCK_API, LOCKABLE_LABEL } from '../../shared/lock-api.js';
 import { HOST_CONFIG_NAME, LABELS } from '../../platform-config/contract.js';
 import type { EngineScope } from './engine.js';
 import { kube, temporalClient, uniqueSuffix } from './env.js';
@@ -31,9 +32,16 @@ export async function createScope(
     engineNamespace: `${prefix}-engine-${sfx}`,
     taskQueue: `hostflow-${prefix}-${sfx}`,
   };
-  for (const name of [scope.namespace, scope.engineNamespace]) {
-    await k.core.createNamespace({ body: { metadata: { name } } });
-  }
+  await k.core.createNamespace({ body: { metadata: { name: scope.namespace } } });
+  // The engine's namespace opts in to Locks, as an install does (its Secrets get locked).
+  await k.core.createNamespace({
+    body: {
+      metadata: {
+        name: scope.engineNamespace,
+        labels: { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value },
+      },
+    },
+  });
   // Written in place (as kubectl apply or edit would), never deleted and re-created: in between,
   // the engine would rightly see no host-config and turn away the builds that arrive.
   const setHostConfig = async (data: Record<string, string> | undefined): Promise<void> => {
@@ -82,6 +90,9 @@ async function deleteAllIn(k: ReturnType<typeof kube>, namespace: string): Promi
       plural: 'taskruns',
       namespace,
     })
+    .catch(() => undefined);
+  await k.custom
+    .deleteCollectionNamespacedCustomObject({ ...LOCK_API, namespace })
     .catch(() => undefined);
   await k.core.deleteCollectionNamespacedSecret({ namespace }).catch(() => undefined);
   await k.core.deleteCollectionNamespacedConfigMap({ namespace }).catch(() => undefined);

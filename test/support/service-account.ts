@@ -24,6 +24,11 @@ const WORKER_RULES: V1PolicyRule[] = [
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['tekton.dev'], resources: ['taskruns'], verbs: ['get', 'list', 'patch'] },
+  {
+    apiGroups: ['kotas.tech'],
+    resources: ['locks'],
+    verbs: ['get', 'list', 'create', 'update', 'delete'],
+  },
 ];
 
 export async function createWorkerIdentity(
@@ -91,4 +96,42 @@ export async function createWorkerIdentity(
       await rbac.deleteClusterRole({ name }).catch(() => undefined);
     },
   };
+}
+
+/**
+ * A ServiceAccount of a tenant with these rights in one namespace, and a kubeconfig for it. A
+ * Role of its own: the built-in admin and edit roles are aggregated by the controller manager,
+ * which this API server runs without.
+ */
+export async function tenantIdentity(
+  kc: KubeConfig,
+  namespace: string,
+  rules: V1PolicyRule[],
+): Promise<KubeConfig> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const core = kc.makeApiClient(CoreV1Api);
+  const name = `tenant-${uniqueSuffix()}`;
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  });
+  const token = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const tenant = new KubeConfig();
+  tenant.loadFromOptions({
+    clusters: [kc.getCurrentCluster()!],
+    users: [{ name, token: token.status!.token }],
+    contexts: [{ name, cluster: kc.getCurrentCluster()!.name, user: name }],
+    currentContext: name,
+  });
+  return tenant;
 }

@@ -49,6 +49,7 @@ import {
   summary,
   type AllocationState,
 } from './allocation.js';
+import { DependencyLocks } from './dependency-locks.js';
 import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
@@ -70,6 +71,11 @@ export const PATCH_REBUILD_HOLDERS = 'allocator-rebuild-holders';
  * (before, the sweep rode on the periodic config reload, which each new run reset).
  */
 export const PATCH_SWEEP_ON_ITS_OWN = 'allocator-sweep-on-its-own-timer';
+/**
+ * v2: the allocator locks the Secrets its platform's work in progress needs (credentials and
+ * ssh-secret while VMs live, a static host's admin key while builds run on it).
+ */
+export const PATCH_LOCK_DEPENDENCIES = 'allocator-locks-what-it-depends-on';
 /** How continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
 const POOL_CALLS_DRAIN = '2 minutes';
 
@@ -78,6 +84,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   const fresh = input.state === undefined;
   const state: AllocationState = (input.state as AllocationState | undefined) ?? emptyState();
   const sweepOnItsOwn = patched(PATCH_SWEEP_ON_ITS_OWN);
+  const locksDependencies = patched(PATCH_LOCK_DEPENDENCIES);
   const sweepMs = (input.sweepSeconds ?? RESYNC_MS / 1000) * 1000;
   let loaded = false;
   let holdersRebuilt = !fresh;
@@ -88,6 +95,13 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let lastSweep = input.lastSweep ?? Date.now();
   let trouble: ConfigTrouble | undefined;
   let turnedAway: Array<{ requestId: string; reason: string }> = [];
+  const dependencyLocks = new DependencyLocks(platform);
+  /** Before any grant goes out, what granted builds are about to use is locked. */
+  const syncLocks = async (): Promise<void> => {
+    // Not before the holders and VMs are known: an empty state would release what is in use.
+    if (!locksDependencies || !loaded || !holdersRebuilt) return;
+    await dependencyLocks.sync(state, pools.mayHaveVms);
+  };
   /** Workflows whose requests wait for the first read of the config (and any rebuild). */
   const requesting = new Set<string>();
   const pools = new PoolScaler(
@@ -124,6 +138,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         Date.now(),
       );
       dirty = true;
+      // What the build is about to use is locked before it hears it may go.
+      if (outcome.status === 'granted') await syncLocks();
       return outcome;
     },
     {
@@ -159,6 +175,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   setHandler(allocatorState, () => summary(state, Date.now()));
 
   for (;;) {
+    // Changes made while this pass awaits (handlers run then) call for another pass.
+    if (locksDependencies) dirty = false;
     const reloadDue = reloadRequested || Date.now() - lastResync >= RESYNC_MS;
     if (reloadDue && (!trouble || Date.now() >= trouble.retryAt)) {
       const periodic = !reloadRequested;
@@ -179,6 +197,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         }
         loaded = true;
         trouble = undefined;
+        dependencyLocks.stale();
         if (periodic && !sweepOnItsOwn) await releaseClosedHolders(state);
         lastResync = Date.now();
       } catch (err) {
@@ -203,7 +222,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     if (step) applyHosts(state, step.hosts);
     const away = turnedAway;
     turnedAway = [];
-    await answerWaiters(state, away);
+    await answerWaiters(state, away, syncLocks);
     for (const host of hostsDueForProbe(state, Date.now())) {
       probesInFlight++;
       void ssh
@@ -217,8 +236,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           dirty = true;
         });
     }
-    report(platform, state, pools.describe(), trouble);
-    dirty = false;
+    report(platform, state, pools.describe(), trouble, dependencyLocks.describe());
+    if (!locksDependencies) dirty = false;
 
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
       const drained = () => allHandlersFinished() && probesInFlight === 0;
@@ -239,6 +258,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         lastResync + RESYNC_MS,
         sweepOnItsOwn ? lastSweep + sweepMs : Infinity,
         trouble ? trouble.retryAt : Infinity,
+        dependencyLocks.wakeUp() ?? Infinity,
       ) - now;
     // While reads fail, the next one waits for its back-off (trouble.retryAt), not for a signal.
     await condition(() => dirty || (reloadRequested && !trouble), Math.max(1, wake));
@@ -249,8 +269,10 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
 async function answerWaiters(
   state: AllocationState,
   turnedAway: Array<{ requestId: string; reason: string }>,
+  beforeAnswers: () => Promise<void>,
 ): Promise<void> {
   const { grants, exhausted: unservable } = serveQueue(state, Math.random, Date.now());
+  await beforeAnswers();
   const exhausted = [...turnedAway, ...unservable];
   const runOf = (requestId: string) =>
     getExternalWorkflowHandle(workflowIdOfRequest(requestId), runIdOfRequest(requestId));

@@ -88,6 +88,11 @@ export class PoolScaler {
     return this._configured;
   }
 
+  /** Whether the pool has VMs in the cloud, or may have (not rebuilt yet after a crash). */
+  get mayHaveVms(): boolean {
+    return this.carry !== undefined && (!this.carry.rebuilt || this.carry.state.vms.length > 0);
+  }
+
   get inFlight(): number {
     return this.busy.size;
   }

@@ -17,6 +17,7 @@ export function report(
   state: AllocationState,
   poolVms: string,
   trouble: ConfigTrouble | undefined,
+  locks = '',
 ): void {
   const view = summary(state, Date.now());
   const tags = { platform };
@@ -39,6 +40,7 @@ export function report(
       `${view.queue.length} waiting${view.queue.length ? `: ${view.queue.slice(0, 5).join(', ')}` : ''}.\n\n` +
       `Hosts: ${hosts || 'none configured'}` +
       (poolVms ? `\n\nPool VMs: ${poolVms}` : '') +
+      (locks ? `\n\n${locks}` : '') +
       waitingOn,
   );
 }

@@ -1,6 +1,7 @@
 // Garbage collection of what TaskRun workflows leave behind when they cannot clean up after
 // themselves, typically because an operator terminated one (DESIGN.md section 5): build users
-// on static hosts that no running workflow owns, and TaskRun Secrets whose TaskRun is gone.
+// on static hosts that no running workflow owns, TaskRun Secrets whose TaskRun is gone, and the
+// Locks of workflows that ended without releasing them.
 // Runs at each worker start and every interval (the engine's resync period by default).
 import { continueAsNew, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
@@ -22,6 +23,9 @@ export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promi
       lines = [
         ...found.users.map(({ host, user }) => `removed user ${user} from ${host}`),
         ...found.secrets.map(({ namespace, name }) => `deleted Secret ${namespace}/${name}`),
+        ...(found.locks ?? []).map(
+          ({ lock, holder }) => `released Lock ${lock} of ended ${holder}`,
+        ),
         ...found.failures.map((failure) => `could not look: ${failure}`),
       ];
     } catch (err) {
@@ -32,7 +36,8 @@ export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promi
     }
     setCurrentDetails(
       `Every ${input.intervalSeconds}s (and at each worker start) removes build users on static ` +
-        'hosts and TaskRun Secrets that no running TaskRun workflow owns.\n\nLast pass:\n- ' +
+        'hosts and TaskRun Secrets that no running TaskRun workflow owns, and releases Locks of ' +
+        'workflows that ended.\n\nLast pass:\n- ' +
         (lines.join('\n- ') || 'nothing to collect'),
     );
   });
