@@ -8,6 +8,7 @@ import { DEFAULT_ENGINE_NAMESPACE, HOST_CONFIG_NAME, LABELS } from '../platform-
 import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
@@ -112,20 +113,33 @@ export async function runStart(options: StartOptions): Promise<number> {
     if (options.kubeconfig || options.context) {
       if (options.context) env.HOSTFLOW_KUBE_CONTEXT = options.context;
     } else {
-      await assertPortsFree('kube-apiserver', [LOCAL_PORTS.kubeApi, LOCAL_PORTS.etcd]);
+      await assertPortsFree('kube-apiserver', [
+        LOCAL_PORTS.kubeApi,
+        LOCAL_PORTS.etcd,
+        LOCAL_PORTS.lockAudit,
+      ]);
       console.log(
         'hostflow: starting kube-apiserver and etcd (the first start builds them: 10-20 min)…',
       );
+      const lockAudit = await planLockAudit(join(stateDir, 'lock-audit'), LOCAL_PORTS.lockAudit);
       const kube = await startKubeApiServer({
         stateDir: join(stateDir, 'kube'),
         apiPort: LOCAL_PORTS.kubeApi,
         etcdPort: LOCAL_PORTS.etcd,
         logDir,
         restart: true,
+        audit: lockAudit.sink,
       });
       stops.push(kube.stop);
       kubeconfigPath = kube.kubeconfigPath;
       await prepareLocalCluster(kubeconfigPath, engineNamespace);
+      // Counts Lock denials and writes Lock status from the API server's audit events.
+      const audit = await startLockAudit(lockAudit, {
+        kubeconfig: kubeconfigPath,
+        logFile: join(logDir, 'lock-audit.log'),
+        restart: true,
+      });
+      stops.push(audit.stop);
       console.log('hostflow: starting the demo SSH hosts…');
       const kc = new KubeConfig();
       kc.loadFromFile(kubeconfigPath);

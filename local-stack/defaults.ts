@@ -4,6 +4,8 @@ export const LOCAL_PORTS = {
   kubeApi: 16443,
   etcd: 12379,
   otp: 18443,
+  /** hostflow's lock-audit receiver: the local API server's audit webhook. */
+  lockAudit: 18444,
   /** moto's EC2, the demo cloud. */
   moto: 15000,
 } as const;

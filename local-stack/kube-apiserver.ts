@@ -34,6 +34,51 @@ export interface KubeApiServerOptions {
   logDir?: string;
   /** Restart etcd and the API server whenever they exit (`hostflow start`). */
   restart?: boolean;
+  /** Send audit events (deploy/locks/audit-policy.yaml) here: hostflow's lock-audit receiver. */
+  audit?: LockAuditSink;
+}
+
+export interface LockAuditSink {
+  /** e.g. http://127.0.0.1:7444/audit */
+  url: string;
+  /** Sent as a bearer token, so only the API server's events are counted. */
+  token: string;
+  /** The CA that signed the receiver's serving certificate. */
+  caFile: string;
+}
+
+const AUDIT_POLICY = join(REPO_ROOT, 'deploy/locks/audit-policy.yaml');
+
+/** The flags that send audit events to the sink, in batches of at most a second. */
+function auditFlags(dir: string, sink: LockAuditSink | undefined): string[] {
+  if (!sink) return [];
+  const config = join(dir, 'audit-webhook.kubeconfig');
+  writeFileSync(
+    config,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'lock-audit',
+          cluster: { server: sink.url, 'certificate-authority': sink.caFile },
+        },
+      ],
+      users: [{ name: 'kube-apiserver', user: { token: sink.token } }],
+      contexts: [
+        { name: 'lock-audit', context: { cluster: 'lock-audit', user: 'kube-apiserver' } },
+      ],
+      'current-context': 'lock-audit',
+    }),
+    { mode: 0o600 },
+  );
+  return [
+    `--audit-policy-file=${AUDIT_POLICY}`,
+    `--audit-webhook-config-file=${config}`,
+    '--audit-webhook-mode=batch',
+    '--audit-webhook-batch-max-wait=1s',
+    '--audit-webhook-initial-backoff=1s',
+  ];
 }
 
 /** Builds (first time only, 10-20 minutes) and returns the directory holding both binaries. */
@@ -140,6 +185,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
         '--disable-admission-plugins=ServiceAccount',
         '--profiling=false',
         '--v=0',
+        ...auditFlags(dir, options.audit),
       ],
       { logFile: logFile('kube-apiserver'), restart: options.restart },
     );

@@ -14,7 +14,7 @@ import {
 import { waitFor } from '../local-stack/process.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { apiAnswer as outcome } from './support/api-answer.js';
-import { kube, uniqueSuffix } from './support/env.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { tenantIdentity } from './support/service-account.js';
 
 const { kc, core, custom } = kube();
@@ -23,6 +23,8 @@ const LOCK_API = { group: 'kotas.tech', version: 'v1', plural: 'locks' } as cons
 const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const namespace = `locks-${uniqueSuffix()}`;
 const optedOut = `locks-off-${uniqueSuffix()}`;
+
+const lockAuditMetrics = testEnv('lockAuditMetrics');
 
 beforeAll(async () => {
   await core.createNamespace({
@@ -354,6 +356,80 @@ describe('enforcement', () => {
         (await outcome(labelConfigMap('unlocked-bystander'))) === 'allowed' ? true : undefined,
       { timeoutMs: 10_000, intervalMs: 50 },
     );
+  });
+});
+
+describe('what operators see', () => {
+  /** The counter's value for this namespace and Lock, 0 before its first denial. */
+  const deniedCount = async (lock: string, ns = namespace): Promise<number> => {
+    const text = await (await fetch(lockAuditMetrics)).text();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith(`hostflow_lock_denials_total{namespace="${ns}",lock="${lock}"`));
+    return line ? Number(line.split(' ').pop()) : 0;
+  };
+  const lockStatus = async (name: string, ns = namespace) =>
+    (
+      (await custom.getNamespacedCustomObject({ ...LOCK_API, namespace: ns, name })) as {
+        status?: {
+          blockedAttempts?: number;
+          lastBlocked?: { user: string; operation: string; resource: string };
+          conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+        };
+      }
+    ).status;
+
+  it('counts denials per namespace and Lock, in a metric and in the Lock status', async () => {
+    const editor = (await namespaceEditor()).makeApiClient(CoreV1Api);
+    await configMap('audited');
+    await createLock('audited', { reason: 'audit me' });
+    await waitLocked('audited', () => labelConfigMap('audited')); // one denial, maybe more
+    const before = await waitFor('the first denials counted', async () => {
+      const n = await deniedCount('audited');
+      return n > 0 ? n : undefined;
+    });
+    for (const call of [
+      () =>
+        editor.patchNamespacedConfigMap(
+          { name: 'audited', namespace, body: { metadata: { labels: { by: 'editor' } } } },
+          MERGE,
+        ),
+      () => editor.deleteNamespacedConfigMap({ name: 'audited', namespace, dryRun: 'All' }),
+      () => editor.deleteNamespacedConfigMap({ name: 'audited', namespace }),
+    ]) {
+      expect(await outcome(call())).toMatch(/^403: /);
+    }
+    await waitFor('three more denials counted', async () =>
+      (await deniedCount('audited')) === before + 3 ? true : undefined,
+    );
+    const status = await waitFor('the Lock status to count them', async () => {
+      const current = await lockStatus('audited');
+      return current?.blockedAttempts === before + 3 ? current : undefined;
+    });
+    expect(status.lastBlocked).toMatchObject({
+      user: expect.stringMatching(/^system:serviceaccount:.*:tenant-/),
+      operation: 'delete',
+      resource: 'configmaps',
+    });
+    expect(await deniedCount('audited', optedOut)).toBe(0);
+  });
+
+  it('says in the status whether the Lock is enforced, and how to make it so', async () => {
+    await createLock('enforced-here', { reason: 'status' });
+    await createLock('enforced-nowhere', { reason: 'status' }, optedOut);
+    const enforced = (ns: string, name: string) =>
+      waitFor(`the Enforced condition of ${ns}/${name}`, async () =>
+        (await lockStatus(name, ns))?.conditions?.find((c) => c.type === 'Enforced'),
+      );
+    expect(await enforced(namespace, 'enforced-here')).toMatchObject({
+      status: 'True',
+      reason: 'PolicyBound',
+    });
+    expect(await enforced(optedOut, 'enforced-nowhere')).toMatchObject({
+      status: 'False',
+      reason: 'NamespaceNotLockable',
+      message: expect.stringContaining(`kubectl label namespace ${optedOut} lockable=true`),
+    });
   });
 });
 

@@ -10,6 +10,8 @@ export const TEST_ENV = {
   motoEndpoint: 'HOSTFLOW_TEST_MOTO_ENDPOINT',
   workflowBundle: 'HOSTFLOW_TEST_WORKFLOW_BUNDLE',
   stateDir: 'HOSTFLOW_TEST_STATE_DIR',
+  /** The /metrics URL of the lock-audit receiver, which gets the API server's audit events. */
+  lockAuditMetrics: 'HOSTFLOW_TEST_LOCK_AUDIT_METRICS',
 } as const;
 
 export function testEnv(key: keyof typeof TEST_ENV): string {

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { installClusterResources } from '../../local-stack/cluster-setup.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../../local-stack/kube-apiserver.js';
+import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
+import { freePort } from '../../local-stack/ports.js';
 import { startMoto } from '../../local-stack/moto.js';
 import { startTemporalDevServer } from '../../local-stack/temporal.js';
 import { WORKFLOWS_PATH } from '../../workers/worker.js';
@@ -31,8 +33,15 @@ export default async function globalSetup(): Promise<void> {
 
   // Settled, not Promise.all: when one fails, the others are still starting, and jest runs no
   // teardown after a failed setup, so everything that did start is stopped here.
+  // The API server sends its audit events to the lock-audit receiver, started once it is up.
+  const lockAudit = await planLockAudit(join(stateDir, 'lock-audit'));
   const [kubeStart, temporalStart, motoStart, bundleStart] = await Promise.allSettled([
-    startKubeApiServer({ stateDir: join(stateDir, 'kube'), ephemeral: true, logDir }).then(track),
+    startKubeApiServer({
+      stateDir: join(stateDir, 'kube'),
+      ephemeral: true,
+      logDir,
+      audit: lockAudit.sink,
+    }).then(track),
     startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
     startMoto({ logDir }).then(track),
     bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger }),
@@ -57,6 +66,15 @@ export default async function globalSetup(): Promise<void> {
     process.env[TEST_ENV.motoEndpoint] = moto.endpoint;
     process.env[TEST_ENV.workflowBundle] = bundlePath;
     process.env[TEST_ENV.stateDir] = stateDir;
+    const metricsPort = await freePort();
+    track(
+      await startLockAudit(lockAudit, {
+        kubeconfig: kube.kubeconfigPath,
+        metricsAddress: `127.0.0.1:${metricsPort}`,
+        logFile: join(logDir, 'lock-audit.log'),
+      }),
+    );
+    process.env[TEST_ENV.lockAuditMetrics] = `http://127.0.0.1:${metricsPort}/metrics`;
   } catch (err) {
     await Promise.all(started.map((component) => component.stop().catch(() => undefined)));
     throw err;

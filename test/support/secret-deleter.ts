@@ -22,6 +22,6 @@ export const lockedByEngine = (scope: TestScope, secret: string, holder: string)
   new RegExp(
     `^403: .*secrets ${scope.engineNamespace}/${secret} is locked by Lock ` +
       `${scope.engineNamespace}/${secret} \\(reason: .*\\); held by hostflow workflow ` +
-      `${holder.replace(/[/.]/g, '\\$&')}, which releases it when it ends\\. To unlock: ` +
+      `${holder.replace(/[/.]/g, '\\$&')}, which releases it once its work on it is done\\. To unlock: ` +
       `kubectl -n ${scope.engineNamespace} delete lock ${secret}$`,
   );
