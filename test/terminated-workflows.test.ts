@@ -12,6 +12,7 @@ import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../shared/lock-api.js';
 import { testEnv } from './support/env.js';
+import { historyText } from './support/history-text.js';
 import { redeemWithCurl } from './support/otp.js';
 import { sshCommand } from './support/ssh.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
@@ -224,10 +225,13 @@ describe('a TaskRun re-created under the same name', () => {
   });
 });
 
-describe('an allocator terminated while it holds a Lock', () => {
-  it('has its Lock released by garbage collection within the resync period', async () => {
+describe('an allocator that ends while it holds a Lock', () => {
+  const allocatorId = () => WORKFLOW_ID.allocator(pool.platform);
+
+  /** A served TaskRun, and the Lock its allocator holds on the serving host's admin key. */
+  async function servedUnderLock(name: string) {
     const { scope } = pool;
-    const tr = await scope.taskRuns.create({ name: 'lock-orphaned', platform: pool.platform });
+    const tr = await scope.taskRuns.create({ name, platform: pool.platform });
     const { address } = await redeem(await scope.taskRuns.waitForSecret(tr.name, 30_000));
     const adminKey = `admin-${pool.hosts.findIndex((host) => host.address === address)}`;
     const lock = () =>
@@ -244,15 +248,22 @@ describe('an allocator terminated while it holds a Lock', () => {
             throw err;
           },
         );
-    const allocatorId = WORKFLOW_ID.allocator(pool.platform);
-    expect((await lock())?.spec.owner).toBe(allocatorId);
+    expect((await lock())?.spec.owner).toBe(allocatorId());
+    const released = () =>
+      waitFor(`the Lock on ${adminKey} to be released`, async () =>
+        (await lock()) === undefined ? true : undefined,
+      );
+    return { tr, adminKey, released };
+  }
+
+  it('has its Lock released by garbage collection within the resync period when terminated', async () => {
+    const { scope } = pool;
+    const { tr, adminKey, released } = await servedUnderLock('lock-orphaned');
     await scope.temporal.client.workflow
-      .getHandle(allocatorId)
+      .getHandle(allocatorId())
       .terminate('test: an operator ends the allocator');
     const t0 = Date.now();
-    await waitFor('garbage collection to release the Lock', async () =>
-      (await lock()) === undefined ? true : undefined,
-    );
+    await released();
     console.log(`Lock of the terminated allocator released ${Date.now() - t0} ms after it ended`);
     const gc = scope.temporal.client.workflow.getHandle(
       WORKFLOW_ID.taskRunGc(scope.engineNamespace),
@@ -264,8 +275,21 @@ describe('an allocator terminated while it holds a Lock', () => {
         ? shown
         : undefined;
     });
-    expect(details).toContain(`of ended ${allocatorId}`);
+    expect(details).toContain(`of ended ${allocatorId()}`);
     await scope.taskRuns.complete(tr.name); // its slot goes back to no allocator
+    await scope.taskRuns.waitForSecretGone(tr.name, 30_000);
+  });
+
+  it('releases its Locks itself, in non-cancellable clean-up, when cancelled', async () => {
+    const { scope } = pool;
+    const { tr, released } = await servedUnderLock('lock-cancelled');
+    const allocator = scope.temporal.client.workflow.getHandle(allocatorId());
+    await allocator.cancel();
+    await released();
+    // Let go by the allocator on its way out (the release is in its history), not left to GC.
+    expect((await allocator.describe()).status.name).toBe('CANCELLED');
+    expect(await historyText(scope.temporal.client, allocatorId())).toContain('syncLocks');
+    await scope.taskRuns.complete(tr.name);
     await scope.taskRuns.waitForSecretGone(tr.name, 30_000);
   });
 });

@@ -3,6 +3,7 @@
 // over-committed; its state survives crashes and continues-as-new as plain JSON. It never fails
 // on a failing dependency: it keeps serving with what it last read and says what it waits for.
 import {
+  CancellationScope,
   allHandlersFinished,
   condition,
   continueAsNew,
@@ -49,7 +50,7 @@ import {
   summary,
   type AllocationState,
 } from './allocation.js';
-import { DependencyLocks } from './dependency-locks.js';
+import { DependencyLocks, releaseAllLocks } from './dependency-locks.js';
 import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
@@ -174,94 +175,105 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   });
   setHandler(allocatorState, () => summary(state, Date.now()));
 
-  for (;;) {
-    // Changes made while this pass awaits (handlers run then) call for another pass.
-    if (locksDependencies) dirty = false;
-    const reloadDue = reloadRequested || Date.now() - lastResync >= RESYNC_MS;
-    if (reloadDue && (!trouble || Date.now() >= trouble.retryAt)) {
-      const periodic = !reloadRequested;
-      reloadRequested = false;
-      try {
-        const hosts = await kube.loadPlatformHosts({ platform });
-        if (patched(PATCH_CLOUD_POOLS)) {
-          await pools.reload();
-          state.elastic = pools.configured;
-        }
-        if (!pools.active) applyHosts(state, hosts);
-        if (!holdersRebuilt) {
-          holdersRebuilt = true;
-          const dynamic = hosts.length === 1 && hosts[0]!.name === VM_SLOTS_HOST;
-          if (patched(PATCH_REBUILD_HOLDERS)) {
-            await rebuildHolders(platform, state, dynamic, [...requesting]);
+  try {
+    for (;;) {
+      // Changes made while this pass awaits (handlers run then) call for another pass.
+      if (locksDependencies) dirty = false;
+      const reloadDue = reloadRequested || Date.now() - lastResync >= RESYNC_MS;
+      if (reloadDue && (!trouble || Date.now() >= trouble.retryAt)) {
+        const periodic = !reloadRequested;
+        reloadRequested = false;
+        try {
+          const hosts = await kube.loadPlatformHosts({ platform });
+          if (patched(PATCH_CLOUD_POOLS)) {
+            await pools.reload();
+            state.elastic = pools.configured;
           }
+          if (!pools.active) applyHosts(state, hosts);
+          if (!holdersRebuilt) {
+            holdersRebuilt = true;
+            const dynamic = hosts.length === 1 && hosts[0]!.name === VM_SLOTS_HOST;
+            if (patched(PATCH_REBUILD_HOLDERS)) {
+              await rebuildHolders(platform, state, dynamic, [...requesting]);
+            }
+          }
+          loaded = true;
+          trouble = undefined;
+          dependencyLocks.stale();
+          if (periodic && !sweepOnItsOwn) await releaseClosedHolders(state);
+          lastResync = Date.now();
+        } catch (err) {
+          // A failing read (the API server down, a revoked permission) never ends the allocator:
+          // it serves with the hosts it last read and tries again with back-off, saying why.
+          if (isCancellation(err) || !patched(PATCH_WAIT_OUT_FAILURES)) throw err;
+          reloadRequested = true;
+          const attempt = (trouble?.attempt ?? 0) + 1;
+          trouble = {
+            attempt,
+            cause: innermostMessage(err),
+            retryAt: Date.now() + backoffMs(attempt),
+          };
+          metrics.waits.add(1, { platform, dependency: 'kubernetes' });
         }
-        loaded = true;
-        trouble = undefined;
-        dependencyLocks.stale();
-        if (periodic && !sweepOnItsOwn) await releaseClosedHolders(state);
-        lastResync = Date.now();
-      } catch (err) {
-        // A failing read (the API server down, a revoked permission) never ends the allocator:
-        // it serves with the hosts it last read and tries again with back-off, saying why.
-        if (isCancellation(err) || !patched(PATCH_WAIT_OUT_FAILURES)) throw err;
-        reloadRequested = true;
-        const attempt = (trouble?.attempt ?? 0) + 1;
-        trouble = {
-          attempt,
-          cause: innermostMessage(err),
-          retryAt: Date.now() + backoffMs(attempt),
-        };
-        metrics.waits.add(1, { platform, dependency: 'kubernetes' });
       }
-    }
-    if (sweepOnItsOwn && loaded && Date.now() - lastSweep >= sweepMs) {
-      await releaseClosedHolders(state);
-      lastSweep = Date.now();
-    }
-    const step = pools.step(Date.now());
-    if (step) applyHosts(state, step.hosts);
-    const away = turnedAway;
-    turnedAway = [];
-    await answerWaiters(state, away, syncLocks);
-    for (const host of hostsDueForProbe(state, Date.now())) {
-      probesInFlight++;
-      void ssh
-        .probeHost({ host: state.hosts[host]! })
-        .then(
-          (result) => recordProbe(state, host, result.ok, Date.now()),
-          () => recordProbe(state, host, false, Date.now()),
-        )
-        .finally(() => {
-          probesInFlight--;
-          dirty = true;
-        });
-    }
-    report(platform, state, pools.describe(), trouble, dependencyLocks.describe());
-    if (!locksDependencies) dirty = false;
+      if (sweepOnItsOwn && loaded && Date.now() - lastSweep >= sweepMs) {
+        await releaseClosedHolders(state);
+        lastSweep = Date.now();
+      }
+      const step = pools.step(Date.now());
+      if (step) applyHosts(state, step.hosts);
+      const away = turnedAway;
+      turnedAway = [];
+      await answerWaiters(state, away, syncLocks);
+      for (const host of hostsDueForProbe(state, Date.now())) {
+        probesInFlight++;
+        void ssh
+          .probeHost({ host: state.hosts[host]! })
+          .then(
+            (result) => recordProbe(state, host, result.ok, Date.now()),
+            () => recordProbe(state, host, false, Date.now()),
+          )
+          .finally(() => {
+            probesInFlight--;
+            dirty = true;
+          });
+      }
+      report(platform, state, pools.describe(), trouble, dependencyLocks.describe());
+      if (!locksDependencies) dirty = false;
 
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
-      const drained = () => allHandlersFinished() && probesInFlight === 0;
-      if (pools.active) await condition(() => drained() && pools.inFlight === 0, POOL_CALLS_DRAIN);
-      else await condition(drained);
-      await continueAsNew<typeof allocatorWorkflow>({
-        platform,
-        state,
-        pool: pools.saved(),
-        ...(sweepOnItsOwn ? { lastSweep, sweepSeconds: sweepMs / 1000 } : {}),
-      });
+      if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
+        const drained = () => allHandlersFinished() && probesInFlight === 0;
+        if (pools.active)
+          await condition(() => drained() && pools.inFlight === 0, POOL_CALLS_DRAIN);
+        else await condition(drained);
+        await continueAsNew<typeof allocatorWorkflow>({
+          platform,
+          state,
+          pool: pools.saved(),
+          ...(sweepOnItsOwn ? { lastSweep, sweepSeconds: sweepMs / 1000 } : {}),
+        });
+      }
+      const now = Date.now();
+      const wake =
+        Math.min(
+          nextWakeUp(state, now) ?? Infinity,
+          pools.wakeUp() ?? Infinity,
+          lastResync + RESYNC_MS,
+          sweepOnItsOwn ? lastSweep + sweepMs : Infinity,
+          trouble ? trouble.retryAt : Infinity,
+          dependencyLocks.wakeUp() ?? Infinity,
+        ) - now;
+      // While reads fail, the next one waits for its back-off (trouble.retryAt), not for a signal.
+      await condition(() => dirty || (reloadRequested && !trouble), Math.max(1, wake));
     }
-    const now = Date.now();
-    const wake =
-      Math.min(
-        nextWakeUp(state, now) ?? Infinity,
-        pools.wakeUp() ?? Infinity,
-        lastResync + RESYNC_MS,
-        sweepOnItsOwn ? lastSweep + sweepMs : Infinity,
-        trouble ? trouble.retryAt : Infinity,
-        dependencyLocks.wakeUp() ?? Infinity,
-      ) - now;
-    // While reads fail, the next one waits for its back-off (trouble.retryAt), not for a signal.
-    await condition(() => dirty || (reloadRequested && !trouble), Math.max(1, wake));
+  } catch (err) {
+    // Cancelled by an operator: what it locked is let go on the way out, whatever else happens.
+    if (locksDependencies && isCancellation(err)) {
+      await CancellationScope.nonCancellable(
+        () => releaseAllLocks(workflowInfo().workflowId).catch(() => undefined), // else GC does it
+      );
+    }
+    throw err;
   }
 }
 

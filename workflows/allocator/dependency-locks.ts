@@ -82,3 +82,8 @@ export class DependencyLocks {
     return [held, trouble].filter(Boolean).join('\n\n');
   }
 }
+
+/** Lets go of every Lock this workflow holds (the non-cancellable clean-up of a cancelled one). */
+export async function releaseAllLocks(holder: string): Promise<void> {
+  await locks.syncLocks({ holder, wanted: [] });
+}
