@@ -1,0 +1,67 @@
+// The BPA resources (bpa.akraino.org/v1alpha1, deploy/crds/bpa-*.yaml) and the metal3
+// BareMetalHost they draw hosts from: API coordinates and the fields hostflow reads. Written so
+// the seed's sample resources apply unchanged.
+export const BPA_GROUP = 'bpa.akraino.org';
+export const BPA_VERSION = 'v1alpha1';
+
+export const PROVISIONING_API = {
+  group: BPA_GROUP,
+  version: BPA_VERSION,
+  plural: 'provisionings',
+} as const;
+export const SOFTWARE_API = {
+  group: BPA_GROUP,
+  version: BPA_VERSION,
+  plural: 'softwares',
+} as const;
+export const BPA_CLUSTER_API = {
+  group: BPA_GROUP,
+  version: BPA_VERSION,
+  plural: 'clusters',
+} as const;
+export const BAREMETALHOST_API = {
+  group: 'metal3.io',
+  version: 'v1alpha1',
+  plural: 'baremetalhosts',
+} as const;
+
+/** The label naming the cluster a Provisioning builds (required, as in the original). */
+export const CLUSTER_LABEL = 'cluster';
+/** On a BareMetalHost: the feature labels resource matching reads (metal3 reports neither). */
+export const HOST_FEATURE_LABELS = {
+  sriov: 'bpa.akraino.org/sriov',
+  qat: 'bpa.akraino.org/qat',
+} as const;
+
+/** One node of `spec.masters` / `spec.workers`: `{<label>: NodeRequirements}`. */
+export interface NodeRequirements {
+  'mac-address'?: string;
+  cpu?: number;
+  /** A Kubernetes quantity, e.g. `4Gi`. */
+  memory?: string;
+  sriov?: boolean;
+  qat?: boolean;
+}
+
+export interface ProvisioningSpec {
+  masters?: Array<Record<string, NodeRequirements>>;
+  workers?: Array<Record<string, NodeRequirements>>;
+  KUDPlugins?: string[];
+  PodSubnet?: string;
+  /** Where the original wrote hosts.ini; accepted and ignored. */
+  hostfile?: string;
+}
+
+/** What role assignment needs to know of a BareMetalHost. */
+export interface HostInventory {
+  namespace: string;
+  name: string;
+  /** Lower case, colon separated. */
+  nics: Array<{ mac: string; ip?: string }>;
+  cpus?: number;
+  ramMebibytes?: number;
+  sriov: boolean;
+  qat: boolean;
+  /** The cluster it serves now, when another Provisioning holds it. */
+  servesCluster?: string;
+}
