@@ -1,0 +1,206 @@
+// Runs a kubespray playbook (cluster.yml, scale.yml, remove-node.yml, reset.yml) against a
+// Provisioning's inventory: ansible-playbook -i <dir>/inventory.ini <kubespray>/<playbook>
+// --become. Heartbeats with the play and task it is at; a failure names the host and the task.
+//
+// Never two runs for one cluster at once: the run holds an exclusive flock on the cluster's
+// directory, and runs with a parent-death signal, so a worker killed mid-run takes its
+// ansible-playbook with it before the retried activity starts another. The full log stays in
+// the cluster's directory for operators. The SSH key is written there only for the run.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { PlaybookProgress, type HostRecap } from './progress.js';
+
+export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
+export type Playbook = (typeof PLAYBOOKS)[number];
+
+export interface PlaybookDeps {
+  /** The ansible-playbook command. */
+  ansiblePlaybook: string;
+  /** A kubespray checkout (or the tests' stand-in): where the playbooks are. */
+  kubesprayDir: string;
+  /** Where each cluster's directory lives: <workDir>/<namespace>/<cluster>. */
+  workDir: string;
+  /** The installer's private SSH key, from its Secret. */
+  readKey(secretName: string): Promise<string>;
+  /** Stores artifacts/admin.conf; returns the Secret's name. */
+  storeKubeconfig(input: {
+    namespace: string;
+    cluster: string;
+    kubeconfig: string;
+    server: string;
+  }): Promise<string>;
+}
+
+export interface PlaybookInput {
+  namespace: string;
+  cluster: string;
+  playbook: Playbook;
+  inventory: string;
+  groupVars: string;
+  sshUser: string;
+  sshKeySecret: string;
+  /** Only these hosts (scale.yml, remove-node.yml). */
+  limit?: string[];
+  /** The first control plane's IP: the stored kubeconfig's server. */
+  controlPlaneIp?: string;
+}
+
+export interface PlaybookOutcome {
+  recap: Record<string, HostRecap>;
+  /** The run's full log, on the worker that ran it. */
+  log: string;
+  kubeconfigSecret?: string;
+}
+
+const HEARTBEAT_MS = 5_000;
+/** flock's exit code when another run holds the cluster's lock. */
+const LOCKED = 75;
+
+export function createPlaybookActivities(deps: PlaybookDeps) {
+  return {
+    async runPlaybook(input: PlaybookInput): Promise<PlaybookOutcome> {
+      const dir = join(deps.workDir, input.namespace, input.cluster);
+      mkdirSync(join(dir, 'group_vars'), { recursive: true, mode: 0o700 });
+      // This run's own files until it holds the lock: a run refused as busy touches nothing in use.
+      const run = randomUUID().slice(0, 8);
+      const inventory = join(dir, `inventory.${run}.ini`);
+      writeFileSync(inventory, input.inventory);
+      writeFileSync(join(dir, 'group_vars', 'k8s_cluster.yml'), input.groupVars);
+      const keyFile = join(dir, `.ssh-key.${run}`);
+      const log = join(dir, `${input.playbook.replace(/\.yml$/, '')}.${run}.log`);
+      const progress = new PlaybookProgress();
+      const context = Context.current();
+      writeFileSync(keyFile, ensureNewline(await deps.readKey(input.sshKeySecret)), {
+        mode: 0o600,
+      });
+      let code: number | null | undefined;
+      const beat = setInterval(() => context.heartbeat(progress.describe()), HEARTBEAT_MS);
+      try {
+        code = await runAnsible(
+          deps,
+          input,
+          { dir, inventory, keyFile, log },
+          progress,
+          (what) => context.heartbeat(what), // the SDK throttles what it sends
+          context.cancellationSignal,
+        );
+      } finally {
+        clearInterval(beat);
+        rmSync(keyFile, { force: true });
+        // The inventory of the last run that ran is the one operators find as inventory.ini.
+        if (code! !== LOCKED) renameSync(inventory, join(dir, 'inventory.ini'));
+        else rmSync(inventory, { force: true });
+      }
+      if (code === LOCKED) {
+        throw ApplicationFailure.retryable(
+          `another ${input.playbook} run for cluster ${input.cluster} is still going; waiting for it`,
+          'PlaybookBusy',
+        );
+      }
+      if (code !== 0) {
+        const failure = progress.failures[0];
+        const where = failure
+          ? `${failure.kind} on host ${failure.host} at task "${failure.task}": ${failure.message}`
+          : `exited with code ${code} at ${progress.describe() || 'start'}`;
+        throw ApplicationFailure.create({
+          message: `kubespray ${input.playbook} ${where} (log: ${log})`,
+          type: 'PlaybookFailed',
+          nonRetryable: true,
+          details: [{ failedHost: failure?.host, failedTask: failure?.task, log }],
+        });
+      }
+      const outcome: PlaybookOutcome = { recap: progress.recap, log };
+      const adminConf = join(dir, 'artifacts', 'admin.conf');
+      if (input.playbook !== 'reset.yml' && input.controlPlaneIp && existsSync(adminConf)) {
+        outcome.kubeconfigSecret = await deps.storeKubeconfig({
+          namespace: input.namespace,
+          cluster: input.cluster,
+          kubeconfig: await readFile(adminConf, 'utf8'),
+          server: `https://${input.controlPlaneIp}:6443`,
+        });
+      }
+      return outcome;
+    },
+  };
+}
+
+export type PlaybookActivities = ReturnType<typeof createPlaybookActivities>;
+
+function runAnsible(
+  deps: PlaybookDeps,
+  input: PlaybookInput,
+  files: { dir: string; inventory: string; keyFile: string; log: string },
+  progress: PlaybookProgress,
+  onProgress: (what: string) => void,
+  cancelled: AbortSignal,
+): Promise<number | null> {
+  const { dir, inventory, keyFile, log } = files;
+  const args = [
+    '--pdeathsig',
+    'KILL',
+    '--',
+    'flock',
+    '--no-fork',
+    '--nonblock',
+    '--conflict-exit-code',
+    String(LOCKED),
+    join(dir, '.run.lock'),
+    deps.ansiblePlaybook,
+    '-i',
+    inventory,
+    join(deps.kubesprayDir, input.playbook),
+    '--become',
+    '--user',
+    input.sshUser,
+    '--private-key',
+    keyFile,
+    ...(input.limit?.length ? ['--limit', input.limit.join(',')] : []),
+  ];
+  const child = spawn('setpriv', args, {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      ANSIBLE_NOCOLOR: '1',
+      ANSIBLE_FORCE_COLOR: '0',
+      ANSIBLE_RETRY_FILES_ENABLED: '0',
+      // Trust on first use, pinned per cluster: a host whose key changes later is refused.
+      ANSIBLE_SSH_ARGS: `-o UserKnownHostsFile=${join(dir, 'known_hosts')} -o StrictHostKeyChecking=accept-new`,
+      ANSIBLE_LOCAL_TEMP: join(dir, '.ansible-tmp'),
+      ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
+    },
+  });
+  const out = createWriteStream(log, { flags: 'w' });
+  const lines = createInterface({ input: child.stdout });
+  lines.on('line', (line) => {
+    out.write(`${line}\n`);
+    const before = progress.describe();
+    progress.feed(line);
+    if (progress.describe() !== before) onProgress(progress.describe());
+  });
+  child.stderr.on('data', (chunk: Buffer) => out.write(chunk));
+  const onCancel = () => child.kill('SIGTERM');
+  cancelled.addEventListener('abort', onCancel);
+  return new Promise((resolve, reject) => {
+    child.on('error', (err) => reject(new Error(`cannot run ansible-playbook: ${err.message}`)));
+    child.on('close', (code) => {
+      cancelled.removeEventListener('abort', onCancel);
+      out.end(() => resolve(code));
+    });
+  });
+}
+
+const ensureNewline = (key: string) => (key.endsWith('\n') ? key : `${key}\n`);

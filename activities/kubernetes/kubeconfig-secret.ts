@@ -1,0 +1,44 @@
+// Keeps a new cluster's admin kubeconfig as a Secret `<cluster>-kubeconfig` next to its
+// Provisioning (key `value`, as Cluster API names it), with the server rewritten to the first
+// control plane's address: kubespray may write a private or loopback one. The kubeconfig never
+// leaves the worker except into this Secret.
+import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
+import { CLUSTER_LABEL } from '../../shared/bpa-api.js';
+import { isConflict, rethrowKube } from './errors.js';
+
+export const KUBECONFIG_KEY = 'value';
+export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;
+
+export function createKubeconfigStore(core: CoreV1Api) {
+  return async function storeKubeconfig(input: {
+    namespace: string;
+    cluster: string;
+    kubeconfig: string;
+    server: string;
+  }): Promise<string> {
+    const config = parse(input.kubeconfig) as {
+      clusters?: Array<{ cluster?: { server?: string } }>;
+    };
+    for (const entry of config.clusters ?? []) {
+      if (entry.cluster) entry.cluster.server = input.server;
+    }
+    const name = kubeconfigSecretName(input.cluster);
+    const body: V1Secret = {
+      metadata: { name, labels: { [CLUSTER_LABEL]: input.cluster } },
+      type: 'Opaque',
+      stringData: { [KUBECONFIG_KEY]: stringify(config) },
+    };
+    try {
+      try {
+        await core.createNamespacedSecret({ namespace: input.namespace, body });
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        await core.replaceNamespacedSecret({ name, namespace: input.namespace, body });
+      }
+    } catch (err) {
+      rethrowKube(`write Secret ${input.namespace}/${name}`, err);
+    }
+    return name;
+  };
+}

@@ -1,0 +1,175 @@
+// The kubespray run activity against real SSH hosts with real ansible-playbook. The playbooks are
+// the project's stand-in for kubespray (local-stack/kubespray-stand-in): real kubespray cannot
+// install Kubernetes on hosts that share this machine's kernel and have no systemd. They connect
+// to every host with become, validate the inventory as kubespray does, and write
+// artifacts/admin.conf. The activity runs under Temporal's activity test environment.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ssh2 from 'ssh2';
+import {
+  createPlaybookActivities,
+  type PlaybookInput,
+  type PlaybookOutcome,
+} from '../activities/ansible/playbook.js';
+import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
+import {
+  createKubeconfigStore,
+  KUBECONFIG_KEY,
+} from '../activities/kubernetes/kubeconfig-secret.js';
+import { REPO_ROOT } from '../local-stack/paths.js';
+import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { renderGroupVars, renderInventory } from '../workflows/provisioning/inventory.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
+
+const { core } = kube();
+const sfx = uniqueSuffix();
+const namespace = `kubespray-${sfx}`;
+const workDir = join(testEnv('stateDir'), `clusters-${sfx}`);
+let pool: SshHostPool;
+/** The installer's key, on every host as key distribution leaves it. */
+const installer = ssh2.utils.generateKeyPairSync('ed25519');
+
+const activities = createPlaybookActivities({
+  ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+  kubesprayDir: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
+  workDir,
+  readKey: createAdminKeyReader({ core, engineNamespace: namespace }),
+  storeKubeconfig: createKubeconfigStore(core),
+});
+
+beforeAll(async () => {
+  pool = await startSshHosts({
+    count: 3,
+    stateDir: join(testEnv('stateDir'), `ssh-kubespray-${sfx}`),
+    prefix: `ks${sfx.slice(0, 4)}`,
+  });
+  for (const host of pool.hosts) {
+    const added = await host.exec([
+      'sh',
+      '-c',
+      'printf "%s\\n" "$1" >> "/home/$2/.ssh/authorized_keys"',
+      'sh',
+      installer.public,
+      host.adminUser,
+    ]);
+    expect(added.code).toBe(0);
+  }
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: 'installer-key' }, stringData: { id_rsa: installer.private } },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await pool?.stop();
+  await core.deleteCollectionNamespacedSecret({ namespace }).catch(() => undefined);
+  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+});
+
+const [m, w1, w2] = [0, 1, 2];
+const nodes = () => [
+  { label: 'master', roles: ['master' as const], ip: pool.hosts[m]!.address },
+  { label: 'worker-1', roles: ['worker' as const], ip: pool.hosts[w1]!.address },
+  { label: 'worker-2', roles: ['worker' as const], ip: pool.hosts[w2]!.address },
+];
+
+const input = (cluster: string, extra: Partial<PlaybookInput> = {}): PlaybookInput => ({
+  namespace,
+  cluster,
+  playbook: 'cluster.yml',
+  inventory: renderInventory(nodes()),
+  groupVars: renderGroupVars({ cluster }),
+  sshUser: pool.hosts[0]!.adminUser,
+  sshKeySecret: 'installer-key',
+  controlPlaneIp: pool.hosts[m]!.address,
+  ...extra,
+});
+
+const marker = async (host: number) =>
+  (await pool.hosts[host]!.exec(['cat', '/var/tmp/hostflow-stand-in-kubelet'])).stdout.trim();
+
+describe('a kubespray run', () => {
+  it('installs every node, keeps the log, and stores the kubeconfig with the control plane as server', async () => {
+    const env = new MockActivityEnvironment();
+    const heartbeats: unknown[] = [];
+    env.on('heartbeat', (details) => heartbeats.push(details));
+    const outcome = (await env.run(activities.runPlaybook, input('alpha'))) as PlaybookOutcome;
+    expect(Object.keys(outcome.recap).sort()).toEqual([
+      'localhost',
+      'master',
+      'worker-1',
+      'worker-2',
+    ]);
+    for (const host of ['master', 'worker-1', 'worker-2']) {
+      expect(outcome.recap[host]).toMatchObject({ failed: 0, unreachable: 0 });
+    }
+    expect(await marker(w2)).toBe('worker-2 in alpha');
+    expect(heartbeats).toContain('play "Prepare the nodes", task "Install kubelet"');
+    expect(readFileSync(outcome.log, 'utf8')).toContain('PLAY RECAP');
+    const dir = join(workDir, namespace, 'alpha');
+    expect(readdirSync(dir).filter((file) => file.startsWith('.ssh-key'))).toEqual([]);
+    expect(existsSync(join(dir, 'inventory.ini'))).toBe(true);
+
+    expect(outcome.kubeconfigSecret).toBe('alpha-kubeconfig');
+    const secret = await core.readNamespacedSecret({ name: 'alpha-kubeconfig', namespace });
+    const kubeconfig = Buffer.from(secret.data![KUBECONFIG_KEY]!, 'base64').toString('utf8');
+    expect(kubeconfig).toContain(`server: https://${pool.hosts[m]!.address}:6443`);
+    expect(secret.metadata?.labels?.cluster).toBe('alpha');
+  });
+
+  it('names the host and the task that failed', async () => {
+    process.env.HOSTFLOW_STAND_IN_FAIL = 'worker-2:Install kubelet';
+    try {
+      await expect(
+        new MockActivityEnvironment().run(activities.runPlaybook, input('beta')),
+      ).rejects.toMatchObject({
+        type: 'PlaybookFailed',
+        nonRetryable: true,
+        message: expect.stringMatching(
+          /^kubespray cluster\.yml failed on host worker-2 at task "Install kubelet": .*\(log: .*cluster\.[0-9a-f]{8}\.log\)$/,
+        ),
+      });
+    } finally {
+      delete process.env.HOSTFLOW_STAND_IN_FAIL;
+    }
+  });
+
+  it("refuses an even etcd count, as kubespray's inventory validation does", async () => {
+    const twoMasters = nodes().map((node) => ({ ...node, roles: ['master' as const] }));
+    await expect(
+      new MockActivityEnvironment().run(
+        activities.runPlaybook,
+        input('gamma', { inventory: renderInventory(twoMasters.slice(0, 2)) }),
+      ),
+    ).rejects.toMatchObject({
+      message: expect.stringContaining(
+        'failed on host localhost at task "Stop if even number of etcd hosts"',
+      ),
+    });
+  });
+
+  it('never runs twice at once for one cluster', async () => {
+    const runs = await Promise.allSettled([
+      new MockActivityEnvironment().run(activities.runPlaybook, input('delta')),
+      new MockActivityEnvironment().run(activities.runPlaybook, input('delta')),
+    ]);
+    const refused = runs.filter((run) => run.status === 'rejected');
+    expect(runs.filter((run) => run.status === 'fulfilled')).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({
+      type: 'PlaybookBusy',
+      nonRetryable: false,
+    });
+  });
+
+  it('resets every node', async () => {
+    await new MockActivityEnvironment().run(
+      activities.runPlaybook,
+      input('alpha', { playbook: 'reset.yml' }),
+    );
+    for (const host of [m, w1, w2]) expect(await marker(host)).toBe('');
+  });
+});
