@@ -1,5 +1,12 @@
 // Every activity the worker registers, built over the clients one process owns.
+import { ApplicationFailure } from '@temporalio/common';
+import { createPlaybookActivities } from './ansible/playbook.js';
 import { createCloudActivities } from './cloud/instances.js';
+import { createDhcpActivities } from './dhcp/leases.js';
+import { createBareMetalHostActivities } from './kubernetes/baremetalhosts.js';
+import { createKubeconfigStore } from './kubernetes/kubeconfig-secret.js';
+import { createProvisioningActivities } from './kubernetes/provisionings.js';
+import { createInstallerKeyActivities } from './ssh/installer-key.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
 import { createCloudGcActivities } from './gc/cloud-vms.js';
 import { createLeftoversGcActivities } from './gc/taskrun-leftovers.js';
@@ -18,6 +25,13 @@ export interface ActivityDeps {
   otp?: OtpDelivery;
   /** Cloud endpoint overrides (moto, the IBM double) and orphan collection's grace period. */
   cloud?: { awsEndpoint?: string; ibmIamEndpoint?: string; gcGraceSeconds?: number };
+  /** Provisionings: kubespray and where clusters' files live. */
+  provisioning?: {
+    ansiblePlaybook: string;
+    kubesprayDir?: string;
+    workDir: string;
+    leasesFile?: string;
+  };
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -49,5 +63,34 @@ export function createActivities(deps: ActivityDeps) {
     ...createDeliveryActivities({ ssh, otp: deps.otp, kube: kubernetes }),
     ...createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
     ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh, locks }),
+    ...createProvisioningActivities(deps.kube),
+    ...createBareMetalHostActivities(deps.kube),
+    ...createInstallerKeyActivities(deps.kube),
+    ...createDhcpActivities({ leasesFile: deps.provisioning?.leasesFile }),
+    ...playbookActivities(deps),
   };
+}
+
+/** Without a kubespray directory, a Provisioning's install fails saying which setting to set. */
+function playbookActivities(deps: ActivityDeps) {
+  const settings = deps.provisioning;
+  if (!settings?.kubesprayDir) {
+    return {
+      runPlaybook: async (): Promise<never> => {
+        throw ApplicationFailure.nonRetryable(
+          'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout',
+          'KubesprayNotConfigured',
+        );
+      },
+    };
+  }
+  const { core } = deps.kube;
+  return createPlaybookActivities({
+    ansiblePlaybook: settings.ansiblePlaybook,
+    kubesprayDir: settings.kubesprayDir,
+    workDir: settings.workDir,
+    readKey: (namespace, secret) =>
+      createAdminKeyReader({ core, engineNamespace: namespace })(secret),
+    storeKubeconfig: createKubeconfigStore(core),
+  });
 }

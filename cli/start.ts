@@ -5,7 +5,11 @@ import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DEFAULT_ENGINE_NAMESPACE, HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
-import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
+import {
+  ensureNamespace,
+  installClusterResources,
+  waitForLockPolicy,
+} from '../local-stack/cluster-setup.js';
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
@@ -163,6 +167,10 @@ export async function runStart(options: StartOptions): Promise<number> {
       env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
     }
     if (kubeconfigPath) env.KUBECONFIG = kubeconfigPath;
+    // Provisionings run the kubespray stand-in on the demo hosts unless told otherwise.
+    env.HOSTFLOW_KUBESPRAY_DIR ??= join(REPO_ROOT, 'local-stack/kubespray-stand-in');
+    env.HOSTFLOW_ANSIBLE_PLAYBOOK ??= join(REPO_ROOT, '.tools/venv/bin/ansible-playbook');
+    env.HOSTFLOW_PROVISIONING_DIR ??= join(stateDir, 'clusters');
 
     if (kubeconfigPath) {
       await assertPortsFree('OTP service', [LOCAL_PORTS.otp]);
@@ -212,6 +220,7 @@ async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: stri
   kc.loadFromFile(kubeconfigPath);
   await installClusterResources(kc, LOCAL_ADMIN_USER);
   await ensureNamespace(kc, engineNamespace, { engineNamespace: true });
+  await waitForLockPolicy(kc, engineNamespace);
   const core = kc.makeApiClient(CoreV1Api);
   try {
     await core.createNamespacedConfigMap({

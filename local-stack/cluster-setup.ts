@@ -81,3 +81,28 @@ export async function ensureNamespace(
     );
   }
 }
+
+const PROBE = 'hostflow-lock-probe';
+
+/**
+ * Waits until the API server applies the Lock policy. Right after it starts (or resumes), the
+ * policy's params are not resolvable for a moment, and fail closed: every UPDATE and DELETE in
+ * a lockable namespace is refused until they are. Probed with a dry-run delete of a ConfigMap.
+ */
+export async function waitForLockPolicy(kc: KubeConfig, namespace: string): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: PROBE } } });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+  await waitFor(
+    'the Lock policy to apply',
+    async () => {
+      await core.deleteNamespacedConfigMap({ name: PROBE, namespace, dryRun: 'All' });
+      return true;
+    },
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
+  await core.deleteNamespacedConfigMap({ name: PROBE, namespace });
+}

@@ -33,6 +33,16 @@ export const HOST_FEATURE_LABELS = {
   qat: 'bpa.akraino.org/qat',
 } as const;
 
+/** On a BareMetalHost: how hostflow logs in to hand out a cluster's installer key. */
+export const HOST_SSH_ANNOTATIONS = {
+  /** A Secret in the host's namespace with the admin's private key under `id_rsa`. */
+  secret: 'bpa.akraino.org/ssh-secret',
+  /** The admin user (default root). */
+  user: 'bpa.akraino.org/ssh-user',
+} as const;
+/** Holds a Provisioning until its hosts are reset and released. */
+export const PROVISIONING_FINALIZER = 'bpa.akraino.org/provisioning';
+
 /** One node of `spec.masters` / `spec.workers`: `{<label>: NodeRequirements}`. */
 export interface NodeRequirements {
   'mac-address'?: string;
@@ -62,6 +72,11 @@ export interface HostInventory {
   ramMebibytes?: number;
   sriov: boolean;
   qat: boolean;
-  /** The cluster it serves now, when another Provisioning holds it. */
-  servesCluster?: string;
+  /** `<namespace>/<name>` of the Provisioning it serves (its spec.consumerRef), if any. */
+  consumer?: string;
+  /** A Secret (namespace/name, key id_rsa) with which hostflow logs in to hand out the installer key. */
+  sshSecret?: string;
+  sshUser?: string;
 }
+/** On a Provisioning: `dhcp` takes node IPs from the DHCP server's leases instead of the hosts' NICs. */
+export const IP_SOURCE_ANNOTATION = 'bpa.akraino.org/ip-source';

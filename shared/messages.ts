@@ -1,6 +1,7 @@
 // Every signal, update and query the engine's workflows take, grouped by the workflow that
 // receives them: the one place the bridge, activities and workflows find a message's shape.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ProvisioningSpec } from './bpa-api.js';
 import type { Host } from './types.js';
 
 // ── TaskRun workflow (`taskrun/<ns>/<name>/<uid>`) ─────────────────────────────────────────
@@ -84,3 +85,20 @@ export const hostConfigObserved = defineSignal<[{ resourceVersion: string }]>('h
 
 /** Sent by each worker as it starts: collect now rather than at the next interval. */
 export const collectNow = defineSignal('collectNow');
+
+// ── Provisioning workflow (`provisioning/<ns>/<name>`) ─────────────────────────────────────
+
+/** What the bridge saw of a Provisioning: its spec at a generation, or that it is going away. */
+export interface ProvisioningObservation {
+  uid: string;
+  generation: number;
+  /** Its `cluster` label. */
+  cluster?: string;
+  spec: ProvisioningSpec;
+  /** Where node IPs come from: the hosts' NIC status, or the DHCP server's leases. */
+  ipSource: 'nic' | 'dhcp';
+  /** Its deletionTimestamp is set (or it is gone): reset, release, and let it go. */
+  deleting: boolean;
+}
+
+export const provisioningObserved = defineSignal<[ProvisioningObservation]>('provisioningObserved');

@@ -18,6 +18,7 @@ export const KIND = {
   hostConfig: 'hostconfig',
   cloudGc: 'cloud-gc',
   taskRunGc: 'taskrun-gc',
+  provisioning: 'provisioning',
 } as const;
 
 /** The type names `temporal operator search-attribute create --type` takes. */

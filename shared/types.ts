@@ -86,3 +86,9 @@ export type AllocatorWorkflow = (input: AllocatorInput) => Promise<void>;
 export type HostConfigWorkflow = (input: HostConfigWorkflowInput) => Promise<void>;
 export type CloudGcWorkflow = (input: CloudGcInput) => Promise<void>;
 export type LeftoversGcWorkflow = (input: LeftoversGcInput) => Promise<void>;
+
+export interface ProvisioningInput {
+  namespace: string;
+  name: string;
+}
+export type ProvisioningWorkflow = (input: ProvisioningInput) => Promise<void>;

@@ -35,7 +35,7 @@ const activities = createPlaybookActivities({
   ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
   kubesprayDir: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
   workDir,
-  readKey: createAdminKeyReader({ core, engineNamespace: namespace }),
+  readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
   storeKubeconfig: createKubeconfigStore(core),
 });
 

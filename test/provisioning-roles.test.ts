@@ -110,7 +110,7 @@ describe('assignment by MAC', () => {
   });
 
   it('refuses an unknown MAC, a host of another cluster, and a host that lacks what the node needs', () => {
-    const busy = hosts.map((h) => (h.name === 'h-b' ? { ...h, servesCluster: 'other' } : h));
+    const busy = hosts.map((h) => (h.name === 'h-b' ? { ...h, consumer: 'team-b/other' } : h));
     expect(
       problems(
         {
@@ -125,7 +125,7 @@ describe('assignment by MAC', () => {
       ),
     ).toEqual([
       'master m1: no BareMetalHost has a NIC with MAC 00:00:00:00:00:99',
-      'worker w1: MAC 00:c2:12:03:62:b1 is BareMetalHost metal3/h-b, which serves cluster other',
+      'worker w1: MAC 00:c2:12:03:62:b1 is BareMetalHost metal3/h-b, which serves Provisioning team-b/other',
       'worker w2: MAC 00:c6:14:04:61:b2 is BareMetalHost metal3/h-a, which has 8 CPUs, needs 16, no QAT',
     ]);
   });

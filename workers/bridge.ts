@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
 import { Bridge } from '../k8s-bridge/bridge.js';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
+import { ProvisioningIngest } from '../k8s-bridge/provisioning-ingest.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
@@ -33,14 +34,23 @@ async function main(): Promise<void> {
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
     metrics: registry,
   });
+  const provisionings = new ProvisioningIngest({
+    kubeConfig: kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
+    temporal,
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+    watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+  });
   bridge.start();
   hostConfig.start();
+  provisionings.start();
   console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await Promise.all([bridge.stop(), hostConfig.stop()]);
+  await Promise.all([bridge.stop(), hostConfig.stop(), provisionings.stop()]);
   metricsServer?.close();
   await connection.close();
 }

@@ -60,6 +60,13 @@ const EnvSchema = z.object({
   HOSTFLOW_CLOUD_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   /** Build users and Secrets younger than this are never collected (same reason). */
   HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** Provisionings: the ansible-playbook command, and a kubespray checkout to run. */
+  HOSTFLOW_ANSIBLE_PLAYBOOK: z.string().min(1).default('ansible-playbook'),
+  HOSTFLOW_KUBESPRAY_DIR: z.string().optional(),
+  /** Where each cluster's inventory, artifacts and kubespray logs are kept. */
+  HOSTFLOW_PROVISIONING_DIR: z.string().min(1).default('/var/lib/hostflow/clusters'),
+  /** An ISC dhcpd leases file, for Provisionings that take node IPs from DHCP. */
+  HOSTFLOW_DHCP_LEASES_FILE: z.string().optional(),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 

@@ -40,6 +40,12 @@ export async function createWorker(
       resyncSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
     },
     otp: otpDelivery(settings),
+    provisioning: {
+      ansiblePlaybook: settings.HOSTFLOW_ANSIBLE_PLAYBOOK,
+      kubesprayDir: settings.HOSTFLOW_KUBESPRAY_DIR,
+      workDir: settings.HOSTFLOW_PROVISIONING_DIR,
+      leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
+    },
     cloud: {
       awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
       ibmIamEndpoint: settings.HOSTFLOW_IBM_IAM_ENDPOINT,

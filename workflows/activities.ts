@@ -1,6 +1,11 @@
 // Activity proxies shared by the TaskRun workflow's steps, each with its timeout and retries.
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { PlaybookActivities } from '../activities/ansible/playbook.js';
 import type { CloudActivities } from '../activities/cloud/instances.js';
+import type { DhcpActivities } from '../activities/dhcp/leases.js';
+import type { BareMetalHostActivities } from '../activities/kubernetes/baremetalhosts.js';
+import type { ProvisioningActivities } from '../activities/kubernetes/provisionings.js';
+import type { InstallerKeyActivities } from '../activities/ssh/installer-key.js';
 import type { CloudGcActivities } from '../activities/gc/cloud-vms.js';
 import type { LeftoversGcActivities } from '../activities/gc/taskrun-leftovers.js';
 import type { DeliveryActivities } from '../activities/delivery.js';
@@ -121,4 +126,35 @@ export const leftoversGc = proxyActivities<LeftoversGcActivities>({
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '2 minutes',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+/** A Provisioning's Kubernetes calls: its resource, its hosts, what it leaves next to them. */
+export const provisioningKube = proxyLocalActivities<
+  ProvisioningActivities & BareMetalHostActivities
+>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 10,
+  },
+});
+
+/** Handing out a cluster's installer key: a host that is still booting is tried for a while. */
+export const installerKey = proxyActivities<InstallerKeyActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
+});
+
+/** A kubespray run takes as long as it takes; a lost worker is noticed by its heartbeat. */
+export const kubespray = proxyActivities<PlaybookActivities>({
+  startToCloseTimeout: '6 hours',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
+});
+
+export const dhcp = proxyLocalActivities<DhcpActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
 });

@@ -4,3 +4,4 @@ export { allocatorWorkflow } from './allocator/allocator.js';
 export { hostConfigWorkflow } from './host-config/host-config.js';
 export { cloudGcWorkflow } from './gc/cloud-gc.js';
 export { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
+export { provisioningWorkflow } from './provisioning/provisioning.js';

@@ -33,8 +33,8 @@ export interface PlaybookDeps {
   kubesprayDir: string;
   /** Where each cluster's directory lives: <workDir>/<namespace>/<cluster>. */
   workDir: string;
-  /** The installer's private SSH key, from its Secret. */
-  readKey(secretName: string): Promise<string>;
+  /** The installer's private SSH key, from its Secret (key id_rsa) in `namespace`. */
+  readKey(namespace: string, secretName: string): Promise<string>;
   /** Stores artifacts/admin.conf; returns the Secret's name. */
   storeKubeconfig(input: {
     namespace: string;
@@ -83,9 +83,13 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       const log = join(dir, `${input.playbook.replace(/\.yml$/, '')}.${run}.log`);
       const progress = new PlaybookProgress();
       const context = Context.current();
-      writeFileSync(keyFile, ensureNewline(await deps.readKey(input.sshKeySecret)), {
-        mode: 0o600,
-      });
+      writeFileSync(
+        keyFile,
+        ensureNewline(await deps.readKey(input.namespace, input.sshKeySecret)),
+        {
+          mode: 0o600,
+        },
+      );
       let code: number | null | undefined;
       const beat = setInterval(() => context.heartbeat(progress.describe()), HEARTBEAT_MS);
       try {

@@ -63,3 +63,25 @@ export function leasedIp(text: string, mac: string): LeaseAnswer {
 export async function leasedIpFromFile(path: string, mac: string): Promise<LeaseAnswer> {
   return leasedIp(await readFile(path, 'utf8'), mac);
 }
+
+/** The activity: IPs of several MACs from the engine's configured leases file. */
+export function createDhcpActivities({ leasesFile }: { leasesFile?: string }) {
+  return {
+    async leasedIps(input: { macs: string[] }): Promise<Record<string, LeaseAnswer>> {
+      if (!leasesFile) {
+        const missing = 'no DHCP leases file is configured (HOSTFLOW_DHCP_LEASES_FILE)';
+        return Object.fromEntries(input.macs.map((mac) => [mac, { missing }]));
+      }
+      let text: string;
+      try {
+        text = await readFile(leasesFile, 'utf8');
+      } catch (err) {
+        const missing = `cannot read ${leasesFile}: ${(err as Error).message}`;
+        return Object.fromEntries(input.macs.map((mac) => [mac, { missing }]));
+      }
+      return Object.fromEntries(input.macs.map((mac) => [mac, leasedIp(text, mac)]));
+    },
+  };
+}
+
+export type DhcpActivities = ReturnType<typeof createDhcpActivities>;

@@ -6,7 +6,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { installClusterResources } from '../../local-stack/cluster-setup.js';
+import {
+  ensureNamespace,
+  installClusterResources,
+  waitForLockPolicy,
+} from '../../local-stack/cluster-setup.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
 import { freePort } from '../../local-stack/ports.js';
@@ -58,6 +62,9 @@ export default async function globalSetup(): Promise<void> {
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
     await installClusterResources(kc, LOCAL_ADMIN_USER);
+    // Until the Lock policy applies, writes in lockable namespaces are refused (fail closed).
+    await ensureNamespace(kc, 'hostflow-lock-probe', { engineNamespace: true });
+    await waitForLockPolicy(kc, 'hostflow-lock-probe');
     const bundlePath = join(stateDir, 'workflow-bundle.js');
     writeFileSync(bundlePath, bundle.code);
     process.env[TEST_ENV.kubeconfig] = kube.kubeconfigPath;

@@ -8,6 +8,8 @@ export interface InventoryNode {
   label: string;
   roles: Role[];
   ip: string;
+  /** The admin user kubespray logs in as, when the host names one. */
+  user?: string;
 }
 
 export function renderInventory(nodes: InventoryNode[]): string {
@@ -17,7 +19,10 @@ export function renderInventory(nodes: InventoryNode[]): string {
   return [
     group(
       'all',
-      nodes.map((n) => `${n.label} ansible_host=${n.ip} ip=${n.ip}`),
+      nodes.map(
+        (n) =>
+          `${n.label} ansible_host=${n.ip} ip=${n.ip}${n.user ? ` ansible_user=${n.user}` : ''}`,
+      ),
     ),
     group('kube_control_plane', withRole('master')),
     group('etcd', withRole('master')),

@@ -139,7 +139,8 @@ const hostRef = (host: HostInventory) => `BareMetalHost ${host.namespace}/${host
 /** Assigns a host to every node of `spec` for `cluster`, or says why it cannot be done. */
 export function assignRoles(
   spec: ProvisioningSpec,
-  cluster: string,
+  /** `<namespace>/<name>` of the Provisioning: hosts it already consumes stay its own. */
+  consumer: string,
   hosts: HostInventory[],
 ): Assignment {
   const { nodes, problems } = checkSpec(spec);
@@ -147,7 +148,7 @@ export function assignRoles(
   const taken = new Set<HostInventory>();
   const assigned: AssignedNode[] = [];
   const free = (host: HostInventory) =>
-    !taken.has(host) && (!host.servesCluster || host.servesCluster === cluster);
+    !taken.has(host) && (!host.consumer || host.consumer === consumer);
   const place = (node: NodeRequest, host: HostInventory, mac: string) => {
     taken.add(host);
     assigned.push({
@@ -165,7 +166,7 @@ export function assignRoles(
     if (!host) problems.push(`${what}: no BareMetalHost has a NIC with MAC ${mac}`);
     else if (!free(host)) {
       problems.push(
-        `${what}: MAC ${mac} is ${hostRef(host)}, which serves cluster ${host.servesCluster}`,
+        `${what}: MAC ${mac} is ${hostRef(host)}, which serves Provisioning ${host.consumer}`,
       );
     } else {
       const lacks = shortfall(node, host);

@@ -1,0 +1,334 @@
+// Provisionings end to end: real bridge and worker processes, real SSH hosts registered as
+// metal3 BareMetalHosts (their real MACs and IPs in the status), real ansible-playbook. The
+// playbooks are the project's stand-in for kubespray (local-stack/kubespray-stand-in): real
+// kubespray cannot install Kubernetes on hosts that share this machine's kernel and have no
+// systemd. They connect to every node with become, check the inventory as kubespray does, and
+// write artifacts/admin.conf.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../local-stack/paths.js';
+import { waitFor } from '../local-stack/process.js';
+import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import {
+  BAREMETALHOST_API,
+  HOST_SSH_ANNOTATIONS,
+  PROVISIONING_API,
+  PROVISIONING_FINALIZER,
+  type ProvisioningSpec,
+} from '../shared/bpa-api.js';
+import { statusCode } from '../shared/kube-errors.js';
+import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import { historyText } from './support/history-text.js';
+import { createScope, type TestScope } from './support/scope.js';
+
+const sfx = uniqueSuffix();
+const metal3 = `metal3-${sfx}`;
+/** Told to fail at "Install kubelet" on this node label (HOSTFLOW_STAND_IN_FAIL). */
+const DOOMED = 'doomed-worker';
+let scope: TestScope;
+let pool: SshHostPool;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+const macs: string[] = [];
+
+interface ProvisioningStatus {
+  phase?: string;
+  step?: string;
+  nodes?: Array<{ label: string; roles: string[]; host: string; ip: string }>;
+  install?: { failedHost?: string; failedTask?: string; log?: string };
+  kubeconfigSecret?: string;
+  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+}
+
+beforeAll(async () => {
+  scope = await createScope('prov');
+  const { core, custom } = scope.kube;
+  pool = await startSshHosts({
+    count: 3,
+    stateDir: join(testEnv('stateDir'), `ssh-prov-${sfx}`),
+    prefix: `pv${sfx.slice(0, 4)}`,
+  });
+  await core.createNamespace({ body: { metadata: { name: metal3 } } });
+  for (const [i, host] of pool.hosts.entries()) {
+    const mac = (
+      await host.exec([
+        'sh',
+        '-c',
+        'cat /sys/class/net/*/address | grep -v "^00:00:00:00:00:00$" | head -1',
+      ])
+    ).stdout.trim();
+    macs.push(mac);
+    const name = `node-${i}`;
+    await core.createNamespacedSecret({
+      namespace: metal3,
+      body: { metadata: { name: `${name}-admin` }, stringData: { id_rsa: host.adminPrivateKey } },
+    });
+    const body = {
+      apiVersion: 'metal3.io/v1alpha1',
+      kind: 'BareMetalHost',
+      metadata: {
+        name,
+        annotations: {
+          [HOST_SSH_ANNOTATIONS.secret]: `${name}-admin`,
+          [HOST_SSH_ANNOTATIONS.user]: host.adminUser,
+        },
+      },
+      spec: { online: true },
+    };
+    const created = (await custom.createNamespacedCustomObject({
+      ...BAREMETALHOST_API,
+      namespace: metal3,
+      body,
+    })) as Record<string, unknown>;
+    await custom.replaceNamespacedCustomObjectStatus({
+      ...BAREMETALHOST_API,
+      namespace: metal3,
+      name,
+      body: {
+        ...created,
+        status: {
+          hardware: {
+            cpu: { count: 4 + i * 4, arch: 'x86_64' },
+            ramMebibytes: 8192,
+            nics: [{ name: 'eth0', mac, ip: host.address }],
+          },
+        },
+      },
+    });
+  }
+  const env = {
+    HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
+    HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+    HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
+    HOSTFLOW_STAND_IN_FAIL: `${DOOMED}:Install kubelet`,
+  };
+  worker = await startWorker(scope, env);
+  bridge = await startBridge(scope);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([bridge?.stop(), worker?.stop()]);
+  await pool?.stop();
+  const { core, custom } = scope.kube;
+  for (const name of ['node-0', 'node-1', 'node-2']) {
+    await custom
+      .deleteNamespacedCustomObject({ ...BAREMETALHOST_API, namespace: metal3, name })
+      .catch(() => undefined);
+  }
+  await core.deleteCollectionNamespacedSecret({ namespace: metal3 }).catch(() => undefined);
+  await core.deleteNamespace({ name: metal3 }).catch(() => undefined);
+  await scope?.dispose();
+});
+
+async function create(name: string, cluster: string, spec: ProvisioningSpec): Promise<void> {
+  await scope.kube.custom.createNamespacedCustomObject({
+    ...PROVISIONING_API,
+    namespace: scope.namespace,
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Provisioning',
+      metadata: { name, labels: { cluster } },
+      spec,
+    },
+  });
+}
+
+const get = (name: string) =>
+  scope.kube.custom
+    .getNamespacedCustomObject({ ...PROVISIONING_API, namespace: scope.namespace, name })
+    .then(
+      (found) => found as { metadata: { finalizers?: string[] }; status?: ProvisioningStatus },
+      (err: unknown) => {
+        if (statusCode(err) === 404) return undefined;
+        throw err;
+      },
+    );
+
+/** Waits for the phase, keeping the phases seen on the way (as `kubectl get bpa -w` shows them). */
+async function phase(
+  name: string,
+  wanted: string,
+  seen: string[] = [],
+): Promise<ProvisioningStatus> {
+  return waitFor(
+    `Provisioning ${name} to be ${wanted}`,
+    async () => {
+      const status = (await get(name))?.status;
+      if (status?.phase && seen.at(-1) !== status.phase) seen.push(status.phase);
+      if (status?.phase === wanted) return status;
+      if (['Failed', 'Refused', 'Ready'].includes(status?.phase ?? '')) {
+        throw new Error(`${name} is ${status!.phase}: ${status!.conditions?.[0]?.message}`);
+      }
+      return undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 200 },
+  );
+}
+
+const consumerOf = async (index: number) =>
+  (
+    (await scope.kube.custom.getNamespacedCustomObject({
+      ...BAREMETALHOST_API,
+      namespace: metal3,
+      name: `node-${index}`,
+    })) as { spec?: { consumerRef?: { name?: string } } }
+  ).spec?.consumerRef?.name;
+
+const marker = async (index: number) =>
+  (await pool.hosts[index]!.exec(['cat', '/var/tmp/hostflow-stand-in-kubelet'])).stdout.trim();
+
+const events = async (reason: string) =>
+  (await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace })).items.filter(
+    (e) => e.reason === reason,
+  );
+
+describe('a Provisioning', () => {
+  it('installs its cluster: roles by MAC and by resources, IPs from the NICs, kubeconfig kept', async () => {
+    const seen: string[] = [];
+    await create('alpha', 'cluster-alpha', {
+      masters: [{ master: { 'mac-address': macs[0]!.toUpperCase() } }],
+      workers: [{ 'worker-1': { 'mac-address': macs[1]! } }, { 'worker-2': { cpu: 12 } }],
+      PodSubnet: '10.244.64.0/18',
+    });
+    const status = await phase('alpha', 'Ready', seen);
+    console.log(`phases of alpha: ${seen.join(' → ')}`);
+    expect(seen).toEqual(expect.arrayContaining(['Assigning', 'Installing', 'Ready']));
+    expect(status.nodes).toEqual([
+      { label: 'master', roles: ['master'], host: `${metal3}/node-0`, ip: pool.hosts[0]!.address },
+      {
+        label: 'worker-1',
+        roles: ['worker'],
+        host: `${metal3}/node-1`,
+        ip: pool.hosts[1]!.address,
+      },
+      {
+        label: 'worker-2',
+        roles: ['worker'],
+        host: `${metal3}/node-2`,
+        ip: pool.hosts[2]!.address,
+      },
+    ]);
+    expect(await marker(2)).toBe('worker-2 in cluster-alpha');
+    const secret = await scope.kube.core.readNamespacedSecret({
+      name: 'cluster-alpha-kubeconfig',
+      namespace: scope.namespace,
+    });
+    expect(Buffer.from(secret.data!.value!, 'base64').toString('utf8')).toContain(
+      `server: https://${pool.hosts[0]!.address}:6443`,
+    );
+    const ipMap = await scope.kube.core.readNamespacedConfigMap({
+      name: 'cluster-alpha-configmap',
+      namespace: scope.namespace,
+    });
+    expect(ipMap.data).toEqual({
+      MASTER_master: pool.hosts[0]!.address,
+      'WORKER_worker-1': pool.hosts[1]!.address,
+      'WORKER_worker-2': pool.hosts[2]!.address,
+    });
+    expect([await consumerOf(0), await consumerOf(1), await consumerOf(2)]).toEqual([
+      'alpha',
+      'alpha',
+      'alpha',
+    ]);
+    expect((await get('alpha'))?.metadata.finalizers).toContain(PROVISIONING_FINALIZER);
+    expect((await events('Provisioned')).length).toBe(1);
+    // Neither the installer key nor the kubeconfig's credentials are in the workflow's history.
+    const installer = await scope.kube.core.readNamespacedSecret({
+      name: 'cluster-alpha-ssh-key',
+      namespace: scope.namespace,
+    });
+    const privateKey = Buffer.from(installer.data!.id_rsa!, 'base64').toString('utf8');
+    const keyBody = privateKey.split('\n').find((line) => line && !line.startsWith('-----'))!;
+    const token = /token: (\S+)/.exec(
+      Buffer.from(secret.data!.value!, 'base64').toString('utf8'),
+    )![1]!;
+    const history = await historyText(
+      scope.temporal.client,
+      `provisioning/${scope.namespace}/alpha`,
+    );
+    expect(history).toContain('cluster-alpha');
+    for (const secretValue of [keyBody, token]) expect(history).not.toContain(secretValue);
+  });
+
+  it('refuses what can never work, with the reason in its status and an Event, touching nothing', async () => {
+    await create('even', 'cluster-even', {
+      masters: [{ 'master-1': {} }, { 'master-2': {} }],
+    });
+    await create('taken', 'cluster-taken', { masters: [{ m: { 'mac-address': macs[1]! } }] });
+    const even = await phase('even', 'Refused');
+    expect(even.conditions?.[0]).toMatchObject({
+      type: 'Ready',
+      status: 'False',
+      reason: 'Refused',
+      message: expect.stringContaining('2 masters make an even etcd member count'),
+    });
+    const taken = await phase('taken', 'Refused');
+    expect(taken.conditions?.[0]?.message).toBe(
+      `master m: MAC ${macs[1]} is BareMetalHost ${metal3}/node-1, which serves Provisioning ${scope.namespace}/alpha`,
+    );
+    expect((await events('Refused')).map((e) => e.involvedObject.name).sort()).toEqual([
+      'even',
+      'taken',
+    ]);
+    expect(await consumerOf(1)).toBe('alpha');
+  });
+
+  it('on delete, resets its hosts, releases them and removes what it made, then goes', async () => {
+    for (const name of ['alpha', 'even', 'taken']) {
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        name,
+      });
+    }
+    for (const name of ['alpha', 'even', 'taken']) {
+      await waitFor(
+        `${name} to go`,
+        async () => ((await get(name)) === undefined ? true : undefined),
+        {
+          timeoutMs: 120_000,
+        },
+      );
+    }
+    expect([await marker(0), await marker(1), await marker(2)]).toEqual(['', '', '']);
+    expect([await consumerOf(0), await consumerOf(1), await consumerOf(2)]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    await expect(
+      scope.kube.core.readNamespacedSecret({
+        name: 'cluster-alpha-kubeconfig',
+        namespace: scope.namespace,
+      }),
+    ).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('names the host and the task when kubespray fails, and keeps its hosts', async () => {
+    await create('doomed', 'cluster-doomed', {
+      masters: [{ master: { 'mac-address': macs[0]! } }],
+      workers: [{ [DOOMED]: { 'mac-address': macs[2]! } }],
+    });
+    const status = await phase('doomed', 'Failed');
+    expect(status.install).toMatchObject({ failedHost: DOOMED, failedTask: 'Install kubelet' });
+    expect(status.conditions?.[0]?.message).toMatch(
+      new RegExp(`^kubespray cluster\\.yml failed on host ${DOOMED} at task "Install kubelet"`),
+    );
+    expect(await consumerOf(2)).toBe('doomed');
+    expect((await events('InstallFailed')).length).toBe(1);
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'doomed',
+    });
+    await waitFor(
+      'doomed to go',
+      async () => ((await get('doomed')) === undefined ? true : undefined),
+      {
+        timeoutMs: 120_000,
+      },
+    );
+    expect(await consumerOf(2)).toBeUndefined();
+  });
+});
