@@ -9,7 +9,7 @@ import {
   setHeaderOptions,
   type KubeConfig,
 } from '@kubernetes/client-node';
-import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { hostMac, startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../shared/bpa-api.js';
@@ -74,13 +74,7 @@ async function registerBareMetalHost(
   sshSecret: string,
 ): Promise<void> {
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const mac = (
-    await host.exec([
-      'sh',
-      '-c',
-      'cat /sys/class/net/*/address | grep -v "^00:00:00:00:00:00$" | head -1',
-    ])
-  ).stdout.trim();
+  const mac = await hostMac(host);
   const api = { ...BAREMETALHOST_API, namespace };
   const body = {
     apiVersion: `${BAREMETALHOST_API.group}/${BAREMETALHOST_API.version}`,

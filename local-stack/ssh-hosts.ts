@@ -269,3 +269,13 @@ export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool>
   }
   return pool;
 }
+
+/** The MAC address of the host's network interface, as a BareMetalHost's NIC reports it. */
+export async function hostMac(host: SshHost): Promise<string> {
+  const found = await host.exec([
+    'sh',
+    '-c',
+    'cat /sys/class/net/*/address | grep -v "^00:00:00:00:00:00$" | head -1',
+  ]);
+  return found.stdout.trim();
+}

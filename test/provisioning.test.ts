@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
-import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { hostMac, startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import {
   BAREMETALHOST_API,
   HOST_SSH_ANNOTATIONS,
@@ -51,13 +51,7 @@ beforeAll(async () => {
   });
   await core.createNamespace({ body: { metadata: { name: metal3 } } });
   for (const [i, host] of pool.hosts.entries()) {
-    const mac = (
-      await host.exec([
-        'sh',
-        '-c',
-        'cat /sys/class/net/*/address | grep -v "^00:00:00:00:00:00$" | head -1',
-      ])
-    ).stdout.trim();
+    const mac = await hostMac(host);
     macs.push(mac);
     const name = `node-${i}`;
     await core.createNamespacedSecret({

@@ -5,7 +5,7 @@
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { CLUSTER_LABEL } from '../../shared/bpa-api.js';
-import { isConflict, rethrowKube } from './errors.js';
+import { createOrReplace } from './create-or-replace.js';
 
 export const KUBECONFIG_KEY = 'value';
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;
@@ -29,16 +29,11 @@ export function createKubeconfigStore(core: CoreV1Api) {
       type: 'Opaque',
       stringData: { [KUBECONFIG_KEY]: stringify(config) },
     };
-    try {
-      try {
-        await core.createNamespacedSecret({ namespace: input.namespace, body });
-      } catch (err) {
-        if (!isConflict(err)) throw err;
-        await core.replaceNamespacedSecret({ name, namespace: input.namespace, body });
-      }
-    } catch (err) {
-      rethrowKube(`write Secret ${input.namespace}/${name}`, err);
-    }
+    await createOrReplace(
+      `Secret ${input.namespace}/${name}`,
+      () => core.createNamespacedSecret({ namespace: input.namespace, body }),
+      () => core.replaceNamespacedSecret({ name, namespace: input.namespace, body }),
+    );
     return name;
   };
 }

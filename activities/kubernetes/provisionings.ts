@@ -8,7 +8,8 @@ import {
   type CustomObjectsApi,
 } from '@kubernetes/client-node';
 import { CLUSTER_LABEL, PROVISIONING_API, PROVISIONING_FINALIZER } from '../../shared/bpa-api.js';
-import { isConflict, isNotFound, rethrowKube } from './errors.js';
+import { isNotFound, rethrowKube } from './errors.js';
+import { createOrReplace } from './create-or-replace.js';
 import { recordEvent } from './events.js';
 import { kubeconfigSecretName } from './kubeconfig-secret.js';
 
@@ -138,16 +139,11 @@ export function createProvisioningActivities({
         metadata: { name, labels: { [CLUSTER_LABEL]: input.cluster } },
         data: input.data,
       };
-      try {
-        try {
-          await core.createNamespacedConfigMap({ namespace: input.namespace, body });
-        } catch (err) {
-          if (!isConflict(err)) throw err;
-          await core.replaceNamespacedConfigMap({ name, namespace: input.namespace, body });
-        }
-      } catch (err) {
-        rethrowKube(`write ConfigMap ${input.namespace}/${name}`, err);
-      }
+      await createOrReplace(
+        `ConfigMap ${input.namespace}/${name}`,
+        () => core.createNamespacedConfigMap({ namespace: input.namespace, body }),
+        () => core.replaceNamespacedConfigMap({ name, namespace: input.namespace, body }),
+      );
     },
 
     /** Removes what an install left next to the resource. */
