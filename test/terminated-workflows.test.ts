@@ -287,7 +287,10 @@ describe('an allocator that ends while it holds a Lock', () => {
     await allocator.cancel();
     await released();
     // Let go by the allocator on its way out (the release is in its history), not left to GC.
-    expect((await allocator.describe()).status.name).toBe('CANCELLED');
+    // The release is its last step; the run closes a moment after it.
+    await waitFor('the allocator to close as cancelled', async () =>
+      (await allocator.describe()).status.name === 'CANCELLED' ? true : undefined,
+    );
     expect(await historyText(scope.temporal.client, allocatorId())).toContain('syncLocks');
     await scope.taskRuns.complete(tr.name);
     await scope.taskRuns.waitForSecretGone(tr.name, 30_000);
