@@ -165,6 +165,40 @@ describe('a kubespray run', () => {
     });
   });
 
+  it('removes just the named node, and scales it back in with --limit', async () => {
+    const run = (extra: Partial<PlaybookInput>) =>
+      new MockActivityEnvironment().run(activities.runPlaybook, input('delta', extra));
+    // The hosts are delta's, as the test before left them.
+    await run({ playbook: 'remove-node.yml', limit: ['worker-2'] });
+    expect([await marker(m), await marker(w1), await marker(w2)]).toEqual([
+      'master in delta',
+      'worker-1 in delta',
+      '',
+    ]);
+    const scaled = (await run({ playbook: 'scale.yml', limit: ['worker-2'] })) as PlaybookOutcome;
+    expect(Object.keys(scaled.recap)).toEqual(['worker-2']);
+    expect(await marker(w2)).toBe('worker-2 in delta');
+  });
+
+  it('reports what is wrong on a node in its words, naming the node', async () => {
+    await pool.hosts[w1]!.exec([
+      'sh',
+      '-c',
+      'echo "disk /dev/sdb is read-only" > /var/tmp/hostflow-stand-in-broken',
+    ]);
+    try {
+      await expect(
+        new MockActivityEnvironment().run(activities.runPlaybook, input('epsilon')),
+      ).rejects.toMatchObject({
+        message: expect.stringMatching(
+          /^kubespray cluster\.yml failed on host worker-1 at task "Check the node": disk \/dev\/sdb is read-only/,
+        ),
+      });
+    } finally {
+      await pool.hosts[w1]!.exec(['rm', '-f', '/var/tmp/hostflow-stand-in-broken']);
+    }
+  });
+
   it('resets every node', async () => {
     await new MockActivityEnvironment().run(
       activities.runPlaybook,

@@ -52,7 +52,10 @@ export interface PlaybookInput {
   groupVars: string;
   sshUser: string;
   sshKeySecret: string;
-  /** Only these hosts (scale.yml, remove-node.yml). */
+  /**
+   * Only these nodes: `--limit` for scale.yml, the `node` variable for remove-node.yml (which
+   * must still reach the control plane to drain and delete them), as kubespray's docs run them.
+   */
   limit?: string[];
   /** The first control plane's IP: the stored kubeconfig's server. */
   controlPlaneIp?: string;
@@ -143,6 +146,23 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
 
 export type PlaybookActivities = ReturnType<typeof createPlaybookActivities>;
 
+/** kubespray's reset.yml and remove-node.yml ask "are you sure?"; nobody is there to answer. */
+const ASKS_FIRST: readonly Playbook[] = ['reset.yml', 'remove-node.yml'];
+
+/** The per-playbook arguments: which nodes, and the confirmation a prompt would wait for. */
+function playbookVars(input: PlaybookInput): string[] {
+  const nodes = input.limit ?? [];
+  const vars: Record<string, unknown> = {};
+  if (ASKS_FIRST.includes(input.playbook)) vars.skip_confirmation = true;
+  if (input.playbook === 'remove-node.yml' && nodes.length) vars.node = nodes.join(',');
+  const limit = input.playbook !== 'remove-node.yml' && nodes.length;
+  return [
+    ...(limit ? ['--limit', nodes.join(',')] : []),
+    // JSON in one argument (no shell): labels were checked, and quoting cannot go wrong.
+    ...(Object.keys(vars).length ? ['--extra-vars', JSON.stringify(vars)] : []),
+  ];
+}
+
 function runAnsible(
   deps: PlaybookDeps,
   input: PlaybookInput,
@@ -171,7 +191,7 @@ function runAnsible(
     input.sshUser,
     '--private-key',
     keyFile,
-    ...(input.limit?.length ? ['--limit', input.limit.join(',')] : []),
+    ...playbookVars(input),
   ];
   const child = spawn('setpriv', args, {
     cwd: dir,
