@@ -133,12 +133,17 @@ export function createBareMetalHostActivities({ custom }: { custom: CustomObject
       for (const host of input.hosts) await setConsumer(host, input.consumer);
     },
 
-    /** Frees every host the Provisioning consumes, for other clusters. */
-    async releaseBareMetalHosts(input: { consumer: HostRef }): Promise<string[]> {
+    /**
+     * Frees the hosts the Provisioning consumes, for other clusters: all of them, or all but
+     * `keep` (the nodes it still has after a scale-down or a re-assignment).
+     */
+    async releaseBareMetalHosts(input: { consumer: HostRef; keep?: HostRef[] }): Promise<string[]> {
       const mine = `${input.consumer.namespace}/${input.consumer.name}`;
+      const keep = new Set((input.keep ?? []).map((host) => `${host.namespace}/${host.name}`));
       const released: string[] = [];
       for (const host of await list()) {
         if (consumerOf(host) !== mine) continue;
+        if (keep.has(`${host.metadata.namespace}/${host.metadata.name}`)) continue;
         await setConsumer(host.metadata, undefined);
         released.push(`${host.metadata.namespace}/${host.metadata.name}`);
       }

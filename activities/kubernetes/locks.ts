@@ -62,7 +62,8 @@ export function createLockActivities({ custom, engineNamespace, namespaces }: Lo
     [LOCK_ENGINE_LABEL]: engineNamespace,
   };
 
-  async function listManaged(): Promise<LockObject[]> {
+  /** The engine's Locks: cluster-wide, or in its namespaces and `alsoIn`. */
+  async function listManaged(alsoIn: string[] = []): Promise<LockObject[]> {
     try {
       if (!namespaces) {
         const all = (await custom.listClusterCustomObject({
@@ -72,7 +73,7 @@ export function createLockActivities({ custom, engineNamespace, namespaces }: Lo
         return all.items;
       }
       const lists = await Promise.all(
-        namespaces.map(
+        [...new Set([...namespaces, ...alsoIn])].map(
           (namespace) =>
             custom.listNamespacedCustomObject({
               ...LOCK_API,
@@ -140,12 +141,21 @@ export function createLockActivities({ custom, engineNamespace, namespaces }: Lo
      * Makes what `holder` locks exactly `wanted`: takes the Locks it lacks, and lets go of the
      * others (deleting a Lock whose last holder it was). Idempotent; `wanted: []` releases all.
      */
-    async syncLocks(input: { holder: string; wanted: LockTarget[] }): Promise<LockSync> {
+    async syncLocks(input: {
+      holder: string;
+      wanted: LockTarget[];
+      /**
+       * Where else this holder may hold Locks, for an engine that serves one namespace (and so
+       * lists Locks only there) yet locks objects elsewhere, such as BareMetalHosts.
+       */
+      alsoIn?: string[];
+    }): Promise<LockSync> {
       const { holder, wanted } = input;
+      const alsoIn = [...(input.alsoIn ?? []), ...wanted.map((target) => target.namespace)];
       const want = new Map(wanted.map((target) => [lockRef(target), target]));
       for (let round = 0; round < MAX_ROUNDS; round++) {
         const existing = new Map(
-          (await listManaged()).map((lock) => [lockRef(lock.metadata), lock]),
+          (await listManaged(alsoIn)).map((lock) => [lockRef(lock.metadata), lock]),
         );
         const outcome: LockSync = { held: [], lockedByOthers: [] };
         let lost = false;
