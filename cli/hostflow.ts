@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { REPLAY_USAGE, runReplay } from './replay.js';
+import { RETRY_USAGE, runRetry } from './retry.js';
 import { runStart, START_USAGE, type StartOptions } from './start.js';
 
 const USAGE = `usage: hostflow <command> [options]
@@ -10,8 +11,10 @@ const USAGE = `usage: hostflow <command> [options]
 commands:
   start    run the engine: Temporal, Kubernetes API, bridge and worker
   replay   replay a recorded workflow history against this code
+  retry    resume a Failed Provisioning at the step that failed
 ${START_USAGE}
-${REPLAY_USAGE}`;
+${REPLAY_USAGE}
+${RETRY_USAGE}`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -20,6 +23,7 @@ export async function main(argv: string[]): Promise<number> {
     return command ? 0 : 2;
   }
   if (command === 'replay') return replay(rest);
+  if (command === 'retry') return retry(rest);
   if (command !== 'start') {
     console.error(`hostflow: unknown command "${command}"\n\n${USAGE}`);
     return 2;
@@ -79,6 +83,27 @@ async function replay(args: string[]): Promise<number> {
     return await runReplay(values['workflow-id'], positionals[0]);
   } catch (err) {
     console.error(`hostflow replay: ${(err as Error).message}\n${REPLAY_USAGE}`);
+    return 2;
+  }
+}
+
+async function retry(args: string[]): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: true,
+      options: { kubeconfig: { type: 'string' }, context: { type: 'string' } },
+    });
+    if (positionals.length !== 2) throw new Error('give the kind and NAMESPACE/NAME');
+    return await runRetry({
+      kind: positionals[0],
+      target: positionals[1],
+      kubeconfig: values.kubeconfig,
+      context: values.context,
+    });
+  } catch (err) {
+    console.error(`hostflow retry: ${(err as Error).message}\n${RETRY_USAGE}`);
     return 2;
   }
 }

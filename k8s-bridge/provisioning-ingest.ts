@@ -8,6 +8,7 @@ import {
   CLUSTER_LABEL,
   IP_SOURCE_ANNOTATION,
   PROVISIONING_API,
+  RETRY_ANNOTATION,
   type ProvisioningSpec,
 } from '../shared/bpa-api.js';
 import { innermostMessage } from '../shared/failures.js';
@@ -106,6 +107,7 @@ export class ProvisioningIngest {
       spec: item.spec ?? {},
       ipSource: annotations?.[IP_SOURCE_ANNOTATION] === 'dhcp' ? 'dhcp' : 'nic',
       deleting: gone || deletionTimestamp !== undefined,
+      ...(annotations?.[RETRY_ANNOTATION] ? { retry: annotations[RETRY_ANNOTATION] } : {}),
     };
     try {
       if (gone) {

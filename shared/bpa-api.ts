@@ -80,3 +80,12 @@ export interface HostInventory {
 }
 /** On a Provisioning: `dhcp` takes node IPs from the DHCP server's leases instead of the hosts' NICs. */
 export const IP_SOURCE_ANNOTATION = 'bpa.akraino.org/ip-source';
+/**
+ * On a Provisioning: set it to a new value (`hostflow retry provisioning` writes the time) to
+ * resume a Failed one from the step that failed, or to look again at a Refused one.
+ */
+export const RETRY_ANNOTATION = 'hostflow.dev/retry';
+
+/** What a Provisioning keeps next to itself, named after its cluster as the original did. */
+export const installerKeySecretName = (cluster: string) => `${cluster}-ssh-key`;
+export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;

@@ -99,6 +99,8 @@ export interface ProvisioningObservation {
   ipSource: 'nic' | 'dhcp';
   /** Its deletionTimestamp is set (or it is gone): reset, release, and let it go. */
   deleting: boolean;
+  /** Its retry annotation: a new value resumes a failed run (RETRY_ANNOTATION). */
+  retry?: string;
 }
 
 export const provisioningObserved = defineSignal<[ProvisioningObservation]>('provisioningObserved');

@@ -8,29 +8,27 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
-import { hostMac, startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import {
-  BAREMETALHOST_API,
-  HOST_SSH_ANNOTATIONS,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
   type ProvisioningSpec,
 } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { historyText } from './support/history-text.js';
 import { createScope, type TestScope } from './support/scope.js';
 
 const sfx = uniqueSuffix();
-const metal3 = `metal3-${sfx}`;
 /** Told to fail at "Install kubelet" on this node label (HOSTFLOW_STAND_IN_FAIL). */
 const DOOMED = 'doomed-worker';
 let scope: TestScope;
-let pool: SshHostPool;
+let metal: BareMetalHosts;
 let worker: EngineProcess;
 let bridge: EngineProcess;
-const macs: string[] = [];
+let macs: string[];
+let metal3: string;
 
 interface ProvisioningStatus {
   phase?: string;
@@ -43,54 +41,8 @@ interface ProvisioningStatus {
 
 beforeAll(async () => {
   scope = await createScope('prov');
-  const { core, custom } = scope.kube;
-  pool = await startSshHosts({
-    count: 3,
-    stateDir: join(testEnv('stateDir'), `ssh-prov-${sfx}`),
-    prefix: `pv${sfx.slice(0, 4)}`,
-  });
-  await core.createNamespace({ body: { metadata: { name: metal3 } } });
-  for (const [i, host] of pool.hosts.entries()) {
-    const mac = await hostMac(host);
-    macs.push(mac);
-    const name = `node-${i}`;
-    await core.createNamespacedSecret({
-      namespace: metal3,
-      body: { metadata: { name: `${name}-admin` }, stringData: { id_rsa: host.adminPrivateKey } },
-    });
-    const body = {
-      apiVersion: 'metal3.io/v1alpha1',
-      kind: 'BareMetalHost',
-      metadata: {
-        name,
-        annotations: {
-          [HOST_SSH_ANNOTATIONS.secret]: `${name}-admin`,
-          [HOST_SSH_ANNOTATIONS.user]: host.adminUser,
-        },
-      },
-      spec: { online: true },
-    };
-    const created = (await custom.createNamespacedCustomObject({
-      ...BAREMETALHOST_API,
-      namespace: metal3,
-      body,
-    })) as Record<string, unknown>;
-    await custom.replaceNamespacedCustomObjectStatus({
-      ...BAREMETALHOST_API,
-      namespace: metal3,
-      name,
-      body: {
-        ...created,
-        status: {
-          hardware: {
-            cpu: { count: 4 + i * 4, arch: 'x86_64' },
-            ramMebibytes: 8192,
-            nics: [{ name: 'eth0', mac, ip: host.address }],
-          },
-        },
-      },
-    });
-  }
+  metal = await registerBareMetalHosts(scope, { count: 3, sfx });
+  ({ macs, namespace: metal3 } = metal);
   const env = {
     HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
     HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
@@ -103,15 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([bridge?.stop(), worker?.stop()]);
-  await pool?.stop();
-  const { core, custom } = scope.kube;
-  for (const name of ['node-0', 'node-1', 'node-2']) {
-    await custom
-      .deleteNamespacedCustomObject({ ...BAREMETALHOST_API, namespace: metal3, name })
-      .catch(() => undefined);
-  }
-  await core.deleteCollectionNamespacedSecret({ namespace: metal3 }).catch(() => undefined);
-  await core.deleteNamespace({ name: metal3 }).catch(() => undefined);
+  await metal?.dispose();
   await scope?.dispose();
 });
 
@@ -160,17 +104,8 @@ async function phase(
   );
 }
 
-const consumerOf = async (index: number) =>
-  (
-    (await scope.kube.custom.getNamespacedCustomObject({
-      ...BAREMETALHOST_API,
-      namespace: metal3,
-      name: `node-${index}`,
-    })) as { spec?: { consumerRef?: { name?: string } } }
-  ).spec?.consumerRef?.name;
-
-const marker = async (index: number) =>
-  (await pool.hosts[index]!.exec(['cat', '/var/tmp/hostflow-stand-in-kubelet'])).stdout.trim();
+const consumerOf = async (index: number) => (await metal.consumerOf(index))?.split('/')[1];
+const marker = (index: number) => metal.marker(index);
 
 /** The Events of this reason, once there are `count` (they follow the status write). */
 const events = (reason: string, count: number) =>
@@ -194,18 +129,23 @@ describe('a Provisioning', () => {
     // As `kubectl get bpa -w` shows them; Assigning takes milliseconds, too short to poll.
     expect(seen.slice(-2)).toEqual(['Installing', 'Ready']);
     expect(status.nodes).toEqual([
-      { label: 'master', roles: ['master'], host: `${metal3}/node-0`, ip: pool.hosts[0]!.address },
+      {
+        label: 'master',
+        roles: ['master'],
+        host: `${metal3}/node-0`,
+        ip: metal.pool.hosts[0]!.address,
+      },
       {
         label: 'worker-1',
         roles: ['worker'],
         host: `${metal3}/node-1`,
-        ip: pool.hosts[1]!.address,
+        ip: metal.pool.hosts[1]!.address,
       },
       {
         label: 'worker-2',
         roles: ['worker'],
         host: `${metal3}/node-2`,
-        ip: pool.hosts[2]!.address,
+        ip: metal.pool.hosts[2]!.address,
       },
     ]);
     expect(await marker(2)).toBe('worker-2 in cluster-alpha');
@@ -214,16 +154,16 @@ describe('a Provisioning', () => {
       namespace: scope.namespace,
     });
     expect(Buffer.from(secret.data!.value!, 'base64').toString('utf8')).toContain(
-      `server: https://${pool.hosts[0]!.address}:6443`,
+      `server: https://${metal.pool.hosts[0]!.address}:6443`,
     );
     const ipMap = await scope.kube.core.readNamespacedConfigMap({
       name: 'cluster-alpha-configmap',
       namespace: scope.namespace,
     });
     expect(ipMap.data).toEqual({
-      MASTER_master: pool.hosts[0]!.address,
-      'WORKER_worker-1': pool.hosts[1]!.address,
-      'WORKER_worker-2': pool.hosts[2]!.address,
+      MASTER_master: metal.pool.hosts[0]!.address,
+      'WORKER_worker-1': metal.pool.hosts[1]!.address,
+      'WORKER_worker-2': metal.pool.hosts[2]!.address,
     });
     expect([await consumerOf(0), await consumerOf(1), await consumerOf(2)]).toEqual([
       'alpha',

@@ -154,6 +154,16 @@ export const kubespray = proxyActivities<PlaybookActivities>({
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
 });
 
+/**
+ * kubespray for runs since plans (provisioning.ts): the run heartbeats every 5 seconds, so a
+ * worker lost mid-playbook is noticed in 30 seconds and the run resumes on another.
+ */
+export const playbooks = proxyActivities<PlaybookActivities>({
+  startToCloseTimeout: '6 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
+});
+
 export const dhcp = proxyLocalActivities<DhcpActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },

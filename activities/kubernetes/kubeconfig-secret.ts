@@ -4,11 +4,10 @@
 // leaves the worker except into this Secret.
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
-import { CLUSTER_LABEL } from '../../shared/bpa-api.js';
+import { CLUSTER_LABEL, kubeconfigSecretName } from '../../shared/bpa-api.js';
 import { createOrReplace } from './create-or-replace.js';
 
 export const KUBECONFIG_KEY = 'value';
-export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;
 
 export function createKubeconfigStore(core: CoreV1Api) {
   return async function storeKubeconfig(input: {

@@ -7,11 +7,15 @@ import {
   type CoreV1Api,
   type CustomObjectsApi,
 } from '@kubernetes/client-node';
-import { CLUSTER_LABEL, PROVISIONING_API, PROVISIONING_FINALIZER } from '../../shared/bpa-api.js';
+import {
+  CLUSTER_LABEL,
+  kubeconfigSecretName,
+  PROVISIONING_API,
+  PROVISIONING_FINALIZER,
+} from '../../shared/bpa-api.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { createOrReplace } from './create-or-replace.js';
 import { recordEvent } from './events.js';
-import { kubeconfigSecretName } from './kubeconfig-secret.js';
 
 export interface ProvisioningRef {
   namespace: string;

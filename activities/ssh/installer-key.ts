@@ -5,11 +5,9 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import ssh2 from 'ssh2';
-import { CLUSTER_LABEL } from '../../shared/bpa-api.js';
+import { CLUSTER_LABEL, installerKeySecretName } from '../../shared/bpa-api.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { withSsh } from './session.js';
-
-export const installerKeySecretName = (cluster: string) => `${cluster}-ssh-key`;
 
 export interface KeyHost {
   label: string;

@@ -6,6 +6,7 @@
 //   also names.
 // - A node without one gets the free host that meets its cpu, memory, sriov and qat with the
 //   least to spare (then by name), so large hosts stay for nodes that need them.
+// - A node already installed on a host keeps it while the host still meets its requirements.
 // - A host serves one cluster at a time. A label in both lists is one dual-role node; with no
 //   workers, the masters also work (as in the seed).
 // - What can never work is refused with a precise message, before anything runs.
@@ -142,6 +143,8 @@ export function assignRoles(
   /** `<namespace>/<name>` of the Provisioning: hosts it already consumes stay its own. */
   consumer: string,
   hosts: HostInventory[],
+  /** The nodes as last installed: a node matched by resources keeps its host while it fits. */
+  current: AssignedNode[] = [],
 ): Assignment {
   const { nodes, problems } = checkSpec(spec);
   if (problems.length) return { ok: false, problems };
@@ -178,7 +181,16 @@ export function assignRoles(
     (host.cpus ?? 0) - (node.cpu ?? 0),
     (host.ramMebibytes ?? 0) - (mebibytes(String(node.memory ?? '0')) ?? 0),
   ];
-  for (const node of nodes.filter((n) => !n['mac-address'])) {
+  const byResources = nodes.filter((n) => !n['mac-address']);
+  // Then nodes already on a host that still fits: a changed spec never moves a running node.
+  for (const node of byResources) {
+    const was = current.find((n) => n.label === node.label)?.host;
+    const host = was && hosts.find((h) => h.namespace === was.namespace && h.name === was.name);
+    if (host && free(host) && !shortfall(node, host) && host.nics.length > 0) {
+      place(node, host, normalMac(host.nics[0]!.mac));
+    }
+  }
+  for (const node of byResources.filter((n) => !assigned.some((a) => a.label === n.label))) {
     const candidates = hosts
       .filter((host) => free(host) && !shortfall(node, host) && host.nics.length > 0)
       .sort((a, b) => {

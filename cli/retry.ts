@@ -1,0 +1,78 @@
+// `hostflow retry provisioning <ns>/<name>`: on-call resumes a Failed Provisioning from the step
+// that failed, once the cause is fixed (or has a Refused one looked at again). It writes the
+// retry annotation, as `kubectl annotate` would, so the request is in the resource's history and
+// the bridge delivers it like any change; the workflow keeps both runs in its history.
+import {
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { PROVISIONING_API, RETRY_ANNOTATION } from '../shared/bpa-api.js';
+import { statusCode } from '../shared/kube-errors.js';
+
+export const RETRY_USAGE = `
+retry options:
+  hostflow retry provisioning NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
+      Resumes a Failed Provisioning at the step that failed (fix the cause first), or looks at a
+      Refused one again. Same as: kubectl annotate provisioning NAME ${RETRY_ANNOTATION}=<now> --overwrite`;
+
+const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+export interface RetryOptions {
+  kind: string | undefined;
+  target: string | undefined;
+  kubeconfig?: string;
+  context?: string;
+}
+
+/** Checks the arguments; a message saying what is wrong, or the resource to retry. */
+export function parseRetryTarget(options: RetryOptions): { namespace: string; name: string } {
+  if (options.kind !== 'provisioning') {
+    throw new Error(
+      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning"`,
+    );
+  }
+  const [namespace, name, ...rest] = (options.target ?? '').split('/');
+  if (!namespace || !name || rest.length || !NAME.test(namespace) || !NAME.test(name)) {
+    throw new Error(
+      `"${options.target ?? ''}" is not NAMESPACE/NAME of a Provisioning (e.g. demo/bpa-sample)`,
+    );
+  }
+  return { namespace, name };
+}
+
+export async function runRetry(options: RetryOptions): Promise<number> {
+  const { namespace, name } = parseRetryTarget(options);
+  const kc = new KubeConfig();
+  if (options.kubeconfig) kc.loadFromFile(options.kubeconfig);
+  else kc.loadFromDefault();
+  if (options.context) kc.setCurrentContext(options.context);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const requested = new Date().toISOString();
+  try {
+    await custom.patchNamespacedCustomObject(
+      {
+        ...PROVISIONING_API,
+        namespace,
+        name,
+        body: { metadata: { annotations: { [RETRY_ANNOTATION]: requested } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  } catch (err) {
+    const code = statusCode(err);
+    const why =
+      code === 404
+        ? `there is no Provisioning ${namespace}/${name}`
+        : code === 403
+          ? `you may not patch Provisionings in ${namespace} (${(err as Error).message})`
+          : (err as Error).message;
+    console.error(`hostflow retry: ${why}`);
+    return 1;
+  }
+  console.log(
+    `hostflow retry: asked Provisioning ${namespace}/${name} to retry (${RETRY_ANNOTATION}=${requested}); watch it with kubectl get bpa -n ${namespace} -w`,
+  );
+  return 0;
+}

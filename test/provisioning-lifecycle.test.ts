@@ -1,0 +1,348 @@
+// A Provisioning's life after its first install, end to end: real bridge and worker processes,
+// real SSH hosts registered as metal3 BareMetalHosts, real ansible-playbook, real Locks enforced
+// by the API server. The playbooks are the project's stand-in for kubespray
+// (local-stack/kubespray-stand-in): real kubespray cannot install Kubernetes on hosts that share
+// this machine's kernel and have no systemd. A file on a host breaks or slows that node.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../local-stack/paths.js';
+import { waitFor } from '../local-stack/process.js';
+import {
+  BAREMETALHOST_API,
+  PROVISIONING_API,
+  RETRY_ANNOTATION,
+  type ProvisioningSpec,
+} from '../shared/bpa-api.js';
+import { statusCode } from '../shared/kube-errors.js';
+import { LOCK_API, LOCKABLE_LABEL } from '../shared/lock-api.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { createScope, type TestScope } from './support/scope.js';
+import { tenantIdentity } from './support/service-account.js';
+
+const run = promisify(execFile);
+const sfx = uniqueSuffix();
+const clustersDir = join(testEnv('stateDir'), `clusters-${sfx}`);
+const workerEnv = {
+  HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
+  HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+  HOSTFLOW_PROVISIONING_DIR: clustersDir,
+};
+let scope: TestScope;
+let metal: BareMetalHosts;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+/** People without the engine's exemption: Locks apply to them. */
+let hostAdmin: CustomObjectsApi;
+let clusterAdmin: CustomObjectsApi;
+
+interface Status {
+  phase?: string;
+  step?: string;
+  failedStep?: string;
+  workers?: number;
+  observedGeneration?: number;
+  install?: { playbook?: string; failedHost?: string; failedTask?: string };
+  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+}
+
+beforeAll(async () => {
+  scope = await createScope('provlc');
+  const { kc } = kube();
+  metal = await registerBareMetalHosts(scope, { count: 3, sfx, lockable: true });
+  await scope.kube.core.patchNamespace(
+    {
+      name: scope.namespace,
+      body: { metadata: { labels: { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value } } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  const person = async (namespace: string, group: string, resource: string) =>
+    (
+      await tenantIdentity(kc as KubeConfig, namespace, [
+        { apiGroups: [group], resources: [resource], verbs: ['*'] },
+      ])
+    ).makeApiClient(CustomObjectsApi);
+  hostAdmin = await person(metal.namespace, BAREMETALHOST_API.group, BAREMETALHOST_API.plural);
+  clusterAdmin = await person(scope.namespace, PROVISIONING_API.group, PROVISIONING_API.plural);
+  worker = await startWorker(scope, workerEnv);
+  bridge = await startBridge(scope);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([bridge?.stop(), worker?.stop()]);
+  await metal?.dispose();
+  await scope?.dispose();
+});
+
+const provisioning = { ...PROVISIONING_API, namespace: '' };
+const ns = () => scope.namespace;
+
+async function create(name: string, cluster: string, spec: ProvisioningSpec): Promise<void> {
+  await scope.kube.custom.createNamespacedCustomObject({
+    ...provisioning,
+    namespace: ns(),
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Provisioning',
+      metadata: { name, labels: { cluster } },
+      spec,
+    },
+  });
+}
+
+const patchSpec = (name: string, spec: ProvisioningSpec, as = scope.kube.custom) =>
+  as.patchNamespacedCustomObject(
+    { ...provisioning, namespace: ns(), name, body: { spec } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+
+const status = async (name: string): Promise<Status | undefined> =>
+  (
+    (await scope.kube.custom.getNamespacedCustomObject({
+      ...provisioning,
+      namespace: ns(),
+      name,
+    })) as {
+      status?: Status;
+    }
+  ).status;
+
+/** Waits until the status satisfies `done`. */
+const until = (name: string, what: string, done: (status: Status) => boolean) =>
+  waitFor(
+    `Provisioning ${name}: ${what}`,
+    async () => {
+      const found = await status(name);
+      return found && done(found) ? found : undefined;
+    },
+    { timeoutMs: 150_000, intervalMs: 250 },
+  );
+
+const readyAt = (generation: number, reason: string) => (s: Status) =>
+  s.phase === 'Ready' &&
+  s.observedGeneration === generation &&
+  s.conditions?.[0]?.reason === reason;
+
+const events = async (name: string, reason: string) =>
+  (await scope.kube.core.listNamespacedEvent({ namespace: ns() })).items.filter(
+    (e) => e.involvedObject.name === name && e.reason === reason,
+  );
+
+/** The answer to a person's request: `allowed`, or the API server's refusal. */
+async function answer(request: Promise<unknown>): Promise<string> {
+  try {
+    await request;
+    return 'allowed';
+  } catch (err) {
+    return `${statusCode(err)}: ${(err as { body?: string }).body ?? (err as Error).message}`;
+  }
+}
+
+const deleteHost = (index: number) =>
+  answer(
+    hostAdmin.deleteNamespacedCustomObject({
+      ...BAREMETALHOST_API,
+      namespace: metal.namespace,
+      name: `node-${index}`,
+      dryRun: 'All',
+    }),
+  );
+
+const lockOf = (index: number) =>
+  scope.kube.custom
+    .getNamespacedCustomObject({ ...LOCK_API, namespace: metal.namespace, name: `node-${index}` })
+    .then(
+      () => true,
+      (err: unknown) => (statusCode(err) === 404 ? false : Promise.reject(err)),
+    );
+
+async function deleteAndWait(name: string): Promise<void> {
+  await scope.kube.custom.deleteNamespacedCustomObject({ ...provisioning, namespace: ns(), name });
+  await waitFor(
+    `${name} to go`,
+    () =>
+      scope.kube.custom.getNamespacedCustomObject({ ...provisioning, namespace: ns(), name }).then(
+        () => undefined,
+        (err: unknown) => (statusCode(err) === 404 ? true : Promise.reject(err)),
+      ),
+    { timeoutMs: 150_000 },
+  );
+}
+
+const hostflow = (...args: string[]) =>
+  run(process.execPath, [join(REPO_ROOT, 'dist/cli/hostflow.js'), ...args]).then(
+    ({ stdout }) => ({ code: 0, output: stdout }),
+    (err: { code: number; stderr: string }) => ({ code: err.code, output: err.stderr }),
+  );
+
+describe('an installed Provisioning', () => {
+  it('drops a worker with remove-node.yml and adds one with scale.yml; the hosts it holds cannot be deleted', async () => {
+    const [mac0, mac1, mac2] = metal.macs;
+    await create('lc', 'cluster-lc', {
+      masters: [{ m: { 'mac-address': mac0! } }],
+      workers: [{ w1: { 'mac-address': mac1! } }, { w2: { 'mac-address': mac2! } }],
+    });
+    await until('lc', 'installed', readyAt(1, 'Installed'));
+    expect(await deleteHost(2)).toMatch(
+      /^403: .*is locked by Lock .*node w2 of cluster cluster-lc/,
+    );
+
+    await patchSpec('lc', { workers: [{ w1: { 'mac-address': mac1! } }] });
+    const down = await until('lc', 'scaled down', readyAt(2, 'Scaled'));
+    expect(down.workers).toBe(1);
+    expect(down.conditions?.[0]?.message).toBe('cluster cluster-lc has 2 nodes; removed w2');
+    expect([await metal.marker(0), await metal.marker(1), await metal.marker(2)]).toEqual([
+      'm in cluster-lc',
+      'w1 in cluster-lc',
+      '',
+    ]);
+    expect(await metal.consumerOf(2)).toBeUndefined();
+    expect(await lockOf(2)).toBe(false);
+    expect(await deleteHost(2)).toBe('allowed');
+
+    // By resources: the 12-CPU host is the only one left that fits.
+    await patchSpec('lc', { workers: [{ w1: { 'mac-address': mac1! } }, { w3: { cpu: 12 } }] });
+    const up = await until('lc', 'scaled up', readyAt(3, 'Scaled'));
+    expect(up.workers).toBe(2);
+    expect(await metal.marker(2)).toBe('w3 in cluster-lc');
+    expect(await metal.consumerOf(2)).toBe(`${ns()}/lc`);
+    expect(await lockOf(2)).toBe(true);
+    expect((await events('lc', 'Scaled')).map((e) => e.message).sort()).toEqual([
+      'cluster cluster-lc has 2 nodes; removed w2',
+      'cluster cluster-lc has 3 nodes; added w3',
+    ]);
+
+    // What kubespray cannot change on a live cluster is refused; the cluster runs on.
+    await patchSpec('lc', { masters: [{ 'm-renamed': { 'mac-address': mac0! } }] });
+    const refused = await until('lc', 'change refused', readyAt(4, 'ChangeRefused'));
+    expect(refused.conditions?.[0]?.message).toMatch(
+      /the masters of an installed cluster cannot change .*; the cluster runs as last installed$/,
+    );
+    expect(await metal.marker(0)).toBe('m in cluster-lc');
+
+    await deleteAndWait('lc');
+    expect([await metal.marker(0), await metal.marker(1), await metal.marker(2)]).toEqual([
+      '',
+      '',
+      '',
+    ]);
+    expect([await lockOf(0), await lockOf(1), await lockOf(2)]).toEqual([false, false, false]);
+  }, 300_000);
+
+  it('stays Failed with its hosts until on-call fixes the cause and retries, resuming at the failed step', async () => {
+    const [mac0, mac1] = metal.macs;
+    const broken = [
+      'sh',
+      '-c',
+      'echo "disk /dev/sdb is read-only" > /var/tmp/hostflow-stand-in-broken',
+    ];
+    await metal.pool.hosts[1]!.exec(broken);
+    await create('rt', 'cluster-rt', {
+      masters: [{ m: { 'mac-address': mac0! } }],
+      workers: [{ w: { 'mac-address': mac1! } }],
+    });
+    const failed = await until('rt', 'failed', (s) => s.phase === 'Failed');
+    expect(failed.failedStep).toBe('Run kubespray cluster.yml');
+    expect(failed.install).toMatchObject({ failedHost: 'w', failedTask: 'Check the node' });
+    expect(failed.conditions?.[0]).toMatchObject({
+      reason: 'InstallFailed',
+      message: expect.stringMatching(
+        /^kubespray cluster\.yml failed on host w at task "Check the node": disk \/dev\/sdb is read-only/,
+      ),
+    });
+    expect(await metal.consumerOf(1)).toBe(`${ns()}/rt`);
+
+    // The CLI checks what it is given before touching anything.
+    expect(await hostflow('retry', 'provisioning', 'not-a-name')).toMatchObject({
+      code: 2,
+      output: expect.stringContaining('"not-a-name" is not NAMESPACE/NAME of a Provisioning'),
+    });
+    const kubeconfig = testEnv('kubeconfig');
+    expect(
+      await hostflow('retry', 'provisioning', `${ns()}/missing`, '--kubeconfig', kubeconfig),
+    ).toMatchObject({
+      code: 1,
+      output: expect.stringContaining(`no Provisioning ${ns()}/missing`),
+    });
+
+    await metal.pool.hosts[1]!.exec(['rm', '/var/tmp/hostflow-stand-in-broken']);
+    const retried = await hostflow(
+      'retry',
+      'provisioning',
+      `${ns()}/rt`,
+      '--kubeconfig',
+      kubeconfig,
+    );
+    expect(retried).toMatchObject({ code: 0, output: expect.stringContaining(RETRY_ANNOTATION) });
+    const ready = await until('rt', 'installed', readyAt(1, 'Installed'));
+    expect(ready.failedStep).toBeUndefined();
+    expect(ready.install).toEqual({ playbook: 'cluster.yml', log: expect.any(String) });
+    expect(await metal.marker(1)).toBe('w in cluster-rt');
+    expect(await events('rt', 'Retrying')).toHaveLength(1);
+
+    // Both runs are in the history; the key was handed out once: it resumed, not restarted.
+    const history = await scope.temporal.client.workflow
+      .getHandle(`provisioning/${ns()}/rt`)
+      .fetchHistory();
+    const scheduled = (history.events ?? [])
+      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+      .filter(Boolean);
+    expect(scheduled.filter((type) => type === 'runPlaybook')).toHaveLength(2);
+    expect(scheduled.filter((type) => type === 'authorizeInstallerKey')).toHaveLength(1);
+    await deleteAndWait('rt');
+  }, 300_000);
+
+  it('survives its worker killed mid-playbook: kubespray stops with it, and the install resumes on the next', async () => {
+    const [, , mac2] = metal.macs;
+    const node = metal.pool.hosts[2]!;
+    await node.exec(['sh', '-c', 'echo 15 > /var/tmp/hostflow-stand-in-slow']);
+    await create('kl', 'cluster-kl', { masters: [{ solo: { 'mac-address': mac2! } }] });
+    const dir = join(clustersDir, ns(), 'cluster-kl');
+    const runsOf = () =>
+      run('pgrep', ['-f', `--`, dir]).then(
+        ({ stdout }) => stdout.trim().split('\n').filter(Boolean),
+        () => [],
+      );
+    await until('kl', 'running kubespray', (s) => s.step === 'Run kubespray cluster.yml');
+    await waitFor('ansible-playbook to run', async () =>
+      (await runsOf()).length ? true : undefined,
+    );
+    // Its spec is locked while kubespray runs.
+    expect(await answer(patchSpec('kl', { PodSubnet: '10.9.0.0/16' }, clusterAdmin))).toMatch(
+      /^403: .*is locked by Lock .*kubespray cluster\.yml is running for cluster cluster-kl/,
+    );
+
+    process.kill(worker.pid, 'SIGKILL'); // the worker only: its kubespray must die on its own
+    await worker.exited;
+    // ansible-playbook dies at once (parent-death signal); a fork finishes its task and goes,
+    // holding the cluster's lock till then, so the retried run never overlaps it.
+    await waitFor(
+      'kubespray to stop with its worker',
+      async () => ((await runsOf()).length === 0 ? true : undefined),
+      { timeoutMs: 60_000 },
+    );
+    await node.exec(['rm', '/var/tmp/hostflow-stand-in-slow']);
+    worker = await startWorker(scope, workerEnv);
+    await until('kl', 'installed', readyAt(1, 'Installed'));
+    expect(await metal.marker(2)).toBe('solo in cluster-kl');
+    expect(readdirSync(dir).filter((file) => file.startsWith('cluster.')).length).toBeGreaterThan(
+      1,
+    );
+    const history = await scope.temporal.client.workflow
+      .getHandle(`provisioning/${ns()}/kl`)
+      .fetchHistory();
+    const attempts = (history.events ?? [])
+      .map((e) => e.activityTaskStartedEventAttributes?.attempt)
+      .filter((attempt) => attempt !== undefined && attempt !== null);
+    expect(Math.max(...(attempts as number[]))).toBeGreaterThanOrEqual(2);
+    await deleteAndWait('kl');
+    expect(await metal.consumerOf(2)).toBeUndefined();
+  }, 300_000);
+});

@@ -1,0 +1,82 @@
+// A Provisioning's nodes as the installer reaches them: each assigned host's IP (from its NIC
+// status or the DHCP server's leases) and admin login, checked before anything runs; and the
+// role → IP map the original kept in `<cluster>-configmap`.
+import type { HostInventory } from '../../shared/bpa-api.js';
+import { dhcp } from '../activities.js';
+import type { InventoryNode } from './inventory.js';
+import type { AssignedNode } from './roles.js';
+
+const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+const IP = /^(\d{1,3}\.){3}\d{1,3}$|^[0-9a-fA-F:]+$/;
+
+/** An assigned node with its IP: what the inventory lists. */
+export type ProvisioningNode = AssignedNode & InventoryNode;
+/** How the installer key reaches a host: its admin login. */
+export interface KeyHost {
+  label: string;
+  address: string;
+  user: string;
+  sshSecret: string;
+}
+
+/** Each node's IP (NIC status or DHCP lease) and how the installer key reaches it. */
+export async function nodeAddresses(
+  assigned: AssignedNode[],
+  hosts: HostInventory[],
+  source: 'nic' | 'dhcp',
+): Promise<{ nodes: ProvisioningNode[]; keyHosts: KeyHost[] } | { problems: string[] }> {
+  const problems: string[] = [];
+  const leases =
+    source === 'dhcp' ? await dhcp.leasedIps({ macs: assigned.map((n) => n.mac) }) : {};
+  const nodes: ProvisioningNode[] = [];
+  const keyHosts: KeyHost[] = [];
+  for (const node of assigned) {
+    const host = hosts.find(
+      (h) => h.namespace === node.host.namespace && h.name === node.host.name,
+    )!;
+    const ip =
+      source === 'dhcp' ? leases[node.mac]?.ip : host.nics.find((nic) => nic.mac === node.mac)?.ip;
+    const where = `${node.roles[0]} ${node.label} (BareMetalHost ${host.namespace}/${host.name})`;
+    if (!ip) {
+      problems.push(
+        `${where}: no IP for MAC ${node.mac}${source === 'dhcp' ? `: ${leases[node.mac]?.missing ?? 'no lease'}` : ' in its NIC status'}`,
+      );
+      continue;
+    }
+    if (!IP.test(ip)) problems.push(`${where}: ${ip} is not an IP address`);
+    const user = host.sshUser ?? 'root';
+    if (!USER.test(user)) problems.push(`${where}: ssh user ${user} is not a user name`);
+    if (!host.sshSecret) {
+      problems.push(
+        `${where}: no annotation bpa.akraino.org/ssh-secret naming the Secret with its admin key`,
+      );
+      continue;
+    }
+    nodes.push({ ...node, ip, user });
+    keyHosts.push({ label: node.label, address: ip, user, sshSecret: host.sshSecret });
+  }
+  return problems.length ? { problems } : { nodes, keyHosts };
+}
+
+/** MASTER_<label> / WORKER_<label> → IP, as the original's `<cluster>-configmap` had it. */
+export function ipMap(nodes: InventoryNode[]): Record<string, string> {
+  const data: Record<string, string> = {};
+  for (const node of nodes) {
+    for (const role of node.roles) data[`${role.toUpperCase()}_${node.label}`] = node.ip;
+  }
+  return data;
+}
+
+/** The status's node list and counts. */
+export function nodeSummary(nodes: ProvisioningNode[]) {
+  return {
+    masters: nodes.filter((n) => n.roles.includes('master')).length,
+    workers: nodes.filter((n) => n.roles.includes('worker')).length,
+    nodes: nodes.map((n) => ({
+      label: n.label,
+      roles: n.roles,
+      host: `${n.host.namespace}/${n.host.name}`,
+      ip: n.ip,
+    })),
+  };
+}

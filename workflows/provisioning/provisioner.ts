@@ -1,0 +1,339 @@
+// What one Provisioning workflow knows and does: the cluster as installed, the hosts it holds, the
+// nodes kubespray touched; planning a spec into steps, carrying them out, and tearing down. Every
+// step says where it is (status, details, Events), and a failing step leaves the plan resumable.
+// While it holds hosts it locks them against deletion, and while kubespray runs, its own spec.
+import { isCancellation, log } from '@temporalio/workflow';
+import type { Playbook, PlaybookOutcome } from '../../activities/ansible/playbook.js';
+import type { ProvisioningRef } from '../../activities/kubernetes/provisionings.js';
+import {
+  BAREMETALHOST_API,
+  installerKeySecretName,
+  PROVISIONING_API,
+  RETRY_ANNOTATION,
+} from '../../shared/bpa-api.js';
+import { innermostMessage } from '../../shared/failures.js';
+import type { LockTarget } from '../../shared/lock-api.js';
+import type { ProvisioningObservation } from '../../shared/messages.js';
+import { installerKey, locks, playbooks, provisioningKube as kube } from '../activities.js';
+import { renderGroupVars, renderInventory } from './inventory.js';
+import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
+import {
+  planInstall,
+  planScale,
+  unionNodes,
+  withoutNodes,
+  type InstalledCluster,
+  type Plan,
+  type PlanStep,
+} from './plans.js';
+import { failureDetails, ProvisioningReport } from './report.js';
+import { assignRoles } from './roles.js';
+
+export class Provisioner {
+  cluster: string;
+  generation = 0;
+  /** Plans started: Events of one try are one Event each, a retry's are new ones. */
+  tries = 0;
+  readonly report: ProvisioningReport;
+  private installed: InstalledCluster | undefined;
+  /** The nodes whose hosts it holds (claimed and locked). */
+  private held: ProvisioningNode[] = [];
+  /** Nodes kubespray ran on and no reset has undone: what a delete resets. */
+  private touched: ProvisioningNode[] = [];
+  private kubeconfigSecret: string | undefined;
+  /** Every namespace it ever locked a host in: where its Locks may be. */
+  private readonly lockedIn = new Set<string>();
+  /** The last kubespray run that succeeded, and where its log is. */
+  private lastRun: { playbook: Playbook; log: string } | undefined;
+  private readonly consumer: string;
+
+  constructor(
+    private readonly ref: ProvisioningRef,
+    private readonly holder: string,
+    cluster: string,
+  ) {
+    this.cluster = cluster;
+    this.consumer = `${ref.namespace}/${ref.name}`;
+    this.report = new ProvisioningReport(
+      ref,
+      () => ({
+        cluster: this.cluster,
+        generation: this.generation,
+        eventScope: `${this.generation}/${this.tries}`,
+      }),
+      true,
+    );
+  }
+
+  /** The steps from the cluster as it is to the one `seen` asks for; or why there are none. */
+  async plan(seen: ProvisioningObservation): Promise<Plan | 'refused' | 'gone'> {
+    const label = seen.cluster ?? '';
+    if (!this.installed) this.cluster = label;
+    if (!(await kube.addProvisioningFinalizer(this.ref))) return 'gone';
+    if (!this.installed)
+      await this.report.step('Assigning', 'Assign roles from the BareMetalHosts');
+    if (!label) {
+      return this.refuse(['the label `cluster` is missing: it names the cluster to build']);
+    }
+    const hosts = await kube.listBareMetalHosts();
+    const current = this.installed?.nodes ?? this.held;
+    const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
+    if (!assignment.ok) return this.refuse(assignment.problems);
+    const found = await nodeAddresses(assignment.nodes, hosts, seen.ipSource);
+    if ('problems' in found) return this.refuse(found.problems);
+    let plan: Plan;
+    if (this.installed) {
+      const scale = planScale(this.installed, { cluster: label, ...found, spec: seen.spec });
+      if ('problems' in scale) return this.refuse(scale.problems);
+      plan = scale.plan;
+    } else {
+      const dropped = withoutNodes(this.touched, found.nodes);
+      plan = planInstall(found.nodes, found.keyHosts, seen.spec, dropped);
+    }
+    try {
+      await kube.claimBareMetalHosts({ consumer: this.ref, hosts: plan.nodes.map((n) => n.host) });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return this.refuse([innermostMessage(err)]); // taken by another Provisioning meanwhile
+    }
+    this.held = unionNodes(this.installed?.nodes ?? this.touched, plan.nodes);
+    await this.release(); // hosts of an earlier try that nothing ran on
+    return plan;
+  }
+
+  /** Carries out `plan` from step `from`; the index of the step that failed, if one did. */
+  async carryOut(plan: Plan, from: number, goOn: () => boolean): Promise<number | undefined> {
+    for (let index = from; index < plan.steps.length; index++) {
+      if (!goOn()) return undefined; // being deleted: what was done is undone there
+      const step = plan.steps[index]!;
+      await this.report.step(plan.phase, step.what, {
+        ...(index === from ? nodeSummary(plan.nodes) : {}),
+        failedStep: null,
+      });
+      try {
+        await this.run(plan, step);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        await this.failed(step, err);
+        return index;
+      }
+    }
+    return undefined;
+  }
+
+  /** Resets what kubespray touched, frees the hosts and removes what it made. */
+  async tearDown(): Promise<void> {
+    await this.report.step('Deleting', 'Reset the hosts and release them');
+    if (this.touched.length) {
+      try {
+        const nodes = this.touched;
+        await this.playbook('reset.yml', nodes, this.installed?.podSubnet, []);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        // A host that is gone cannot be reset; it is released all the same.
+        await this.report.event('Warning', 'ResetFailed', innermostMessage(err));
+      }
+    }
+    this.held = [];
+    this.touched = [];
+    await kube.releaseBareMetalHosts({ consumer: this.ref });
+    await this.lock();
+    if (this.cluster)
+      await kube.deleteClusterOutputs({ namespace: this.ref.namespace, cluster: this.cluster });
+  }
+
+  /** Lets go of every Lock (a cancelled run's non-cancellable clean-up). */
+  async unlockAll(): Promise<void> {
+    await locks.syncLocks({ holder: this.holder, wanted: [], alsoIn: [...this.lockedIn].sort() });
+  }
+
+  private async run(plan: Plan, step: PlanStep): Promise<void> {
+    const { namespace } = this.ref;
+    const cluster = this.cluster;
+    const labels = step.nodes.map((node) => node.label);
+    switch (step.kind) {
+      case 'reset.yml':
+        await this.playbook('reset.yml', step.nodes, plan.podSubnet, plan.plugins);
+        this.touched = withoutNodes(this.touched, step.nodes);
+        this.held = withoutNodes(this.held, step.nodes);
+        await this.release();
+        return;
+      case 'key': {
+        const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster });
+        await installerKey.authorizeInstallerKey({
+          namespace,
+          keySecret,
+          hosts: plan.keyHosts.filter((host) => labels.includes(host.label)),
+        });
+        return;
+      }
+      case 'cluster.yml': {
+        this.touched = unionNodes(this.touched, step.nodes);
+        const outcome = await this.playbook(
+          'cluster.yml',
+          step.nodes,
+          plan.podSubnet,
+          plan.plugins,
+        );
+        this.kubeconfigSecret = outcome.kubeconfigSecret;
+        return;
+      }
+      case 'remove-node.yml': {
+        const before = this.installed!.nodes;
+        await this.playbook('remove-node.yml', before, plan.podSubnet, plan.plugins, labels);
+        this.installed!.nodes = withoutNodes(before, step.nodes);
+        this.touched = withoutNodes(this.touched, step.nodes);
+        this.held = withoutNodes(this.held, step.nodes);
+        await this.release();
+        return;
+      }
+      case 'scale.yml':
+        this.touched = unionNodes(this.touched, step.nodes);
+        await this.playbook('scale.yml', plan.nodes, plan.podSubnet, plan.plugins, labels);
+        return;
+      case 'outputs':
+        await kube.writeClusterIpMap({ namespace, cluster, data: ipMap(plan.nodes) });
+        return this.done(plan);
+    }
+  }
+
+  private async done(plan: Plan): Promise<void> {
+    const first = !this.installed;
+    const { podSubnet, plugins } = plan;
+    this.installed = {
+      cluster: this.cluster,
+      nodes: plan.nodes,
+      plugins,
+      ...(podSubnet ? { podSubnet } : {}),
+    };
+    const what = first
+      ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
+      : `cluster ${this.cluster} has ${plan.nodes.length} nodes` +
+        (plan.added.length ? `; added ${plan.added.join(', ')}` : '') +
+        (plan.removed.length ? `; removed ${plan.removed.join(', ')}` : '');
+    await this.report.step('Ready', first ? 'Installed' : 'Scaled', {
+      ...this.report.ready('True', first ? 'Installed' : 'Scaled', what),
+      install: { ...this.lastRun, failedHost: null, failedTask: null },
+      ...nodeSummary(plan.nodes),
+      ...(this.kubeconfigSecret ? { kubeconfigSecret: this.kubeconfigSecret } : {}),
+    });
+    await this.report.event('Normal', first ? 'Provisioned' : 'Scaled', what);
+  }
+
+  private async failed(step: PlanStep, err: unknown): Promise<void> {
+    const cause = innermostMessage(err);
+    // A kubespray failure names its playbook, host and task; any other says which step it was.
+    const message = step.kind.endsWith('.yml') ? cause : `${step.what}: ${cause}`;
+    const reason = this.installed ? 'ScaleFailed' : 'InstallFailed';
+    log.warn('provisioning step failed', { cluster: this.cluster, step: step.what, error: cause });
+    await this.report.step(
+      'Failed',
+      `${step.what} failed: fix the cause, then set the annotation ${RETRY_ANNOTATION} to resume here`,
+      {
+        ...this.report.ready('False', reason, message),
+        failedStep: step.what,
+        ...(step.kind.endsWith('.yml')
+          ? {
+              install: {
+                playbook: step.kind,
+                failedHost: null,
+                failedTask: null,
+                ...failureDetails(err),
+              },
+            }
+          : {}),
+      },
+    );
+    await this.report.event('Warning', reason, message);
+  }
+
+  private async refuse(problems: string[]): Promise<'refused'> {
+    if (!this.installed) {
+      await this.report.refuse(problems);
+      return 'refused';
+    }
+    const message = `${problems.join('; ')}; the cluster runs as last installed`;
+    await this.report.step('Ready', 'The change was refused: fix the resource', {
+      ...this.report.ready('True', 'ChangeRefused', message),
+    });
+    await this.report.event('Warning', 'Refused', message);
+    return 'refused';
+  }
+
+  /** Runs a playbook with the spec locked: a change mid-run could not be seen until it ends. */
+  private async playbook(
+    playbook: Playbook,
+    nodes: ProvisioningNode[],
+    podSubnet: string | undefined,
+    plugins: string[],
+    limit?: string[],
+  ): Promise<PlaybookOutcome> {
+    const cluster = this.cluster;
+    await this.lock(
+      `kubespray ${playbook} is running for cluster ${cluster}: change it when it is done`,
+    );
+    try {
+      const outcome = await playbooks.runPlaybook.executeWithOptions(
+        {
+          summary: `kubespray ${playbook} for cluster ${cluster}${limit ? ` (${limit.join(', ')})` : ''}`,
+        },
+        [
+          {
+            namespace: this.ref.namespace,
+            cluster,
+            playbook,
+            inventory: renderInventory(nodes),
+            groupVars: renderGroupVars({ cluster, ...(podSubnet ? { podSubnet } : {}), plugins }),
+            sshUser: 'root',
+            sshKeySecret: installerKeySecretName(cluster),
+            ...(limit ? { limit } : {}),
+            ...(playbook === 'cluster.yml'
+              ? { controlPlaneIp: nodes.find((n) => n.roles.includes('master'))!.ip }
+              : {}),
+          },
+        ],
+      );
+      this.lastRun = { playbook, log: outcome.log };
+      return outcome;
+    } finally {
+      await this.lock();
+    }
+  }
+
+  /** Frees the hosts of this Provisioning that it no longer holds. */
+  private async release(): Promise<void> {
+    await kube.releaseBareMetalHosts({ consumer: this.ref, keep: this.held.map((n) => n.host) });
+    await this.lock();
+  }
+
+  /**
+   * Locks the hosts it holds against deletion, and its spec while `running` says why. A Lock that
+   * cannot be written never stops the work: it protects, it does not gate.
+   */
+  private async lock(running?: string): Promise<void> {
+    const wanted: LockTarget[] = this.held.map(({ host, label }) => ({
+      ...host,
+      resource: BAREMETALHOST_API.plural,
+      apiGroup: BAREMETALHOST_API.group,
+      operations: ['DELETE'],
+      reason: `node ${label} of cluster ${this.cluster} (Provisioning ${this.consumer}): remove it from the Provisioning first`,
+    }));
+    if (running) {
+      wanted.push({
+        namespace: this.ref.namespace,
+        name: this.ref.name,
+        resource: PROVISIONING_API.plural,
+        apiGroup: PROVISIONING_API.group,
+        operations: ['UPDATE'],
+        reason: running,
+      });
+    }
+    for (const target of wanted) this.lockedIn.add(target.namespace);
+    try {
+      await locks.syncLocks({ holder: this.holder, wanted, alsoIn: [...this.lockedIn].sort() });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('cannot write Locks; going on without them', { error: innermostMessage(err) });
+    }
+  }
+}
