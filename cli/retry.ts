@@ -2,14 +2,10 @@
 // that failed, once the cause is fixed (or has a Refused one looked at again). It writes the
 // retry annotation, as `kubectl annotate` would, so the request is in the resource's history and
 // the bridge delivers it like any change; the workflow keeps both runs in its history.
-import {
-  CustomObjectsApi,
-  KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { PROVISIONING_API, RETRY_ANNOTATION } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
+import { loadKubeConfig } from '../workers/settings.js';
 
 export const RETRY_USAGE = `
 retry options:
@@ -44,10 +40,10 @@ export function parseRetryTarget(options: RetryOptions): { namespace: string; na
 
 export async function runRetry(options: RetryOptions): Promise<number> {
   const { namespace, name } = parseRetryTarget(options);
-  const kc = new KubeConfig();
-  if (options.kubeconfig) kc.loadFromFile(options.kubeconfig);
-  else kc.loadFromDefault();
-  if (options.context) kc.setCurrentContext(options.context);
+  const kc = loadKubeConfig(options.kubeconfig, options.context, {
+    context: '--context',
+    file: '--kubeconfig or KUBECONFIG',
+  });
   const custom = kc.makeApiClient(CustomObjectsApi);
   const requested = new Date().toISOString();
   try {

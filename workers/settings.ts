@@ -130,24 +130,40 @@ export function temporalConnection(settings: Settings): TemporalConnectionOption
 }
 
 export function kubeConfig(settings: Settings): KubeConfig {
+  const kc = loadKubeConfig(settings.KUBECONFIG, settings.HOSTFLOW_KUBE_CONTEXT, {
+    context: 'HOSTFLOW_KUBE_CONTEXT',
+    file: 'KUBECONFIG',
+  });
+  return shareConnections(kc);
+}
+
+/**
+ * The kubeconfig at `file` (else the default one) at `context` (else its current one); errors
+ * name the setting or flag (`names`) that chose them.
+ */
+export function loadKubeConfig(
+  file: string | undefined,
+  context: string | undefined,
+  names: { context: string; file: string },
+): KubeConfig {
   const kc = new KubeConfig();
-  if (settings.KUBECONFIG) kc.loadFromFile(settings.KUBECONFIG);
+  if (file) kc.loadFromFile(file);
   else kc.loadFromDefault();
-  if (settings.HOSTFLOW_KUBE_CONTEXT) {
-    if (!kc.getContextObject(settings.HOSTFLOW_KUBE_CONTEXT)) {
+  if (context) {
+    if (!kc.getContextObject(context)) {
       const known =
         kc
           .getContexts()
           .map((c) => c.name)
           .join(', ') || 'none';
       throw new Error(
-        `HOSTFLOW_KUBE_CONTEXT: context "${settings.HOSTFLOW_KUBE_CONTEXT}" is not in the kubeconfig (contexts: ${known})`,
+        `${names.context}: context "${context}" is not in the kubeconfig (contexts: ${known})`,
       );
     }
-    kc.setCurrentContext(settings.HOSTFLOW_KUBE_CONTEXT);
+    kc.setCurrentContext(context);
   }
   if (!kc.getCurrentCluster()) {
-    throw new Error('no Kubernetes cluster configured: set KUBECONFIG (and HOSTFLOW_KUBE_CONTEXT)');
+    throw new Error(`no Kubernetes cluster configured: set ${names.file} (and ${names.context})`);
   }
-  return shareConnections(kc);
+  return kc;
 }

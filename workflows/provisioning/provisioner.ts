@@ -127,7 +127,10 @@ export class Provisioner {
     if (this.touched.length) {
       try {
         const nodes = this.touched;
-        await this.playbook('reset.yml', nodes, this.installed?.podSubnet, []);
+        await this.playbook('reset.yml', nodes, {
+          podSubnet: this.installed?.podSubnet,
+          plugins: [],
+        });
       } catch (err) {
         if (isCancellation(err)) throw err;
         // A host that is gone cannot be reset; it is released all the same.
@@ -153,11 +156,8 @@ export class Provisioner {
     const labels = step.nodes.map((node) => node.label);
     switch (step.kind) {
       case 'reset.yml':
-        await this.playbook('reset.yml', step.nodes, plan.podSubnet, plan.plugins);
-        this.touched = withoutNodes(this.touched, step.nodes);
-        this.held = withoutNodes(this.held, step.nodes);
-        await this.release();
-        return;
+        await this.playbook('reset.yml', step.nodes, plan);
+        return this.letGo(step.nodes);
       case 'key': {
         const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster });
         await installerKey.authorizeInstallerKey({
@@ -169,27 +169,19 @@ export class Provisioner {
       }
       case 'cluster.yml': {
         this.touched = unionNodes(this.touched, step.nodes);
-        const outcome = await this.playbook(
-          'cluster.yml',
-          step.nodes,
-          plan.podSubnet,
-          plan.plugins,
-        );
+        const outcome = await this.playbook('cluster.yml', step.nodes, plan);
         this.kubeconfigSecret = outcome.kubeconfigSecret;
         return;
       }
       case 'remove-node.yml': {
         const before = this.installed!.nodes;
-        await this.playbook('remove-node.yml', before, plan.podSubnet, plan.plugins, labels);
+        await this.playbook('remove-node.yml', before, plan, labels);
         this.installed!.nodes = withoutNodes(before, step.nodes);
-        this.touched = withoutNodes(this.touched, step.nodes);
-        this.held = withoutNodes(this.held, step.nodes);
-        await this.release();
-        return;
+        return this.letGo(step.nodes);
       }
       case 'scale.yml':
         this.touched = unionNodes(this.touched, step.nodes);
-        await this.playbook('scale.yml', plan.nodes, plan.podSubnet, plan.plugins, labels);
+        await this.playbook('scale.yml', plan.nodes, plan, labels);
         return;
       case 'outputs':
         await kube.writeClusterIpMap({ namespace, cluster, data: ipMap(plan.nodes) });
@@ -264,8 +256,7 @@ export class Provisioner {
   private async playbook(
     playbook: Playbook,
     nodes: ProvisioningNode[],
-    podSubnet: string | undefined,
-    plugins: string[],
+    { podSubnet, plugins }: { podSubnet?: string | undefined; plugins: string[] },
     limit?: string[],
   ): Promise<PlaybookOutcome> {
     const cluster = this.cluster;
@@ -298,6 +289,13 @@ export class Provisioner {
     } finally {
       await this.lock();
     }
+  }
+
+  /** Nodes kubespray has reset or removed: their hosts go back to the free ones. */
+  private async letGo(nodes: ProvisioningNode[]): Promise<void> {
+    this.touched = withoutNodes(this.touched, nodes);
+    this.held = withoutNodes(this.held, nodes);
+    await this.release();
   }
 
   /** Frees the hosts of this Provisioning that it no longer holds. */
