@@ -329,15 +329,44 @@ describe('where Locks apply', () => {
 });
 
 describe('enforcement', () => {
+  // The shipped policy is cluster-wide and other test files share this API server, so it is not
+  // broken in place: a copy of it, with a binding that only reaches this file's namespaces, is.
   it('fails closed: a policy that cannot be evaluated rejects what it matches, then recovers', async () => {
     const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-    const name = 'locks.kotas.tech';
-    const original = await admission.readValidatingAdmissionPolicy({ name });
+    const shipped = await admission.readValidatingAdmissionPolicy({ name: 'locks.kotas.tech' });
+    const shippedBinding = await admission.readValidatingAdmissionPolicyBinding({
+      name: 'locks.kotas.tech',
+    });
+    const name = `locks-broken-${uniqueSuffix()}`;
     await configMap('unlocked-bystander');
     await configMap('unlocked-bystander', optedOut);
-    const broken = structuredClone(original);
-    broken.spec!.paramKind = { apiVersion: 'kotas.tech/v1', kind: 'NoSuchKind' };
-    await admission.replaceValidatingAdmissionPolicy({ name, body: broken });
+    const broken = {
+      metadata: { name },
+      spec: {
+        ...shipped.spec,
+        paramKind: { apiVersion: 'kotas.tech/v1', kind: 'NoSuchKind' },
+      },
+    };
+    const binding = {
+      metadata: { name },
+      spec: {
+        ...shippedBinding.spec,
+        policyName: name,
+        matchResources: {
+          namespaceSelector: {
+            matchExpressions: [
+              {
+                key: 'kubernetes.io/metadata.name',
+                operator: 'In',
+                values: [namespace, optedOut],
+              },
+            ],
+          },
+        },
+      },
+    };
+    await admission.createValidatingAdmissionPolicy({ body: broken });
+    await admission.createValidatingAdmissionPolicyBinding({ body: binding });
     try {
       const refused = await waitLocked('everything in the namespace', () =>
         labelConfigMap('unlocked-bystander'),
@@ -346,9 +375,8 @@ describe('enforcement', () => {
       expect(refused).toMatch(/^422: .*failed to find resource referenced by paramKind/);
       expect(await outcome(labelConfigMap('unlocked-bystander', optedOut))).toBe('allowed');
     } finally {
-      const current = await admission.readValidatingAdmissionPolicy({ name });
-      original.metadata!.resourceVersion = current.metadata!.resourceVersion;
-      await admission.replaceValidatingAdmissionPolicy({ name, body: original });
+      await admission.deleteValidatingAdmissionPolicyBinding({ name });
+      await admission.deleteValidatingAdmissionPolicy({ name });
     }
     await waitFor(
       'the unlocked ConfigMap writable again',
