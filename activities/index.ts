@@ -7,6 +7,8 @@ import { createBareMetalHostActivities } from './kubernetes/baremetalhosts.js';
 import { createKubeconfigStore } from './kubernetes/kubeconfig-secret.js';
 import { createProvisioningActivities } from './kubernetes/provisionings.js';
 import { createInstallerKeyActivities } from './ssh/installer-key.js';
+import { createPackageActivities } from './ssh/packages.js';
+import { createBpaResourceActivities } from './kubernetes/bpa-resources.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
 import { createCloudGcActivities } from './gc/cloud-vms.js';
 import { createLeftoversGcActivities } from './gc/taskrun-leftovers.js';
@@ -31,7 +33,11 @@ export interface ActivityDeps {
     kubesprayDir?: string;
     workDir: string;
     leasesFile?: string;
+    /** Where BareMetalHosts are taken from; every namespace when unset. */
+    bareMetalNamespace?: string;
   };
+  /** Softwares: the package manager on the nodes. */
+  packageManager?: string;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -64,8 +70,17 @@ export function createActivities(deps: ActivityDeps) {
     ...createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
     ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh, locks }),
     ...createProvisioningActivities(deps.kube),
-    ...createBareMetalHostActivities(deps.kube),
+    ...createBareMetalHostActivities({
+      ...deps.kube,
+      namespace: deps.provisioning?.bareMetalNamespace,
+    }),
     ...createInstallerKeyActivities(deps.kube),
+    ...createBpaResourceActivities(deps.kube),
+    ...createPackageActivities({
+      packageManager: deps.packageManager ?? 'apt-get',
+      readKey: (namespace, secret) =>
+        createAdminKeyReader({ core: deps.kube.core, engineNamespace: namespace })(secret),
+    }),
     ...createDhcpActivities({ leasesFile: deps.provisioning?.leasesFile }),
     ...playbookActivities(deps),
   };

@@ -11,7 +11,7 @@ const USAGE = `usage: hostflow <command> [options]
 commands:
   start    run the engine: Temporal, Kubernetes API, bridge and worker
   replay   replay a recorded workflow history against this code
-  retry    resume a Failed Provisioning at the step that failed
+  retry    resume a Failed Provisioning at the step that failed, or a Failed Software
 ${START_USAGE}
 ${REPLAY_USAGE}
 ${RETRY_USAGE}`;

@@ -1,9 +1,10 @@
-// `hostflow retry provisioning <ns>/<name>`: on-call resumes a Failed Provisioning from the step
-// that failed, once the cause is fixed (or has a Refused one looked at again). It writes the
+// `hostflow retry provisioning|software <ns>/<name>`: on-call resumes a Failed Provisioning from
+// the step that failed, or has a Software install again where it failed, once the cause is fixed
+// (or has a Refused one looked at again). It writes the
 // retry annotation, as `kubectl annotate` would, so the request is in the resource's history and
 // the bridge delivers it like any change; the workflow keeps both runs in its history.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { PROVISIONING_API, RETRY_ANNOTATION } from '../shared/bpa-api.js';
+import { PROVISIONING_API, RETRY_ANNOTATION, SOFTWARE_API } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { loadKubeConfig } from '../workers/settings.js';
 
@@ -11,7 +12,16 @@ export const RETRY_USAGE = `
 retry options:
   hostflow retry provisioning NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
       Resumes a Failed Provisioning at the step that failed (fix the cause first), or looks at a
-      Refused one again. Same as: kubectl annotate provisioning NAME ${RETRY_ANNOTATION}=<now> --overwrite`;
+      Refused one again. Same as: kubectl annotate provisioning NAME ${RETRY_ANNOTATION}=<now> --overwrite
+  hostflow retry software NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
+      Installs a Failed Software again on the nodes where it failed.`;
+
+/** What can be retried: the resource, as messages name it, and its kubectl short name. */
+const KINDS = {
+  provisioning: { api: PROVISIONING_API, kind: 'Provisioning', short: 'bpa', sample: 'bpa-sample' },
+  software: { api: SOFTWARE_API, kind: 'Software', short: 'sw', sample: 'software-sample' },
+} as const;
+type RetryKind = keyof typeof KINDS;
 
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
@@ -23,23 +33,29 @@ export interface RetryOptions {
 }
 
 /** Checks the arguments; a message saying what is wrong, or the resource to retry. */
-export function parseRetryTarget(options: RetryOptions): { namespace: string; name: string } {
-  if (options.kind !== 'provisioning') {
+export function parseRetryTarget(options: RetryOptions): {
+  kind: RetryKind;
+  namespace: string;
+  name: string;
+} {
+  if (!options.kind || !Object.hasOwn(KINDS, options.kind)) {
     throw new Error(
-      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning"`,
+      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning" or "software"`,
     );
   }
+  const kind = options.kind as RetryKind;
   const [namespace, name, ...rest] = (options.target ?? '').split('/');
   if (!namespace || !name || rest.length || !NAME.test(namespace) || !NAME.test(name)) {
     throw new Error(
-      `"${options.target ?? ''}" is not NAMESPACE/NAME of a Provisioning (e.g. demo/bpa-sample)`,
+      `"${options.target ?? ''}" is not NAMESPACE/NAME of a ${KINDS[kind].kind} (e.g. demo/${KINDS[kind].sample})`,
     );
   }
-  return { namespace, name };
+  return { kind, namespace, name };
 }
 
 export async function runRetry(options: RetryOptions): Promise<number> {
-  const { namespace, name } = parseRetryTarget(options);
+  const { kind, namespace, name } = parseRetryTarget(options);
+  const { api, kind: what, short } = KINDS[kind];
   const kc = loadKubeConfig(options.kubeconfig, options.context, {
     context: '--context',
     file: '--kubeconfig or KUBECONFIG',
@@ -49,7 +65,7 @@ export async function runRetry(options: RetryOptions): Promise<number> {
   try {
     await custom.patchNamespacedCustomObject(
       {
-        ...PROVISIONING_API,
+        ...api,
         namespace,
         name,
         body: { metadata: { annotations: { [RETRY_ANNOTATION]: requested } } },
@@ -60,15 +76,15 @@ export async function runRetry(options: RetryOptions): Promise<number> {
     const code = statusCode(err);
     const why =
       code === 404
-        ? `there is no Provisioning ${namespace}/${name}`
+        ? `there is no ${what} ${namespace}/${name}`
         : code === 403
-          ? `you may not patch Provisionings in ${namespace} (${(err as Error).message})`
+          ? `you may not patch ${api.plural} in ${namespace} (${(err as Error).message})`
           : (err as Error).message;
     console.error(`hostflow retry: ${why}`);
     return 1;
   }
   console.log(
-    `hostflow retry: asked Provisioning ${namespace}/${name} to retry (${RETRY_ANNOTATION}=${requested}); watch it with kubectl get bpa -n ${namespace} -w`,
+    `hostflow retry: asked ${what} ${namespace}/${name} to retry (${RETRY_ANNOTATION}=${requested}); watch it with kubectl get ${short} -n ${namespace} -w`,
   );
   return 0;
 }

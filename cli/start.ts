@@ -17,6 +17,7 @@ import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
 import { planOtpService } from '../local-stack/otp-service.js';
+import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
 import { DEMO_DYNAMIC_PLATFORM, DEMO_POOL_PLATFORM, startDemoCloud } from './demo-cloud.js';
 import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { supervise, type Supervised } from './supervise.js';
@@ -171,6 +172,8 @@ export async function runStart(options: StartOptions): Promise<number> {
     env.HOSTFLOW_KUBESPRAY_DIR ??= join(REPO_ROOT, 'local-stack/kubespray-stand-in');
     env.HOSTFLOW_ANSIBLE_PLAYBOOK ??= join(REPO_ROOT, '.tools/venv/bin/ansible-playbook');
     env.HOSTFLOW_PROVISIONING_DIR ??= join(stateDir, 'clusters');
+    // Softwares install with the apt-get stand-in: the demo hosts share this machine's /usr.
+    env.HOSTFLOW_PACKAGE_MANAGER ??= APT_STAND_IN_ON_HOST;
 
     if (kubeconfigPath) {
       await assertPortsFree('OTP service', [LOCAL_PORTS.otp]);

@@ -3,7 +3,8 @@
 // /home, /root, /tmp, /var/tmp, /dev/shm, /run, /var/mail and /var/log, so users created on one
 // host exist nowhere else, nor do their files.
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { sshBanner } from '../activities/ssh/banner.js';
 import { join, resolve } from 'node:path';
 import {
@@ -16,6 +17,7 @@ import {
   type HostNet,
   type RunResult,
 } from './netns.js';
+import { REPO_ROOT } from './paths.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 
 export interface SshHost {
@@ -52,6 +54,11 @@ const SSHD = '/usr/sbin/sshd';
 /** Where a host sees its own state dir (host key, sshd_config, pid file). */
 const STATE_MOUNT = 'hostflow-host';
 const IN_HOST = `/run/${STATE_MOUNT}`;
+/**
+ * The apt-get stand-in (local-stack/apt-stand-in), copied into each host's state dir: the
+ * repository may live under /tmp, which hosts do not see. Set HOSTFLOW_PACKAGE_MANAGER to it.
+ */
+export const APT_STAND_IN_ON_HOST = `${IN_HOST}/apt-stand-in/apt-get`;
 /** The host's private directories, under its state dir. */
 const HOST_DIRS: Array<[string, number]> = [
   ['etc.upper', 0o755],
@@ -161,6 +168,9 @@ async function startHost(
     const admin = adminKey ?? generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
     writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address, adminUser));
+    cpSync(join(REPO_ROOT, 'local-stack/apt-stand-in'), join(dir, 'apt-stand-in'), {
+      recursive: true,
+    });
 
     const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--propagation', 'private'];
     args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser);

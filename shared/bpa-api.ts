@@ -89,3 +89,19 @@ export const RETRY_ANNOTATION = 'hostflow.dev/retry';
 /** What a Provisioning keeps next to itself, named after its cluster as the original did. */
 export const installerKeySecretName = (cluster: string) => `${cluster}-ssh-key`;
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;
+
+/** One package of a Software list: a name, or `{<name>: {version: <v>}}` to pin it. */
+export type SoftwarePackage = string | Record<string, { version?: string | number } | null>;
+
+export interface SoftwareSpec {
+  masterSoftware?: SoftwarePackage[];
+  workerSoftware?: SoftwarePackage[];
+}
+
+/** A BPA Cluster: the Provisioning and the Software (both in its namespace) it ties together. */
+export interface BpaClusterSpec {
+  provisioningCR?: string;
+  softwareCR?: string;
+}
+/** Holds a Cluster until the Provisioning and Software it names are gone. */
+export const BPA_CLUSTER_FINALIZER = 'bpa.akraino.org/cluster';

@@ -1,7 +1,7 @@
 // Every signal, update and query the engine's workflows take, grouped by the workflow that
 // receives them: the one place the bridge, activities and workflows find a message's shape.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ProvisioningSpec } from './bpa-api.js';
+import type { BpaClusterSpec, ProvisioningSpec, SoftwareSpec } from './bpa-api.js';
 import type { Host } from './types.js';
 
 // ── TaskRun workflow (`taskrun/<ns>/<name>/<uid>`) ─────────────────────────────────────────
@@ -104,3 +104,57 @@ export interface ProvisioningObservation {
 }
 
 export const provisioningObserved = defineSignal<[ProvisioningObservation]>('provisioningObserved');
+
+// ── Software workflow (`software/<ns>/<name>`) ─────────────────────────────────────────────
+
+/** A node of a cluster as its Provisioning's status reports it. */
+export interface ClusterNode {
+  label: string;
+  roles: string[];
+  ip: string;
+  /** The user the installer key logs in as (root, or a sudoer). */
+  user: string;
+}
+
+/** What the bridge knows of the cluster a Software names: its Provisioning's phase and nodes. */
+export interface ClusterView {
+  provisioning: string;
+  phase: string;
+  nodes: ClusterNode[];
+}
+
+/** What the bridge saw of a Software, with the cluster it installs on as it is now. */
+export interface SoftwareObservation {
+  uid: string;
+  generation: number;
+  /** Its `cluster` label. */
+  cluster?: string;
+  spec: SoftwareSpec;
+  deleting: boolean;
+  /** Its retry annotation: a new value installs again on the nodes that failed. */
+  retry?: string;
+  /** No Provisioning builds its cluster (in its namespace): absent. */
+  clusterView?: ClusterView;
+}
+
+export const softwareObserved = defineSignal<[SoftwareObservation]>('softwareObserved');
+
+// ── BPA Cluster workflow (`bpa-cluster/<ns>/<name>`) ───────────────────────────────────────
+
+/** A member resource a Cluster names, as the bridge last saw it; absent while it does not exist. */
+export interface ClusterMember<Observation> {
+  phase?: string;
+  /** What its own workflow is sent: the Cluster starts that workflow if need be and passes it on. */
+  observation: Observation;
+}
+
+export interface BpaClusterObservation {
+  uid: string;
+  generation: number;
+  spec: BpaClusterSpec;
+  deleting: boolean;
+  provisioning?: ClusterMember<ProvisioningObservation>;
+  software?: ClusterMember<SoftwareObservation>;
+}
+
+export const bpaClusterObserved = defineSignal<[BpaClusterObservation]>('bpaClusterObserved');

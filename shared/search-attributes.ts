@@ -19,6 +19,8 @@ export const KIND = {
   cloudGc: 'cloud-gc',
   taskRunGc: 'taskrun-gc',
   provisioning: 'provisioning',
+  software: 'software',
+  bpaCluster: 'bpa-cluster',
 } as const;
 
 /** The type names `temporal operator search-attribute create --type` takes. */

@@ -92,3 +92,7 @@ export interface ProvisioningInput {
   name: string;
 }
 export type ProvisioningWorkflow = (input: ProvisioningInput) => Promise<void>;
+/** A Software and a BPA Cluster are named like a Provisioning. */
+export type BpaResourceInput = ProvisioningInput;
+export type SoftwareWorkflow = (input: BpaResourceInput) => Promise<void>;
+export type BpaClusterWorkflow = (input: BpaResourceInput) => Promise<void>;

@@ -29,7 +29,7 @@ import { tenantIdentity } from './support/service-account.js';
 const run = promisify(execFile);
 const sfx = uniqueSuffix();
 const clustersDir = join(testEnv('stateDir'), `clusters-${sfx}`);
-const workerEnv = {
+const workerEnv: NodeJS.ProcessEnv = {
   HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
   HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
   HOSTFLOW_PROVISIONING_DIR: clustersDir,
@@ -71,6 +71,8 @@ beforeAll(async () => {
     ).makeApiClient(CustomObjectsApi);
   hostAdmin = await person(metal.namespace, BAREMETALHOST_API.group, BAREMETALHOST_API.plural);
   clusterAdmin = await person(scope.namespace, PROVISIONING_API.group, PROVISIONING_API.plural);
+  // Other test files register hosts too, in their own namespaces: these are this file's.
+  workerEnv.HOSTFLOW_BAREMETAL_NAMESPACE = metal.namespace;
   worker = await startWorker(scope, workerEnv);
   bridge = await startBridge(scope);
 }, 120_000);

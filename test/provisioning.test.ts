@@ -48,6 +48,8 @@ beforeAll(async () => {
     HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
     HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
     HOSTFLOW_STAND_IN_FAIL: `${DOOMED}:Install kubelet`,
+    // Other test files register hosts too, in their own namespaces: these are this file's.
+    HOSTFLOW_BAREMETAL_NAMESPACE: metal3,
   };
   worker = await startWorker(scope, env);
   bridge = await startBridge(scope);
@@ -134,18 +136,21 @@ describe('a Provisioning', () => {
         roles: ['master'],
         host: `${metal3}/node-0`,
         ip: metal.pool.hosts[0]!.address,
+        user: metal.pool.hosts[0]!.adminUser,
       },
       {
         label: 'worker-1',
         roles: ['worker'],
         host: `${metal3}/node-1`,
         ip: metal.pool.hosts[1]!.address,
+        user: metal.pool.hosts[1]!.adminUser,
       },
       {
         label: 'worker-2',
         roles: ['worker'],
         host: `${metal3}/node-2`,
         ip: metal.pool.hosts[2]!.address,
+        user: metal.pool.hosts[2]!.adminUser,
       },
     ]);
     expect(await marker(2)).toBe('worker-2 in cluster-alpha');

@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
 import { Bridge } from '../k8s-bridge/bridge.js';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
-import { ProvisioningIngest } from '../k8s-bridge/provisioning-ingest.js';
+import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
     metrics: registry,
   });
-  const provisionings = new ProvisioningIngest({
+  const provisionings = new BpaIngest({
     kubeConfig: kc,
     custom: kc.makeApiClient(CustomObjectsApi),
     temporal,

@@ -65,8 +65,18 @@ const EnvSchema = z.object({
   HOSTFLOW_KUBESPRAY_DIR: z.string().optional(),
   /** Where each cluster's inventory, artifacts and kubespray logs are kept. */
   HOSTFLOW_PROVISIONING_DIR: z.string().min(1).default('/var/lib/hostflow/clusters'),
+  /** Provisionings take BareMetalHosts from this namespace only (e.g. metal3); unset: from all. */
+  HOSTFLOW_BAREMETAL_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name')
+    .optional(),
   /** An ISC dhcpd leases file, for Provisionings that take node IPs from DHCP. */
   HOSTFLOW_DHCP_LEASES_FILE: z.string().optional(),
+  /** Softwares: the package manager on the nodes (apt-get's command line), a plain path. */
+  HOSTFLOW_PACKAGE_MANAGER: z
+    .string()
+    .regex(/^[A-Za-z0-9_./-]+$/, 'a command name or absolute path, without spaces or quotes')
+    .default('apt-get'),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 

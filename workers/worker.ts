@@ -45,7 +45,9 @@ export async function createWorker(
       kubesprayDir: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
       leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
+      bareMetalNamespace: settings.HOSTFLOW_BAREMETAL_NAMESPACE,
     },
+    packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
     cloud: {
       awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
       ibmIamEndpoint: settings.HOSTFLOW_IBM_IAM_ENDPOINT,

@@ -5,6 +5,8 @@ import type { CloudActivities } from '../activities/cloud/instances.js';
 import type { DhcpActivities } from '../activities/dhcp/leases.js';
 import type { BareMetalHostActivities } from '../activities/kubernetes/baremetalhosts.js';
 import type { ProvisioningActivities } from '../activities/kubernetes/provisionings.js';
+import type { BpaResourceActivities } from '../activities/kubernetes/bpa-resources.js';
+import type { PackageActivities } from '../activities/ssh/packages.js';
 import type { InstallerKeyActivities } from '../activities/ssh/installer-key.js';
 import type { CloudGcActivities } from '../activities/gc/cloud-vms.js';
 import type { LeftoversGcActivities } from '../activities/gc/taskrun-leftovers.js';
@@ -167,4 +169,26 @@ export const playbooks = proxyActivities<PlaybookActivities>({
 export const dhcp = proxyLocalActivities<DhcpActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
+});
+
+/** A Software's and a BPA Cluster's Kubernetes calls: status, Events, finalizer, members. */
+export const bpaKube = proxyLocalActivities<BpaResourceActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 10,
+  },
+});
+
+/**
+ * Installing a node's packages takes as long as the package manager does; it heartbeats every
+ * 10 seconds, so a lost worker is noticed in a minute. A host that is not reachable is tried a
+ * few times; a package that cannot be installed fails at once.
+ */
+export const packages = proxyActivities<PackageActivities>({
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 4 },
 });

@@ -5,3 +5,5 @@ export { hostConfigWorkflow } from './host-config/host-config.js';
 export { cloudGcWorkflow } from './gc/cloud-gc.js';
 export { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
 export { provisioningWorkflow } from './provisioning/provisioning.js';
+export { softwareWorkflow } from './software/software.js';
+export { bpaClusterWorkflow } from './bpa-cluster/cluster.js';

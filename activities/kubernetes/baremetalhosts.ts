@@ -46,10 +46,19 @@ const consumerOf = (host: BareMetalHost): string | undefined => {
   return ref?.kind === 'Provisioning' && ref.name ? `${ref.namespace}/${ref.name}` : undefined;
 };
 
-export function createBareMetalHostActivities({ custom }: { custom: CustomObjectsApi }) {
+/** `namespace`: where Provisionings find hosts; every namespace when unset, as in the original. */
+export function createBareMetalHostActivities({
+  custom,
+  namespace,
+}: {
+  custom: CustomObjectsApi;
+  namespace?: string | undefined;
+}) {
   async function list(): Promise<BareMetalHost[]> {
     try {
-      const all = (await custom.listClusterCustomObject({ ...BAREMETALHOST_API })) as {
+      const all = (await (namespace
+        ? custom.listNamespacedCustomObject({ ...BAREMETALHOST_API, namespace })
+        : custom.listClusterCustomObject({ ...BAREMETALHOST_API }))) as {
         items: BareMetalHost[];
       };
       return all.items;

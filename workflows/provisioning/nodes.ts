@@ -77,6 +77,7 @@ export function nodeSummary(nodes: ProvisioningNode[]) {
       roles: n.roles,
       host: `${n.host.namespace}/${n.host.name}`,
       ip: n.ip,
+      user: n.user,
     })),
   };
 }

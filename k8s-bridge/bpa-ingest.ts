@@ -1,0 +1,250 @@
+// Ingests the BPA resources as the bridge does TaskRuns. Each Provisioning, Software and Cluster
+// has its workflow (`provisioning/…`, `software/…`, `bpa-cluster/…`), signalled on every create,
+// change and delete, and started if need be; the periodic relist sends every one again (the
+// workflows ignore what they have seen). A Software is sent the state of its cluster (its
+// Provisioning's phase and nodes) whenever that changes, and a Cluster the state of its members.
+// A member a Cluster names is started by that Cluster's workflow, as its child.
+import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { WorkflowNotFoundError, type Client, type SignalDefinition } from '@temporalio/client';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import {
+  BPA_CLUSTER_API,
+  CLUSTER_LABEL,
+  PROVISIONING_API,
+  SOFTWARE_API,
+  type BpaClusterSpec,
+} from '../shared/bpa-api.js';
+import { bpaWorkflowStart, type BpaKind } from '../shared/bpa-workflows.js';
+import { innermostMessage } from '../shared/failures.js';
+import {
+  bpaClusterObserved,
+  provisioningObserved,
+  softwareObserved,
+  type BpaClusterObservation,
+  type ClusterView,
+} from '../shared/messages.js';
+import {
+  clusterView,
+  provisioningObservation,
+  softwareObservation,
+  type ProvisioningObject,
+  type SoftwareObject,
+} from './bpa-observations.js';
+import type { ListWatch } from './list-watch.js';
+import { resourceWatch, type NamespacedObject } from './resource-watch.js';
+
+interface ClusterObject extends NamespacedObject {
+  spec?: BpaClusterSpec;
+}
+
+export interface BpaIngestOptions {
+  kubeConfig: KubeConfig;
+  custom: CustomObjectsApi;
+  temporal: Client;
+  taskQueue: string;
+  resyncMs: number;
+  watchNamespace?: string;
+  log?: (message: string) => void;
+}
+
+const keyOf = (o: NamespacedObject) => `${o.metadata.namespace}/${o.metadata.name}`;
+const MEMBER_FIELD = { Provisioning: 'provisioningCR', Software: 'softwareCR' } as const;
+
+export class BpaIngest {
+  private readonly provisionings = new Map<string, ProvisioningObject>();
+  private readonly softwares = new Map<string, SoftwareObject>();
+  private readonly clusters = new Map<string, ClusterObject>();
+  /** What each Software and Cluster workflow was sent last: an unchanged state is not resent. */
+  private readonly sent = new Map<string, string>();
+  private readonly clusterWatch: ListWatch<ClusterObject>;
+  private readonly memberWatches: Array<{ run(): Promise<void>; stop(): void }>;
+  private readonly clustersListed: Promise<void>;
+  private running?: Promise<unknown>;
+  private readonly log: (message: string) => void;
+
+  constructor(private readonly options: BpaIngestOptions) {
+    this.log = options.log ?? ((m) => console.log(m));
+    let listed!: () => void;
+    this.clustersListed = new Promise((resolve) => (listed = resolve));
+    const watch = { ...options, log: this.log };
+    this.clusterWatch = resourceWatch<ClusterObject>(
+      'Cluster',
+      BPA_CLUSTER_API,
+      watch,
+      (item, gone, relisted) => this.clusterSeen(item, gone, relisted),
+      () => listed(),
+    );
+    this.memberWatches = [
+      resourceWatch<ProvisioningObject>('Provisioning', PROVISIONING_API, watch, (item, gone, r) =>
+        this.provisioningSeen(item, gone, r),
+      ),
+      resourceWatch<SoftwareObject>('Software', SOFTWARE_API, watch, (item, gone, r) =>
+        this.softwareSeen(item, gone, r),
+      ),
+    ];
+  }
+
+  /** Clusters are listed first, so that a member is started by its Cluster, not on its own. */
+  start(): void {
+    this.running ??= Promise.all([
+      this.clusterWatch.run(),
+      this.clustersListed.then(() => Promise.all(this.memberWatches.map((w) => w.run()))),
+    ]);
+  }
+
+  async stop(): Promise<void> {
+    this.clusterWatch.stop();
+    this.memberWatches.forEach((w) => w.stop());
+    await this.running;
+  }
+
+  private async provisioningSeen(item: ProvisioningObject, gone: boolean, relisted: boolean) {
+    remember(this.provisionings, item, gone);
+    await this.sendMember('Provisioning', item, gone, provisioningObserved, [
+      provisioningObservation(item, gone),
+    ]);
+    // The Softwares of its cluster see its phase and nodes.
+    const cluster = item.metadata.labels?.[CLUSTER_LABEL];
+    if (cluster === undefined) return;
+    for (const software of [...this.softwares.values()]) {
+      const { namespace, labels } = software.metadata;
+      if (namespace === item.metadata.namespace && labels?.[CLUSTER_LABEL] === cluster)
+        await this.softwareSeen(software, false, relisted, true);
+    }
+  }
+
+  /** `clusterChanged`: sent again because its cluster changed, if what it is sent did. */
+  private async softwareSeen(
+    item: SoftwareObject,
+    gone: boolean,
+    relisted: boolean,
+    clusterChanged = false,
+  ) {
+    if (!clusterChanged) remember(this.softwares, item, gone);
+    const observation = softwareObservation(item, gone, this.clusterOf(item));
+    const { namespace, name } = item.metadata;
+    if (
+      !this.changed(WORKFLOW_ID.software(namespace, name), observation, relisted || !clusterChanged)
+    )
+      return;
+    await this.sendMember('Software', item, gone, softwareObserved, [observation]);
+  }
+
+  private async clusterSeen(item: ClusterObject, gone: boolean, relisted: boolean) {
+    remember(this.clusters, item, gone);
+    const { namespace, name } = item.metadata;
+    const observation = this.clusterObservation(item, gone);
+    if (!this.changed(WORKFLOW_ID.bpaCluster(namespace, name), observation, relisted)) return;
+    await this.deliver('Cluster', item, bpaClusterObserved, [observation], !gone);
+  }
+
+  /**
+   * A member no Cluster names is started here if need be. One a Cluster names goes to its
+   * workflow if that runs; if not, the Cluster's workflow is told (even of nothing new), and
+   * starts it as its child. Either way the Clusters naming it see its new state.
+   */
+  private async sendMember<A>(
+    kind: 'Provisioning' | 'Software',
+    item: NamespacedObject,
+    gone: boolean,
+    signal: SignalDefinition<[A]>,
+    args: [A],
+  ): Promise<void> {
+    const { namespace, name } = item.metadata;
+    const owners = [...this.clusters.values()].filter(
+      (c) => c.metadata.namespace === namespace && c.spec?.[MEMBER_FIELD[kind]] === name,
+    );
+    const delivered = await this.deliver(kind, item, signal, args, !owners.length && !gone);
+    for (const owner of owners) {
+      await this.clusterSeen(owner, false, !delivered && !gone);
+    }
+  }
+
+  private clusterObservation(item: ClusterObject, gone: boolean): BpaClusterObservation {
+    const { namespace } = item.metadata;
+    const member = <T>(map: Map<string, T>, name?: string) =>
+      name ? map.get(`${namespace}/${name}`) : undefined;
+    const p = member(this.provisionings, item.spec?.provisioningCR);
+    const s = member(this.softwares, item.spec?.softwareCR);
+    const phase = (o: { status?: { phase?: string } }) =>
+      o.status?.phase ? { phase: o.status.phase } : {};
+    return {
+      uid: item.metadata.uid,
+      generation: item.metadata.generation ?? 1,
+      spec: item.spec ?? {},
+      deleting: gone || item.metadata.deletionTimestamp !== undefined,
+      ...(p
+        ? { provisioning: { ...phase(p), observation: provisioningObservation(p, false) } }
+        : {}),
+      ...(s
+        ? {
+            software: {
+              ...phase(s),
+              observation: softwareObservation(s, false, this.clusterOf(s)),
+            },
+          }
+        : {}),
+    };
+  }
+
+  /** The cluster a Software names: the Provisioning with its label in its namespace. */
+  private clusterOf(item: SoftwareObject): ClusterView | undefined {
+    const label = item.metadata.labels?.[CLUSTER_LABEL];
+    if (!label) return undefined;
+    const candidates = [...this.provisionings.values()]
+      .filter(
+        (p) =>
+          p.metadata.namespace === item.metadata.namespace &&
+          p.metadata.labels?.[CLUSTER_LABEL] === label,
+      )
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const chosen = candidates.find((p) => p.status?.phase === 'Ready') ?? candidates[0];
+    return chosen ? clusterView(chosen) : undefined;
+  }
+
+  /** Records what `workflowId` is sent; false when that is what it was sent last, unless `anyway`. */
+  private changed(workflowId: string, observation: unknown, anyway: boolean): boolean {
+    const text = JSON.stringify(observation);
+    if (!anyway && this.sent.get(workflowId) === text) return false;
+    this.sent.set(workflowId, text);
+    return true;
+  }
+
+  /** Signals the resource's workflow, starting it when `start`; false when none runs. */
+  private async deliver<A>(
+    kind: BpaKind,
+    item: NamespacedObject,
+    signal: SignalDefinition<[A]>,
+    args: [A],
+    start: boolean,
+  ): Promise<boolean> {
+    const { namespace, name, labels } = item.metadata;
+    const how = bpaWorkflowStart(kind, namespace, name, labels?.[CLUSTER_LABEL]);
+    try {
+      if (!start) {
+        await this.options.temporal.workflow.getHandle(how.workflowId).signal(signal, ...args);
+        return true;
+      }
+      const { workflowType, ...options } = how;
+      await this.options.temporal.workflow.signalWithStart(workflowType, {
+        ...options,
+        taskQueue: this.options.taskQueue,
+        signal,
+        signalArgs: args,
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      this.sent.delete(how.workflowId); // told again at the next change or relist
+      this.log(
+        `${kind} ${namespace}/${name}: could not signal ${how.workflowId}: ${innermostMessage(err)}`,
+      );
+      return false;
+    }
+  }
+}
+
+function remember<T extends NamespacedObject>(cache: Map<string, T>, item: T, gone: boolean) {
+  if (gone) cache.delete(keyOf(item));
+  else cache.set(keyOf(item), item);
+}

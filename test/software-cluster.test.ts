@@ -1,0 +1,313 @@
+// Softwares and Clusters end to end: real bridge and worker processes, real SSH hosts registered
+// as metal3 BareMetalHosts, real ansible-playbook. Two stand-ins, because these hosts share this
+// machine's kernel and /usr: the project's kubespray playbooks (local-stack/kubespray-stand-in)
+// install the cluster, and an apt-get stand-in (local-stack/apt-stand-in) installs the packages,
+// answering and failing as apt-get does and keeping what each host has in the host's own /etc.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '../local-stack/paths.js';
+import { waitFor } from '../local-stack/process.js';
+import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import {
+  BPA_CLUSTER_API,
+  PROVISIONING_API,
+  SOFTWARE_API,
+  type ProvisioningSpec,
+  type SoftwareSpec,
+} from '../shared/bpa-api.js';
+import { statusCode } from '../shared/kube-errors.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import { createScope, type TestScope } from './support/scope.js';
+
+const run = promisify(execFile);
+const sfx = uniqueSuffix();
+const workerEnv = {
+  HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
+  HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+  HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
+  HOSTFLOW_PACKAGE_MANAGER: APT_STAND_IN_ON_HOST,
+};
+let scope: TestScope;
+let metal: BareMetalHosts;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+
+beforeAll(async () => {
+  scope = await createScope('software');
+  metal = await registerBareMetalHosts(scope, { count: 3, sfx });
+  // Other test files register hosts too, in their own namespaces: these are this file's.
+  worker = await startWorker(scope, {
+    ...workerEnv,
+    HOSTFLOW_BAREMETAL_NAMESPACE: metal.namespace,
+  });
+  bridge = await startBridge(scope);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([bridge?.stop(), worker?.stop()]);
+  await metal?.dispose();
+  await scope?.dispose();
+});
+
+type Api = typeof PROVISIONING_API | typeof SOFTWARE_API | typeof BPA_CLUSTER_API;
+const KINDS = new Map<Api, string>([
+  [PROVISIONING_API, 'Provisioning'],
+  [SOFTWARE_API, 'Software'],
+  [BPA_CLUSTER_API, 'Cluster'],
+]);
+const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+interface Status {
+  phase?: string;
+  provisioning?: string;
+  software?: string;
+  nodes?: Array<{ label: string; ip: string; installed?: string[]; error?: string }>;
+  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+}
+
+const create = (api: Api, name: string, spec: object, cluster?: string) =>
+  scope.kube.custom.createNamespacedCustomObject({
+    ...api,
+    namespace: scope.namespace,
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: KINDS.get(api),
+      metadata: { name, ...(cluster ? { labels: { cluster } } : {}) },
+      spec,
+    },
+  });
+
+const patchSpec = (api: Api, name: string, spec: object) =>
+  scope.kube.custom.patchNamespacedCustomObject(
+    { ...api, namespace: scope.namespace, name, body: { spec } },
+    MERGE,
+  );
+
+/** The status; undefined when the resource is gone. */
+const status = (api: Api, name: string): Promise<Status | undefined> =>
+  scope.kube.custom.getNamespacedCustomObject({ ...api, namespace: scope.namespace, name }).then(
+    (found) => (found as { status?: Status }).status ?? {},
+    (err: unknown) => (statusCode(err) === 404 ? undefined : Promise.reject(err)),
+  );
+
+const until = (api: Api, name: string, what: string, done: (s: Status) => boolean) =>
+  waitFor(
+    `${KINDS.get(api)} ${name}: ${what}`,
+    async () => {
+      const found = await status(api, name);
+      return found && done(found) ? found : undefined;
+    },
+    { timeoutMs: 150_000, intervalMs: 250 },
+  );
+
+const gone = (api: Api, name: string) =>
+  waitFor(
+    `${KINDS.get(api)} ${name} to go`,
+    async () => ((await status(api, name)) === undefined ? true : undefined),
+    { timeoutMs: 150_000 },
+  );
+
+/** What the apt-get stand-in installed on host `index`: `name version` lines, sorted. */
+const packagesOn = async (index: number) =>
+  (await metal.pool.hosts[index]!.exec(['cat', '/etc/hostflow-stand-in/packages'])).stdout
+    .split('\n')
+    .filter(Boolean)
+    .sort();
+
+const hostflow = (...args: string[]) =>
+  run(process.execPath, [join(REPO_ROOT, 'dist/cli/hostflow.js'), ...args], {
+    env: { ...process.env, KUBECONFIG: testEnv('kubeconfig') },
+  }).then(
+    ({ stdout }) => ({ code: 0, output: stdout }),
+    (err: { code: number; stderr: string }) => ({ code: err.code, output: err.stderr }),
+  );
+
+const eventsOf = async (name: string, reason: string) =>
+  (await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace })).items
+    .filter((e) => e.involvedObject.name === name && e.reason === reason)
+    .map((e) => e.message ?? '');
+
+describe('a Software', () => {
+  it('waits for its cluster, installs per role with pinned versions, reports a failing package on its node, installs it on a retry once it exists, and installs the difference on a change', async () => {
+    const [mac0, mac1] = metal.macs;
+    await create(
+      SOFTWARE_API,
+      'tools',
+      {
+        masterSoftware: ['htop', { curl: { version: '7.88.1-10' } }],
+        workerSoftware: ['jq'],
+      } satisfies SoftwareSpec,
+      'sw-one',
+    );
+    const waiting = await until(
+      SOFTWARE_API,
+      'tools',
+      'waiting',
+      (s) => s.phase === 'WaitingForCluster',
+    );
+    expect(waiting.conditions?.[0]?.message).toBe(
+      `no Provisioning in ${scope.namespace} has the label cluster=sw-one`,
+    );
+
+    await create(
+      PROVISIONING_API,
+      'one',
+      {
+        masters: [{ m1: { 'mac-address': mac0! } }],
+        workers: [{ w1: { 'mac-address': mac1! } }],
+      } satisfies ProvisioningSpec,
+      'sw-one',
+    );
+    const installed = await until(
+      SOFTWARE_API,
+      'tools',
+      'installed',
+      (s) => s.phase === 'Installed',
+    );
+    expect(installed.nodes?.map(({ label, installed: has }) => ({ label, has }))).toEqual([
+      { label: 'm1', has: ['curl=7.88.1-10', 'htop'] },
+      { label: 'w1', has: ['jq'] },
+    ]);
+    // On the hosts themselves: the pinned version, the newest where none was pinned.
+    expect(await packagesOn(0)).toEqual(['curl 7.88.1-10', 'htop 3.2.2-2']);
+    expect(await packagesOn(1)).toEqual(['jq 1.7.1-3']);
+
+    // A package the repository does not have: that node fails, saying so; nothing else reruns.
+    await patchSpec(SOFTWARE_API, 'tools', { workerSoftware: ['jq', 'nosuchpkg'] });
+    const failed = await until(SOFTWARE_API, 'tools', 'failed', (s) => s.phase === 'Failed');
+    const w1 = failed.nodes?.find((n) => n.label === 'w1');
+    expect(w1?.error).toMatch(
+      /node w1 \(.*\): .* install nosuchpkg failed \(exit 100\): E: Unable to locate package nosuchpkg/,
+    );
+    expect(failed.nodes?.find((n) => n.label === 'm1')?.error).toBeUndefined();
+    expect(failed.conditions?.[0]).toMatchObject({ status: 'False', reason: 'InstallFailed' });
+    expect(await eventsOf('tools', 'InstallFailed')).toEqual([w1?.error]);
+    expect(await packagesOn(1)).toEqual(['jq 1.7.1-3']);
+
+    // The repository gets the package; on-call asks for a retry: the worker installs it.
+    await metal.pool.hosts[1]!.exec([
+      'sh',
+      '-c',
+      'echo "nosuchpkg 1.0-1" >> /run/hostflow-host/apt-stand-in/catalog',
+    ]);
+    expect(await hostflow('retry', 'software', `${scope.namespace}/tools`)).toMatchObject({
+      code: 0,
+      output: expect.stringContaining(`asked Software ${scope.namespace}/tools to retry`),
+    });
+    const retried = await until(SOFTWARE_API, 'tools', 'retried', (s) => s.phase === 'Installed');
+    expect(retried.nodes?.find((n) => n.label === 'w1')).toMatchObject({
+      installed: ['jq', 'nosuchpkg'],
+    });
+    expect(await packagesOn(1)).toEqual(['jq 1.7.1-3', 'nosuchpkg 1.0-1']);
+
+    // A change installs the difference, on the worker only.
+    await patchSpec(SOFTWARE_API, 'tools', {
+      workerSoftware: ['jq', { tmux: { version: '3.3a-3' } }],
+    });
+    const changed = await until(
+      SOFTWARE_API,
+      'tools',
+      'installed again',
+      (s) =>
+        s.phase === 'Installed' && !!s.nodes?.some((n) => n.installed?.includes('tmux=3.3a-3')),
+    );
+    // Dropped from the list, a package stays (nothing is removed, as in the original).
+    expect(changed.nodes?.find((n) => n.label === 'w1')?.installed).toEqual([
+      'jq',
+      'nosuchpkg',
+      'tmux=3.3a-3',
+    ]);
+    expect(await packagesOn(1)).toEqual(['jq 1.7.1-3', 'nosuchpkg 1.0-1', 'tmux 3.3a-3']);
+    expect(await packagesOn(0)).toEqual(['curl 7.88.1-10', 'htop 3.2.2-2']);
+
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...SOFTWARE_API,
+      namespace: scope.namespace,
+      name: 'tools',
+    });
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'one',
+    });
+    await gone(PROVISIONING_API, 'one');
+  });
+
+  it('refuses lists that are not packages, naming the entry, before anything runs', async () => {
+    await create(
+      SOFTWARE_API,
+      'bad',
+      {
+        masterSoftware: ['htop', 'htop; rm -rf /'],
+        workerSoftware: [{ curl: { version: '1.0 && reboot' } }],
+      },
+      'sw-one',
+    );
+    const refused = await until(SOFTWARE_API, 'bad', 'refused', (s) => s.phase === 'Refused');
+    expect(refused.conditions?.[0]?.message).toBe(
+      'masterSoftware[1]: "htop; rm -rf /" is not a package name (lower case letters, digits, + - .); ' +
+        'workerSoftware[0]: curl: "1.0 && reboot" is not a package version',
+    );
+    expect(await eventsOf('bad', 'Refused')).toHaveLength(1);
+  });
+});
+
+describe('a Cluster', () => {
+  it('runs its Provisioning and Software as child workflows, aggregates their status, and deleting it cleans both up', async () => {
+    await create(BPA_CLUSTER_API, 'edge', {
+      provisioningCR: 'edge-hosts',
+      softwareCR: 'edge-tools',
+    });
+    const waiting = await until(BPA_CLUSTER_API, 'edge', 'waiting', (s) => s.phase === 'Waiting');
+    expect(waiting).toMatchObject({ provisioning: 'Missing', software: 'Missing' });
+
+    await create(
+      PROVISIONING_API,
+      'edge-hosts',
+      { masters: [{ solo: { 'mac-address': metal.macs[2]! } }] },
+      'edge',
+    );
+    await create(
+      SOFTWARE_API,
+      'edge-tools',
+      { masterSoftware: ['chrony'], workerSoftware: ['ethtool'] },
+      'edge',
+    );
+    const ready = await until(BPA_CLUSTER_API, 'edge', 'ready', (s) => s.phase === 'Ready');
+    expect(ready).toMatchObject({ provisioning: 'Ready', software: 'Installed' });
+    expect(ready.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ['Ready', 'True'],
+      ['ProvisioningReady', 'True'],
+      ['SoftwareReady', 'True'],
+    ]);
+    // No workers: the master works too, and gets both lists.
+    expect(await packagesOn(2)).toEqual(['chrony 4.3-2', 'ethtool 6.1-1']);
+
+    // Operators find both under the Cluster's workflow.
+    const parent = WORKFLOW_ID.bpaCluster(scope.namespace, 'edge');
+    for (const child of [
+      WORKFLOW_ID.provisioning(scope.namespace, 'edge-hosts'),
+      WORKFLOW_ID.software(scope.namespace, 'edge-tools'),
+    ]) {
+      const described = await scope.temporal.client.workflow.getHandle(child).describe();
+      expect(described.parentExecution?.workflowId).toBe(parent);
+    }
+
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...BPA_CLUSTER_API,
+      namespace: scope.namespace,
+      name: 'edge',
+    });
+    await gone(BPA_CLUSTER_API, 'edge');
+    expect(await status(PROVISIONING_API, 'edge-hosts')).toBeUndefined();
+    expect(await status(SOFTWARE_API, 'edge-tools')).toBeUndefined();
+    expect(await metal.consumerOf(2)).toBeUndefined();
+    expect(await metal.marker(2)).toBe('');
+  });
+});
