@@ -256,6 +256,13 @@ Try cloud TaskRuns on the demo cloud (moto EC2; each instance boots into an sshd
   kubectl apply -f ${examples}/taskrun-dynamic.yaml   # ${DEMO_DYNAMIC_PLATFORM}: a VM of its own
   kubectl apply -f ${examples}/taskrun-pool.yaml      # ${DEMO_POOL_PLATFORM}: a slot on a shared VM
   bash ${examples}/login.sh demo demo-dynamic
+
+Try a Provisioning on the demo hosts (registered as BareMetalHosts; kubespray's stand-in runs):
+  kubectl apply -f ${examples}/provisioning.yaml && kubectl -n demo get bpa -w
+  kubectl -n demo get secret cluster-demo-kubeconfig -o jsonpath='{.data.value}' | base64 -d
+  kubectl -n demo delete bpa demo-cluster     # resets and releases the hosts
+Or a Cluster: a Provisioning and a Software (packages per role) as one:
+  kubectl apply -f ${examples}/cluster.yaml && kubectl -n demo get cl -w
 `
     : '';
   console.log(`

@@ -241,12 +241,12 @@ describe('a Provisioning', () => {
       undefined,
       undefined,
     ]);
-    await expect(
-      scope.kube.core.readNamespacedSecret({
-        name: 'cluster-alpha-kubeconfig',
-        namespace: scope.namespace,
-      }),
-    ).rejects.toMatchObject({ code: 404 });
+    // The kubeconfig, and the installer key the hosts trusted: with it gone, nobody can use it.
+    for (const name of ['cluster-alpha-kubeconfig', 'cluster-alpha-ssh-key']) {
+      await expect(
+        scope.kube.core.readNamespacedSecret({ name, namespace: scope.namespace }),
+      ).rejects.toMatchObject({ code: 404 });
+    }
   });
 
   it('names the host and the task when kubespray fails, and keeps its hosts', async () => {

@@ -9,6 +9,7 @@ import {
 } from '@kubernetes/client-node';
 import {
   CLUSTER_LABEL,
+  installerKeySecretName,
   kubeconfigSecretName,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
@@ -150,7 +151,7 @@ export function createProvisioningActivities({
       );
     },
 
-    /** Removes what an install left next to the resource. */
+    /** Removes what an install left next to the resource: IP map, kubeconfig, installer key. */
     async deleteClusterOutputs(input: { namespace: string; cluster: string }): Promise<void> {
       const calls = [
         () =>
@@ -161,6 +162,12 @@ export function createProvisioningActivities({
         () =>
           core.deleteNamespacedSecret({
             name: kubeconfigSecretName(input.cluster),
+            namespace: input.namespace,
+          }),
+        // The hosts still list its public key: without the private key, that grants nobody.
+        () =>
+          core.deleteNamespacedSecret({
+            name: installerKeySecretName(input.cluster),
             namespace: input.namespace,
           }),
       ];
