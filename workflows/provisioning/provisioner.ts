@@ -2,7 +2,7 @@
 // nodes kubespray touched; planning a spec into steps, carrying them out, and tearing down. Every
 // step says where it is (status, details, Events), and a failing step leaves the plan resumable.
 // While it holds hosts it locks them against deletion, and while kubespray runs, its own spec.
-import { isCancellation, log } from '@temporalio/workflow';
+import { isCancellation, log, patched } from '@temporalio/workflow';
 import type { Playbook, PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import type { ProvisioningRef } from '../../activities/kubernetes/provisionings.js';
 import {
@@ -15,6 +15,7 @@ import { innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../shared/lock-api.js';
 import type { ProvisioningObservation } from '../../shared/messages.js';
 import { installerKey, locks, playbooks, provisioningKube as kube } from '../activities.js';
+import { untilDone } from '../retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
 import {
@@ -28,6 +29,9 @@ import {
 } from './plans.js';
 import { failureDetails, ProvisioningReport } from './report.js';
 import { assignRoles } from './roles.js';
+
+/** v3: a torn-down Provisioning releases its Locks until that succeeds, never going on without. */
+export const PATCH_UNLOCK_UNTIL_DONE = 'provisioning-unlock-until-done';
 
 export class Provisioner {
   cluster: string;
@@ -140,7 +144,17 @@ export class Provisioner {
     this.held = [];
     this.touched = [];
     await kube.releaseBareMetalHosts({ consumer: this.ref });
-    await this.lock();
+    if (patched(PATCH_UNLOCK_UNTIL_DONE)) {
+      // A Lock left behind would refuse the host's deletion long after the cluster is gone.
+      await untilDone(() => this.unlockAll(), {
+        what: 'release its Locks',
+        evenFinal: true,
+        report: ({ cause, attempt }) =>
+          log.warn(`${this.consumer}: cannot release its Locks, try ${attempt}`, { cause }),
+      });
+    } else {
+      await this.lock();
+    }
     if (this.cluster)
       await kube.deleteClusterOutputs({ namespace: this.ref.namespace, cluster: this.cluster });
   }
