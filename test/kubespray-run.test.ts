@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
 import {
   createPlaybookActivities,
   type PlaybookInput,
@@ -22,6 +21,7 @@ import { REPO_ROOT } from '../local-stack/paths.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { renderGroupVars, renderInventory } from '../workflows/provisioning/inventory.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 
 const { core } = kube();
 const sfx = uniqueSuffix();
@@ -29,7 +29,8 @@ const namespace = `kubespray-${sfx}`;
 const workDir = join(testEnv('stateDir'), `clusters-${sfx}`);
 let pool: SshHostPool;
 /** The installer's key, on every host as key distribution leaves it. */
-const installer = ssh2.utils.generateKeyPairSync('ed25519');
+const { privateKey: installerPrivate, publicKey: installerPublic } = generateEd25519KeyPair('test');
+const installer = { private: installerPrivate, public: installerPublic };
 
 const activities = createPlaybookActivities({
   ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),

@@ -1,20 +1,20 @@
 // When hosts fail: retry elsewhere, an error Secret once every host failed, and a worker
 // killed mid-provisioning that leaks neither a user nor a slot.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import ssh2 from 'ssh2';
 import { netnsPids } from '../local-stack/netns.js';
 import { waitFor } from '../local-stack/process.js';
 import type { SshHost } from '../local-stack/ssh-hosts.js';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
 import { SA } from '../shared/search-attributes.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 
 let pool: StaticPool;
 
 beforeAll(async () => {
   pool = await createStaticPool('failing');
   // A valid key that no host accepts: authentication is rejected, which retrying cannot fix.
-  await pool.adminSecret('wrong-key', ssh2.utils.generateKeyPairSync('ed25519').private);
+  await pool.adminSecret('wrong-key', generateEd25519KeyPair('test').privateKey);
 });
 
 afterAll(async () => {

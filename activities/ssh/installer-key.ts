@@ -4,9 +4,9 @@
 // admin key named on the BareMetalHost. The private key never leaves the worker.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
-import ssh2 from 'ssh2';
 import { CLUSTER_LABEL, installerKeySecretName } from '../../shared/bpa-api.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
+import { generateEd25519KeyPair } from './keys.js';
 import { withSsh } from './session.js';
 
 export interface KeyHost {
@@ -43,16 +43,15 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
     async ensureInstallerKey(input: { namespace: string; cluster: string }): Promise<string> {
       const name = installerKeySecretName(input.cluster);
       if (await secretKey(input.namespace, name, 'id_rsa.pub')) return name;
-      const pair = ssh2.utils.generateKeyPairSync('ed25519', {
-        comment: `hostflow ${input.cluster}`,
-      });
+      // Never a pair ssh2 cannot read back (activities/ssh/keys.ts).
+      const pair = generateEd25519KeyPair(`hostflow ${input.cluster}`);
       try {
         await core.createNamespacedSecret({
           namespace: input.namespace,
           body: {
             metadata: { name, labels: { [CLUSTER_LABEL]: input.cluster } },
             type: 'Opaque',
-            stringData: { id_rsa: pair.private, 'id_rsa.pub': pair.public },
+            stringData: { id_rsa: pair.privateKey, 'id_rsa.pub': pair.publicKey },
           },
         });
       } catch (err) {

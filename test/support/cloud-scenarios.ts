@@ -4,7 +4,6 @@
 // describeCloudPlatform once. After all scenarios, no VM outlives its workflow.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import ssh2 from 'ssh2';
 import { join } from 'node:path';
 import { startOtpService, type OtpService } from '../../local-stack/otp-service.js';
 import { waitFor } from '../../local-stack/process.js';
@@ -18,6 +17,7 @@ import { createScope, type TestScope } from './scope.js';
 import { lockedByEngine, secretDeleter } from './secret-deleter.js';
 import { sshCommand } from './ssh.js';
 import { startVmCloud, type VmCloud } from './vm-cloud.js';
+import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 
 export interface CloudScenarioOptions {
   kind: VmCloud['kind'];
@@ -411,7 +411,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
           namespace: scope.engineNamespace,
           body: {
             metadata: { name: 'refused-ssh' },
-            stringData: { id_rsa: ssh2.utils.generateKeyPairSync('ed25519').private },
+            stringData: { id_rsa: generateEd25519KeyPair('test').privateKey },
           },
         });
         const names = ['refused-1', 'refused-2', 'refused-3'];

@@ -9,13 +9,13 @@ import { request, type RequestOptions } from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
 import { ensureCa, ensureCert, type LocalCa } from '../../local-stack/pki.js';
 import { REPO_ROOT } from '../../local-stack/paths.js';
 import { freePort } from '../../local-stack/ports.js';
 import { spawnManaged, waitFor, type ManagedProcess } from '../../local-stack/process.js';
 import { OTP_LABEL } from '../../otp-server/store.js';
 import { kube, testEnv, uniqueSuffix } from './env.js';
+import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 
 export interface OtpFixture {
   dir: string;
@@ -170,7 +170,7 @@ export function httpsRequest(
 
 /** A fresh OpenSSH ed25519 private key, as the worker generates for a build user. */
 export function newPrivateKey(): string {
-  return ssh2.utils.generateKeyPairSync('ed25519', { comment: 'build@test' }).private;
+  return generateEd25519KeyPair('build@test').privateKey;
 }
 
 /** The build task's own command, run in `dir` (which holds otp, otp-ca and otp-server). */
