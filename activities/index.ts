@@ -8,6 +8,9 @@ import { createKubeconfigStore } from './kubernetes/kubeconfig-secret.js';
 import { createProvisioningActivities } from './kubernetes/provisionings.js';
 import { createInstallerKeyActivities } from './ssh/installer-key.js';
 import { createPackageActivities } from './ssh/packages.js';
+import { createBootstrapActivities } from './ssh/bootstrap.js';
+import { createMachineActivities } from './kubernetes/machines.js';
+import { createNodeActivities } from './kubernetes/nodes.js';
 import { createBpaResourceActivities } from './kubernetes/bpa-resources.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
 import { createCloudGcActivities } from './gc/cloud-vms.js';
@@ -82,6 +85,9 @@ export function createActivities(deps: ActivityDeps) {
         createAdminKeyReader({ core: deps.kube.core, engineNamespace: namespace })(secret),
     }),
     ...createDhcpActivities({ leasesFile: deps.provisioning?.leasesFile }),
+    ...createMachineActivities(deps.kube),
+    ...createNodeActivities(deps.kube),
+    ...createBootstrapActivities(deps.kube),
     ...playbookActivities(deps),
   };
 }

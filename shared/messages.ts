@@ -3,6 +3,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { BpaClusterSpec, ProvisioningSpec, SoftwareSpec } from './bpa-api.js';
 import type { Host } from './types.js';
+import type { MachineSpec } from './machine-api.js';
 
 // ── TaskRun workflow (`taskrun/<ns>/<name>/<uid>`) ─────────────────────────────────────────
 
@@ -158,3 +159,23 @@ export interface BpaClusterObservation {
 }
 
 export const bpaClusterObserved = defineSignal<[BpaClusterObservation]>('bpaClusterObserved');
+
+// ── Machine workflow (`machine/<ns>/<name>`) ───────────────────────────────────────────────
+
+/** A Machine as the bridge saw it: what the workflow acts on, never the bootstrap data. */
+export interface MachineObservation {
+  uid: string;
+  generation: number;
+  spec: MachineSpec;
+  /** Its deletionTimestamp is set (or it is gone): run the deletion steps, then let it go. */
+  deleting: boolean;
+  /** `cluster.x-k8s.io/paused` is set: no progress until it is removed. */
+  paused: boolean;
+  /** The pre-drain and pre-terminate hook annotations present, by full name. */
+  preDrainHooks: string[];
+  preTerminateHooks: string[];
+  excludeDraining: boolean;
+  excludeVolumeWait: boolean;
+}
+
+export const machineObserved = defineSignal<[MachineObservation]>('machineObserved');

@@ -10,6 +10,9 @@ export const SA = {
   phase: defineSearchAttributeKey('Phase', SearchAttributeType.KEYWORD),
   /** Launch keys of the cloud VMs a workflow owns, set before launching: GC spares those VMs. */
   cloudLaunches: defineSearchAttributeKey('CloudLaunches', SearchAttributeType.KEYWORD_LIST),
+  /** A Machine's spec.clusterName and spec.providerID. */
+  clusterName: defineSearchAttributeKey('ClusterName', SearchAttributeType.KEYWORD),
+  providerId: defineSearchAttributeKey('ProviderID', SearchAttributeType.KEYWORD),
 } as const;
 
 export const KIND = {
@@ -21,6 +24,7 @@ export const KIND = {
   provisioning: 'provisioning',
   software: 'software',
   bpaCluster: 'bpa-cluster',
+  machine: 'machine',
 } as const;
 
 /** The type names `temporal operator search-attribute create --type` takes. */

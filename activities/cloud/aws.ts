@@ -176,6 +176,9 @@ export class AwsProvider implements CloudProvider {
       state: stateOf(instance.State?.Name),
       address: addressOf(instance, this.options.config.strictPublicAddress),
       launchedAt: instance.LaunchTime?.toISOString(),
+      ...(instance.Placement?.AvailabilityZone
+        ? { zone: instance.Placement.AvailabilityZone }
+        : {}),
       tags,
       ...(tags[LAUNCH_KEY_TAG_KEY] ? { launchRef: tags[LAUNCH_KEY_TAG_KEY] } : {}),
     };
@@ -221,7 +224,10 @@ export function buildRunInstancesInput(
     SecurityGroupIds: config.securityGroupId ? [config.securityGroupId] : undefined,
     SubnetId: config.subnetId,
     IamInstanceProfile: profile,
-    UserData: config.userData ? Buffer.from(config.userData, 'utf8').toString('base64') : undefined,
+    UserData:
+      (request.userData ?? config.userData)
+        ? Buffer.from(request.userData ?? config.userData ?? '', 'utf8').toString('base64')
+        : undefined,
     BlockDeviceMappings: [
       {
         DeviceName: rootDeviceName,

@@ -101,7 +101,11 @@ export class IbmpProvider implements CloudProvider {
           networks: config.networks.map((networkID) => ({ networkID })),
           keyPairName: config.key,
           ...(config.system ? { sysType: config.system } : {}),
-          ...(config.userData ? { userData: Buffer.from(config.userData).toString('base64') } : {}),
+          ...((request.userData ?? config.userData)
+            ? {
+                userData: Buffer.from(request.userData ?? config.userData ?? '').toString('base64'),
+              }
+            : {}),
           ...(taskRun ? { userTags: [taskRun] } : {}),
         },
         fix: (_status, message) => this.fix(message),
@@ -208,6 +212,7 @@ export class IbmpProvider implements CloudProvider {
       state,
       ...(address ? { address } : {}),
       ...(raw.creationDate ? { launchedAt: raw.creationDate } : {}),
+      zone: this.config.zone,
       launchRef: raw.serverName,
       tags: {
         Name: raw.serverName,

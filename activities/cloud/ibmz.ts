@@ -57,6 +57,7 @@ interface VpcInstance extends Ref {
   created_at?: string;
   resource_group?: { id: string };
   primary_network_interface?: { id: string; primary_ip?: { address?: string } };
+  zone?: { name: string };
 }
 interface FloatingIp extends Ref {
   address: string;
@@ -110,6 +111,7 @@ export class IbmzProvider implements CloudProvider {
           profile: { name: this.config.profile },
           image: { id: this.config.imageId },
           keys: [{ id: key.id }],
+          ...(request.userData ? { user_data: request.userData } : {}),
           // Without security_groups the VPC's default group applies, which the original passed.
           primary_network_interface: { name: 'eth0', subnet: { id: subnet.id } },
           boot_volume_attachment: {
@@ -281,6 +283,7 @@ export class IbmzProvider implements CloudProvider {
       state,
       ...(address ? { address } : {}),
       ...(raw.created_at ? { launchedAt: raw.created_at } : {}),
+      ...(raw.zone?.name ? { zone: raw.zone.name } : {}),
       launchRef: raw.name,
       tags: {
         Name: raw.name,

@@ -2,10 +2,14 @@
 // through the platform's provider, "is SSH answering yet?", and orphan collection. Credentials
 // are read from their Secret on each call and never leave the worker; results carry only ids,
 // states and addresses.
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { ADOPTED_CLAIM_PREFIX } from '../../platform-config/contract.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
+import { BOOTSTRAP_DATA_KEY } from '../../shared/machine-api.js';
+import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
 import { sshBanner } from '../ssh/banner.js';
 import { providerOpener, type ProviderDeps } from './open-provider.js';
@@ -55,15 +59,21 @@ export function createCloudActivities(deps: CloudDeps) {
       launchKey: string;
       /** e.g. the TaskRun tag and additional-instance-tags. */
       tags: Record<string, string>;
+      /** A Secret whose `value` is the VM's user-data (a Machine's bootstrap data). */
+      userDataSecret?: { namespace: string; name: string };
     }): Promise<Instance & { sshUser: string }> {
       const { cloud, launchKey } = input;
       const suffix = createHash('sha256').update(launchKey).digest('hex').slice(0, 10);
+      const userData = input.userDataSecret
+        ? await readUserData(deps.core, input.userDataSecret)
+        : undefined;
       return withProvider(cloud, async (provider) => ({
         ...(await provider.launch({
           name: `${cloud.common.instanceTag}-${suffix}`,
           owner: owner(cloud),
           tags: { ...input.tags, [PLATFORM_TAG_KEY]: cloud.platform },
           idempotencyKey: launchKey,
+          ...(userData ? { userData } : {}),
         })),
         sshUser: provider.sshUser,
       }));
@@ -178,3 +188,23 @@ export function createCloudActivities(deps: CloudDeps) {
 }
 
 export type CloudActivities = ReturnType<typeof createCloudActivities>;
+
+/** The Secret's `value`, which stays in this process: only the cloud's API sees it. */
+async function readUserData(
+  core: CoreV1Api,
+  ref: { namespace: string; name: string },
+): Promise<string> {
+  let value: string | undefined;
+  try {
+    value = (await core.readNamespacedSecret(ref)).data?.[BOOTSTRAP_DATA_KEY];
+  } catch (err) {
+    if (!isNotFound(err)) rethrowKube(`read Secret ${ref.namespace}/${ref.name}`, err);
+  }
+  if (!value) {
+    throw ApplicationFailure.nonRetryable(
+      `Secret ${ref.namespace}/${ref.name} has no key "${BOOTSTRAP_DATA_KEY}" (or is gone)`,
+      'BootstrapDataMissing',
+    );
+  }
+  return Buffer.from(value, 'base64').toString('utf8');
+}

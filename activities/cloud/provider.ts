@@ -14,6 +14,8 @@ export interface Instance {
   /** ISO time the cloud reports the instance was launched. */
   launchedAt?: string;
   tags: Record<string, string>;
+  /** The availability zone (or region) the cloud placed it in, for provider IDs. */
+  zone?: string;
   /** What `launchRef` of its idempotency key gives, when this engine launched it. */
   launchRef?: string;
 }
@@ -30,6 +32,8 @@ export interface LaunchRequest {
    * instead of creating a second one (AWS ClientToken; IBM: look up by name/tag first).
    */
   idempotencyKey: string;
+  /** Replaces the platform's user-data for this VM (a Machine's bootstrap data). */
+  userData?: string;
 }
 
 export interface CloudProvider {

@@ -12,6 +12,7 @@ import {
   PROVISIONING_API,
   SOFTWARE_API,
 } from '../../shared/bpa-api.js';
+import { setFinalizer } from './custom-finalizer.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './events.js';
 
@@ -26,7 +27,6 @@ export interface BpaRef {
 
 const API = { Software: SOFTWARE_API, Cluster: BPA_CLUSTER_API, Provisioning: PROVISIONING_API };
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 const where = (ref: Omit<BpaRef, 'uid'>) => `${ref.kind} ${ref.namespace}/${ref.name}`;
 
 export function createBpaResourceActivities({
@@ -39,46 +39,12 @@ export function createBpaResourceActivities({
   const coordinates = ({ kind, namespace, name }: BpaRef) => ({ ...API[kind], namespace, name });
 
   /** Sets or clears the Cluster finalizer; false when the resource (this uid) is gone. */
-  async function setFinalizer(ref: BpaRef, present: boolean): Promise<boolean> {
-    let current: string[];
-    try {
-      const obj = (await custom.getNamespacedCustomObject(coordinates(ref))) as {
-        metadata?: { uid?: string; finalizers?: string[] };
-      };
-      if (obj.metadata?.uid !== ref.uid) return false;
-      current = obj.metadata.finalizers ?? [];
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      rethrowKube(`read ${where(ref)}`, err);
-    }
-    if (current.includes(BPA_CLUSTER_FINALIZER) === present) return true;
-    const items = present
-      ? [...current, BPA_CLUSTER_FINALIZER]
-      : current.filter((f) => f !== BPA_CLUSTER_FINALIZER);
-    try {
-      await custom.patchNamespacedCustomObject(
-        {
-          ...coordinates(ref),
-          body: [
-            { op: 'test', path: '/metadata/uid', value: ref.uid },
-            current.length
-              ? { op: 'test', path: '/metadata/finalizers', value: current }
-              : { op: 'add', path: '/metadata/finalizers', value: [] },
-            { op: 'replace', path: '/metadata/finalizers', value: items },
-          ],
-        },
-        jsonPatch,
-      );
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      rethrowKube(`write the finalizers of ${where(ref)}`, err); // 422 on a failed test: retried
-    }
-    return true;
-  }
+  const setClusterFinalizer = (ref: BpaRef, present: boolean) =>
+    setFinalizer(custom, API[ref.kind], ref, BPA_CLUSTER_FINALIZER, present, where(ref));
 
   return {
-    addClusterFinalizer: (ref: BpaRef) => setFinalizer(ref, true),
-    removeClusterFinalizer: async (ref: BpaRef) => void (await setFinalizer(ref, false)),
+    addClusterFinalizer: (ref: BpaRef) => setClusterFinalizer(ref, true),
+    removeClusterFinalizer: async (ref: BpaRef) => void (await setClusterFinalizer(ref, false)),
 
     /** Merges `status` into the resource's status (lists and conditions replace as a whole). */
     async writeBpaStatus(input: { ref: BpaRef; status: Record<string, unknown> }): Promise<void> {

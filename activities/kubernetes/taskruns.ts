@@ -1,5 +1,5 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi, StorageV1Api } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
@@ -10,6 +10,8 @@ import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 export interface KubeClients {
   core: CoreV1Api;
   custom: CustomObjectsApi;
+  /** VolumeAttachments, for a Machine's deletion; without it none are waited for. */
+  storage?: StorageV1Api;
   engineNamespace: string;
 }
 

@@ -81,16 +81,23 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
     async platformTaskRuns(input: {
       platform: string;
     }): Promise<Array<{ workflowId: string; runId: string; phase?: string; host?: string }>> {
+      // Machines hold slots too (their request ids outlive continue-as-new: no run id).
       const query =
-        `${SA.kind.name} = '${KIND.taskRun}' AND ExecutionStatus = 'Running' AND ` +
+        `${SA.kind.name} IN ('${KIND.taskRun}', '${KIND.machine}') AND ExecutionStatus = 'Running' AND ` +
         `TaskQueue = ${quoted(taskQueue)} AND ${SA.platform.name} = ${quoted(input.platform)}`;
       const found: Array<{ workflowId: string; runId: string; phase?: string; host?: string }> = [];
       for await (const execution of client.workflow.list({ query })) {
-        const phase = execution.typedSearchAttributes.get(SA.phase);
         const host = execution.typedSearchAttributes.get(SA.host);
+        const machine = execution.typedSearchAttributes.get(SA.kind) === KIND.machine;
+        // A Machine holds its slot exactly while its Host is set, whatever its phase.
+        const phase = machine
+          ? host
+            ? 'Holding'
+            : 'Waiting'
+          : execution.typedSearchAttributes.get(SA.phase);
         found.push({
           workflowId: execution.workflowId,
-          runId: execution.runId,
+          runId: machine ? '' : execution.runId,
           ...(phase ? { phase } : {}),
           ...(host ? { host } : {}),
         });

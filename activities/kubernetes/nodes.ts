@@ -1,0 +1,145 @@
+// Kubernetes adapter for a Machine's Node: found by spec.providerID, cordoned, drained through
+// the Eviction API (so PodDisruptionBudgets are respected: a refused eviction is reported, never
+// forced), its VolumeAttachments listed, and deleted. One pass per call: the workflow loops.
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type StorageV1Api,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { apiMessage, isNotFound, rethrowKube, statusCode } from './errors.js';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export interface NodeSummary {
+  name: string;
+  ready: boolean;
+}
+
+export interface DrainPass {
+  /** Pods still to go (evicted ones count until they are gone). */
+  remaining: number;
+  evicted: string[];
+  /** Pods whose eviction was refused, with the API server's reason (a PDB, usually). */
+  blocked: { pod: string; reason: string }[];
+}
+
+/** Pods a drain leaves alone, as `kubectl drain` does: DaemonSet pods, mirror pods, finished pods. */
+function leftAlone(pod: V1Pod): boolean {
+  if (pod.metadata?.annotations?.['kubernetes.io/config.mirror']) return true;
+  if (pod.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet' && o.controller))
+    return true;
+  const phase = pod.status?.phase;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+export function createNodeActivities({
+  core,
+  storage,
+}: {
+  core: CoreV1Api;
+  storage?: StorageV1Api;
+}) {
+  return {
+    /** The Node whose spec.providerID is `providerID` (there is no field selector for it). */
+    async findNodeByProviderId(input: { providerID: string }): Promise<NodeSummary | undefined> {
+      let nodes;
+      try {
+        nodes = await core.listNode();
+      } catch (err) {
+        rethrowKube('list Nodes', err);
+      }
+      const node = nodes.items.find((n) => n.spec?.providerID === input.providerID);
+      if (!node?.metadata?.name) return undefined;
+      const ready = node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+      return { name: node.metadata.name, ready };
+    },
+
+    async cordonNode(input: { name: string }): Promise<'cordoned' | 'gone'> {
+      return (await setUnschedulable(core, input.name, true)) ? 'cordoned' : 'gone';
+    },
+
+    async uncordonNode(input: { name: string }): Promise<'uncordoned' | 'gone'> {
+      return (await setUnschedulable(core, input.name, false)) ? 'uncordoned' : 'gone';
+    },
+
+    /** Asks once to evict every pod a drain moves; reports what is left and what refused. */
+    async drainNodeOnce(input: { node: string }): Promise<DrainPass> {
+      let pods;
+      try {
+        pods = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${input.node}` });
+      } catch (err) {
+        rethrowKube(`list the pods on Node ${input.node}`, err);
+      }
+      const pass: DrainPass = { remaining: 0, evicted: [], blocked: [] };
+      for (const pod of pods.items) {
+        if (leftAlone(pod)) continue;
+        const namespace = pod.metadata!.namespace!;
+        const name = pod.metadata!.name!;
+        const id = `${namespace}/${name}`;
+        pass.remaining++;
+        if (pod.metadata?.deletionTimestamp) continue; // on its way out already
+        try {
+          await core.createNamespacedPodEviction({
+            name,
+            namespace,
+            body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } },
+          });
+          pass.evicted.push(id);
+        } catch (err) {
+          if (isNotFound(err)) {
+            pass.remaining--;
+          } else if (statusCode(err) === 429 || statusCode(err) === 500) {
+            // 429: a PodDisruptionBudget refuses it now; 500: more than one PDB matches.
+            pass.blocked.push({ pod: id, reason: apiMessage(err) });
+          } else {
+            rethrowKube(`evict pod ${id} from Node ${input.node}`, err);
+          }
+        }
+      }
+      return pass;
+    },
+
+    /** Names of the VolumeAttachments still on the Node. */
+    async volumeAttachmentsOf(input: { node: string }): Promise<string[]> {
+      if (!storage) return [];
+      try {
+        const list = await storage.listVolumeAttachment();
+        return list.items
+          .filter((v) => v.spec?.nodeName === input.node)
+          .map((v) => v.metadata!.name!)
+          .sort();
+      } catch (err) {
+        rethrowKube(`list the VolumeAttachments of Node ${input.node}`, err);
+      }
+    },
+
+    async deleteNode(input: { name: string }): Promise<'deleted' | 'gone'> {
+      try {
+        await core.deleteNode({ name: input.name });
+        return 'deleted';
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        rethrowKube(`delete Node ${input.name}`, err);
+      }
+    },
+  };
+}
+
+/** False when the Node is gone. */
+async function setUnschedulable(
+  core: CoreV1Api,
+  name: string,
+  unschedulable: boolean,
+): Promise<boolean> {
+  try {
+    await core.patchNode({ name, body: { spec: { unschedulable } } }, mergePatch);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    rethrowKube(`${unschedulable ? 'cordon' : 'uncordon'} Node ${name}`, err);
+  }
+}
+
+export type NodeActivities = ReturnType<typeof createNodeActivities>;
