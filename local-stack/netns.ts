@@ -191,6 +191,17 @@ async function ensureBridge(): Promise<void> {
   await must('ip', ['link', 'set', BRIDGE, 'up']);
 }
 
+/**
+ * Brings the bridge up (if no host has yet), so a service for the hosts can listen on its
+ * address. A socket bound there outlives the bridge's removal and serves again once it is back.
+ */
+export function bridgeUp(): Promise<string> {
+  return withLock(async () => {
+    await ensureBridge();
+    return BRIDGE_CIDR.split('/')[0]!;
+  });
+}
+
 async function addHostNet(slot: number, netns: string): Promise<HostNet> {
   const veth = `hfv${slot}`;
   const address = slotAddress(slot);

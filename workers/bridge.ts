@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Bridge } from '../k8s-bridge/bridge.js';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
 import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
+import { MachineIngest } from '../k8s-bridge/machine-ingest.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
@@ -42,15 +43,24 @@ async function main(): Promise<void> {
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
   });
+  const machines = new MachineIngest({
+    kubeConfig: kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
+    temporal,
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+    watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+  });
   bridge.start();
   hostConfig.start();
   provisionings.start();
+  machines.start();
   console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await Promise.all([bridge.stop(), hostConfig.stop(), provisionings.stop()]);
+  await Promise.all([bridge.stop(), hostConfig.stop(), provisionings.stop(), machines.stop()]);
   metricsServer?.close();
   await connection.close();
 }

@@ -14,6 +14,9 @@ import type { DeliveryActivities } from '../activities/delivery.js';
 import type { EventActivities } from '../activities/kubernetes/events.js';
 import type { HostConfigActivities } from '../activities/kubernetes/host-config.js';
 import type { LockActivities } from '../activities/kubernetes/locks.js';
+import type { MachineActivities } from '../activities/kubernetes/machines.js';
+import type { NodeActivities } from '../activities/kubernetes/nodes.js';
+import type { BootstrapActivities } from '../activities/ssh/bootstrap.js';
 import type { PlatformLockActivities } from '../activities/kubernetes/platform-locks.js';
 import type { KubernetesActivities } from '../activities/kubernetes/taskruns.js';
 import type { SshActivities } from '../activities/ssh/build-users.js';
@@ -191,4 +194,32 @@ export const packages = proxyActivities<PackageActivities>({
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 4 },
+});
+
+/** A Machine's Kubernetes calls: its resource, its infrastructure object, its Node. */
+export const machineKube = proxyLocalActivities<
+  MachineActivities & NodeActivities & HostConfigActivities
+>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 seconds',
+    maximumAttempts: 5,
+  },
+});
+
+/**
+ * Running bootstrap data on a Machine's host: SSH trouble retries with back-off (the host may
+ * still be booting); the data's own failure is final. Heartbeats notice a lost worker.
+ */
+export const machineBootstrap = proxyActivities<BootstrapActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+  },
 });

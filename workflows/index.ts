@@ -7,3 +7,4 @@ export { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
 export { provisioningWorkflow } from './provisioning/provisioning.js';
 export { softwareWorkflow } from './software/software.js';
 export { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
+export { machineWorkflow } from './machine/machine.js';

@@ -1,0 +1,110 @@
+// What a Machine's spec and bootstrap data become (pure): Go durations as Cluster API writes
+// them, the spec problems refused before anything is made, and bootstrap data as a host without
+// cloud-init runs it, with nothing from the data reaching the shell's parser unquoted.
+import { describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bootstrapScript } from '../activities/ssh/bootstrap-script.js';
+import { parseGoDuration } from '../shared/go-duration.js';
+import { checkMachineSpec } from '../workflows/machine/spec-check.js';
+
+describe('Go durations', () => {
+  it('reads what metav1.Duration writes, and 0', () => {
+    expect(parseGoDuration('10m')).toEqual({ ms: 600_000 });
+    expect(parseGoDuration('1h30m0s')).toEqual({ ms: 5_400_000 });
+    expect(parseGoDuration('1.5s')).toEqual({ ms: 1_500 });
+    expect(parseGoDuration('250ms')).toEqual({ ms: 250 });
+    expect(parseGoDuration('0s')).toEqual({ ms: 0 });
+    expect(parseGoDuration('0')).toEqual({ ms: 0 });
+  });
+
+  it('says what a duration looks like when given something else', () => {
+    for (const bad of ['ten minutes', '10', '-5m', '5 m', '', 'm'])
+      expect(parseGoDuration(bad)).toEqual({
+        error: expect.stringMatching(/is not a duration: write a number and a unit/),
+      });
+  });
+});
+
+describe('a Machine spec', () => {
+  const ref = {
+    apiVersion: 'infrastructure.hostflow.dev/v1alpha1',
+    kind: 'HostflowMachine',
+    name: 'm',
+  };
+
+  it('is usable with a HostflowMachine and valid durations', () => {
+    expect(checkMachineSpec({ infrastructureRef: ref, nodeDrainTimeout: '5m' })).toEqual([]);
+  });
+
+  it('names every problem: another provider, no name, a duration that is not one', () => {
+    expect(
+      checkMachineSpec({
+        infrastructureRef: {
+          apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
+          kind: 'AWSMachine',
+        },
+        nodeVolumeDetachTimeout: 'soon',
+      }),
+    ).toEqual([
+      'spec.infrastructureRef.name is not set',
+      'spec.infrastructureRef names infrastructure.cluster.x-k8s.io/v1beta2 AWSMachine: hostflow provides infrastructure.hostflow.dev/v1alpha1 HostflowMachine',
+      'spec.nodeVolumeDetachTimeout: "soon" is not a duration: write a number and a unit (h, m, s, ms), e.g. 10m or 1h30m',
+    ]);
+  });
+});
+
+describe('bootstrap data', () => {
+  it('runs a shell script as it is', () => {
+    expect(bootstrapScript('#!/bin/sh\necho hi\n')).toEqual({ script: '#!/bin/sh\necho hi\n' });
+  });
+
+  it("runs #cloud-config's write_files and runcmd, as kubeadm's bootstrap data uses them", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cloud-config-'));
+    const data = [
+      '#cloud-config',
+      'write_files:',
+      `  - path: ${dir}/etc/kubeadm.yaml`,
+      '    permissions: "0600"',
+      "    content: |\n      kind: JoinConfiguration\n      token: '$(touch " + dir + "/pwned)'",
+      `  - path: ${dir}/b64`,
+      '    encoding: b64',
+      `    content: ${Buffer.from('decoded').toString('base64')}`,
+      'runcmd:',
+      `  - [touch, "${dir}/list form; rm -rf ~"]`,
+      `  - echo ran > ${dir}/string-form`,
+    ].join('\n');
+    const converted = bootstrapScript(data);
+    if ('error' in converted) throw new Error(converted.error);
+    execFileSync('/bin/sh', ['-c', converted.script]);
+    expect(readFileSync(join(dir, 'etc/kubeadm.yaml'), 'utf8')).toBe(
+      `kind: JoinConfiguration\ntoken: '$(touch ${dir}/pwned)'\n`,
+    );
+    expect(statSync(join(dir, 'etc/kubeadm.yaml')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(dir, 'b64'), 'utf8')).toBe('decoded');
+    expect(statSync(join(dir, 'list form; rm -rf ~')).isFile()).toBe(true);
+    expect(readFileSync(join(dir, 'string-form'), 'utf8')).toBe('ran\n');
+    expect(() => statSync(join(dir, 'pwned'))).toThrow(); // content never ran
+  });
+
+  it('refuses what it cannot run, saying why', () => {
+    expect(bootstrapScript('{"ignition": {}}')).toEqual({
+      error: expect.stringMatching(/neither a shell script .* nor #cloud-config/),
+    });
+    expect(bootstrapScript('#cloud-config\nwrite_files:\n  - path: relative\n')).toEqual({
+      error: 'a write_files entry has no absolute path',
+    });
+    expect(
+      bootstrapScript(
+        '#cloud-config\nwrite_files:\n  - path: /x\n    permissions: "0600; rm -rf /"\n',
+      ),
+    ).toEqual({
+      error: expect.stringMatching(/is not octal/),
+    });
+    expect(bootstrapScript('#cloud-config\n: [\n')).toEqual({
+      error: expect.stringMatching(/is not YAML/),
+    });
+  });
+});

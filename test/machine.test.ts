@@ -1,0 +1,389 @@
+// Cluster API Machines on static hosts, end to end: real bridge and worker processes, real SSH
+// hosts, the real API server. The bootstrap data is a shell script that registers a Node through
+// the API server and writes Cluster API's sentinel (test/support/node-join.ts): it stands in for
+// kubeadm join and a kubelet, which cannot run here. With no kubelet, evicted pods stay
+// Terminating, so the test plays the kubelet's part and deletes them; with no disruption
+// controller, the test sets each PodDisruptionBudget's status itself.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
+import { waitFor } from '../local-stack/process.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { statusCode } from '../shared/kube-errors.js';
+import { BOOTSTRAP_SENTINEL, CONDITION, MACHINE_FINALIZER } from '../shared/machine-api.js';
+import { Machines } from './support/machines.js';
+import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
+import { createStaticPool, type StaticPool } from './support/static-pool.js';
+
+let pool: StaticPool;
+let machines: Machines;
+let joiner: NodeJoiner;
+
+beforeAll(async () => {
+  pool = await createStaticPool('machine', 2);
+  await pool.scope.setHostConfig(
+    pool.hostEntries([
+      { host: 0, concurrency: 1 },
+      { host: 1, concurrency: 1 },
+    ]),
+  );
+  machines = new Machines(pool.scope);
+  joiner = await createNodeJoiner(pool.scope);
+}, 120_000);
+
+afterAll(async () => {
+  machines?.stopWatches();
+  await joiner?.dispose();
+  await pool?.dispose();
+});
+
+const ns = () => pool.scope.namespace;
+const core = () => pool.scope.kube.core;
+const hostOf = (providerID: string | undefined) =>
+  pool.hosts[Number(/^hostflow:\/\/static\/h(\d+)$/.exec(providerID ?? '')?.[1] ?? 0) - 1]!;
+const sentinelOn = async (index: number) =>
+  (await pool.hosts[index]!.exec(['test', '-f', BOOTSTRAP_SENTINEL])).code === 0;
+const readNode = (name: string) =>
+  core()
+    .readNode({ name })
+    .then(
+      (node) => node,
+      (err: unknown) => (statusCode(err) === 404 ? undefined : Promise.reject(err)),
+    );
+
+/**
+ * A pod running on the node (no scheduler, no kubelet: it is only an object). It is made Running
+ * and Ready as a kubelet would report it, since the Eviction API lets a Pending pod go whatever
+ * its budget says.
+ */
+async function podOn(
+  node: string,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<void> {
+  const body: V1Pod = {
+    metadata: { name, labels },
+    spec: { nodeName: node, containers: [{ name: 'app', image: 'registry.invalid/app:1' }] },
+  };
+  const pod = await core().createNamespacedPod({ namespace: ns(), body });
+  const now = new Date();
+  await core().replaceNamespacedPodStatus({
+    namespace: ns(),
+    name,
+    body: {
+      ...pod,
+      status: {
+        phase: 'Running',
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
+        startTime: now,
+      },
+    },
+  });
+}
+
+/** The kubelet's part: a pod the drain evicted (Terminating) goes away. */
+async function actAsKubelet(): Promise<void> {
+  for (const pod of (await core().listNamespacedPod({ namespace: ns() })).items) {
+    if (pod.metadata?.deletionTimestamp)
+      await core()
+        .deleteNamespacedPod({ namespace: ns(), name: pod.metadata.name!, gracePeriodSeconds: 0 })
+        .catch(() => undefined);
+  }
+}
+
+async function pdb(name: string, app: string, disruptionsAllowed: number): Promise<void> {
+  const policy = pool.scope.kube.kc.makeApiClient(PolicyV1Api);
+  const exists = await policy.readNamespacedPodDisruptionBudget({ namespace: ns(), name }).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) {
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: ns(),
+      body: { metadata: { name }, spec: { minAvailable: 1, selector: { matchLabels: { app } } } },
+    });
+  }
+  // What the disruption controller would write.
+  const current = await policy.readNamespacedPodDisruptionBudget({ namespace: ns(), name });
+  await policy.replaceNamespacedPodDisruptionBudgetStatus({
+    namespace: ns(),
+    name,
+    body: {
+      ...current,
+      status: {
+        currentHealthy: 1,
+        desiredHealthy: 1,
+        disruptionsAllowed,
+        expectedPods: 1,
+        observedGeneration: current.metadata?.generation ?? 1,
+      },
+    },
+  });
+}
+
+describe('a Machine on a static host', () => {
+  let nodeName = '';
+  let providerID = '';
+
+  it('is Pending until its bootstrap data exists, then Provisioning, Provisioned and Running', async () => {
+    const phases = await machines.recordPhases('m1');
+    await machines.create('m1', { platform: pool.platform });
+    const pending = await machines.until(
+      'm1',
+      'to wait for its data',
+      (m) => machines.condition(m, CONDITION.bootstrapReady)?.reason === 'WaitingForDataSecret',
+    );
+    expect(pending.status?.phase).toBe('Pending');
+    expect(pending.metadata.finalizers).toEqual([MACHINE_FINALIZER]);
+    expect(pending.spec.providerID).toBeUndefined();
+    expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
+
+    await machines.bootstrapSecret('m1-bootstrap', joiner.script());
+    const running = await machines.phase('m1', 'Running');
+    expect(phases).toEqual(['Pending', 'Provisioning', 'Provisioned', 'Running']);
+    providerID = running.spec.providerID!;
+    expect(providerID).toMatch(/^hostflow:\/\/static\/h[12]$/);
+    nodeName = running.status!.nodeRef!.name;
+    expect((await readNode(nodeName))?.spec?.providerID).toBe(providerID);
+    expect(running.status?.addresses).toContainEqual({
+      type: 'InternalIP',
+      address: hostOf(providerID).address,
+    });
+    expect(running.status).toMatchObject({ bootstrapReady: true, infrastructureReady: true });
+    for (const type of [
+      CONDITION.ready,
+      CONDITION.bootstrapReady,
+      CONDITION.infrastructureReady,
+      CONDITION.nodeHealthy,
+    ])
+      expect(machines.condition(running, type)?.status).toBe('True');
+    expect(await hostOf(providerID).exec(['test', '-f', BOOTSTRAP_SENTINEL])).toMatchObject({
+      code: 0,
+    });
+    expect(await machines.eventReasons('m1')).toEqual(
+      expect.arrayContaining(['Provisioned', 'Bootstrapped', 'NodeJoined']),
+    );
+
+    // Findable in the UI by one query on its search attributes.
+    const query =
+      `HostflowKind = 'machine' AND K8sNamespace = '${ns()}' AND K8sName = 'm1' AND ` +
+      `ClusterName = 'workload' AND ProviderID = '${providerID}' AND Phase = 'Running'`;
+    const found = await waitFor('the Machine by its search attributes', async () => {
+      const ids: string[] = [];
+      for await (const w of pool.scope.temporal.client.workflow.list({ query }))
+        ids.push(w.workflowId);
+      return ids.length ? ids : undefined;
+    });
+    expect(found).toEqual([WORKFLOW_ID.machine(ns(), 'm1')]);
+  }, 120_000);
+
+  it('deletes in order: pre-drain hook, drain a PDB holds up, pre-terminate hook, then host, Secret, Node, finalizer', async () => {
+    await podOn(nodeName, 'web-1', { app: 'web' });
+    await pdb('web', 'web', 0);
+    await machines.annotate('m1', {
+      'pre-drain.delete.hook.machine.cluster.x-k8s.io/etcd': 'kcp',
+      'pre-terminate.delete.hook.machine.cluster.x-k8s.io/backup': 'ops',
+    });
+    await machines.delete('m1');
+    const hooked = await machines.until(
+      'm1',
+      'to wait for its pre-drain hook',
+      (m) =>
+        machines.condition(m, CONDITION.preDrainHookSucceeded)?.reason === 'WaitingExternalHook',
+    );
+    expect(hooked.status?.phase).toBe('Deleting');
+    expect((await readNode(nodeName))?.spec?.unschedulable).toBeFalsy(); // not cordoned yet
+
+    await machines.annotate('m1', { 'pre-drain.delete.hook.machine.cluster.x-k8s.io/etcd': null });
+    const blocked = await machines.until('m1', 'to say what blocks the drain', (m) =>
+      /disruption budget/i.test(machines.condition(m, CONDITION.drainingSucceeded)?.message ?? ''),
+    );
+    expect(machines.condition(blocked, CONDITION.drainingSucceeded)?.reason).toBe('Draining');
+    expect((await readNode(nodeName))?.spec?.unschedulable).toBe(true);
+
+    await pdb('web', 'web', 1);
+    await waitFor('web-1 to be evicted', async () => {
+      await actAsKubelet();
+      const left = (await core().listNamespacedPod({ namespace: ns() })).items;
+      return left.length === 0 ? true : undefined;
+    });
+    await machines.until(
+      'm1',
+      'to wait for its pre-terminate hook',
+      (m) =>
+        machines.condition(m, CONDITION.preTerminateHookSucceeded)?.reason ===
+        'WaitingExternalHook',
+    );
+    expect(await hostOf(providerID).exec(['test', '-f', BOOTSTRAP_SENTINEL])).toMatchObject({
+      code: 0,
+    });
+
+    await machines.annotate('m1', {
+      'pre-terminate.delete.hook.machine.cluster.x-k8s.io/backup': null,
+    });
+    await machines.gone('m1');
+    expect(await readNode(nodeName)).toBeUndefined();
+    expect(
+      await core()
+        .readNamespacedSecret({ namespace: ns(), name: 'm1-bootstrap' })
+        .catch((e: unknown) => statusCode(e)),
+    ).toBe(404);
+    expect(await hostOf(providerID).exec(['test', '-f', BOOTSTRAP_SENTINEL])).toMatchObject({
+      code: 1,
+    });
+    const reasons = await machines.eventReasons('m1');
+    const order = ['Deleting', 'WaitingExternalHook', 'SuccessfulDrainNode', 'Deleted'];
+    expect(reasons.filter((r) => order.includes(r))).toEqual([
+      'Deleting',
+      'WaitingExternalHook',
+      'SuccessfulDrainNode',
+      'WaitingExternalHook',
+      'Deleted',
+    ]);
+  }, 120_000);
+
+  it('stops while paused, and skips what the skip annotations and the drain timeout say', async () => {
+    await machines.bootstrapSecret('m2-bootstrap', joiner.script());
+    await machines.bootstrapSecret('m3-bootstrap', joiner.script());
+    await machines.create('m2', {
+      platform: pool.platform,
+      annotations: {
+        'cluster.x-k8s.io/paused': '',
+        'machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach': '',
+      },
+      spec: { nodeDrainTimeout: '2s' },
+    });
+    await machines.create('m3', {
+      platform: pool.platform,
+      annotations: { 'machine.cluster.x-k8s.io/exclude-node-draining': '' },
+    });
+    const paused = await machines.until(
+      'm2',
+      'to say it is paused',
+      (m) => machines.condition(m, 'Paused')?.status === 'True',
+    );
+    expect(paused.status?.phase).toBe('Pending');
+    const m3 = await machines.phase('m3', 'Running');
+    expect((await machines.get('m2'))?.spec.providerID).toBeUndefined(); // still nothing made
+    await machines.annotate('m2', { 'cluster.x-k8s.io/paused': null });
+    const m2 = await machines.phase('m2', 'Running');
+
+    // m2: a pod no budget lets go, and a volume still attached (its wait is skipped).
+    const node2 = m2.status!.nodeRef!.name;
+    const node3 = m3.status!.nodeRef!.name;
+    await podOn(node2, 'db-1', { app: 'db' });
+    await pdb('db', 'db', 0);
+    await podOn(node3, 'cache-1');
+    await machines.delete('m2');
+    await machines.delete('m3');
+    await machines.gone('m2');
+    await machines.gone('m3');
+    expect(await machines.eventReasons('m2')).toEqual(
+      expect.arrayContaining(['FailedDrainNode', 'Deleted']),
+    );
+    expect(await machines.eventReasons('m3')).toEqual(
+      expect.arrayContaining(['DrainSkipped', 'Deleted']),
+    );
+    const pods = (await core().listNamespacedPod({ namespace: ns() })).items;
+    // Never evicted: db-1 by its budget (then the timeout), cache-1 by the skip annotation.
+    expect(pods.map((p) => [p.metadata?.name, !!p.metadata?.deletionTimestamp]).sort()).toEqual([
+      ['cache-1', false],
+      ['db-1', false],
+    ]);
+    for (const pod of pods)
+      await core().deleteNamespacedPod({
+        namespace: ns(),
+        name: pod.metadata!.name!,
+        gracePeriodSeconds: 0,
+      });
+  }, 150_000);
+
+  it('is deleted all the same when the bridge was down, and after its worker was killed mid-delete', async () => {
+    await machines.bootstrapSecret('m4-bootstrap', joiner.script());
+    await machines.create('m4', {
+      platform: pool.platform,
+      annotations: { 'pre-terminate.delete.hook.machine.cluster.x-k8s.io/hold': '' },
+    });
+    const m4 = await machines.phase('m4', 'Running');
+    await pool.stopBridge();
+    await machines.delete('m4');
+    await pool.startBridge();
+    await machines.until(
+      'm4',
+      'to wait for its pre-terminate hook',
+      (m) =>
+        machines.condition(m, CONDITION.preTerminateHookSucceeded)?.reason ===
+        'WaitingExternalHook',
+    );
+    await pool.restartWorker(true); // kill -9 mid-delete
+    await machines.annotate('m4', {
+      'pre-terminate.delete.hook.machine.cluster.x-k8s.io/hold': null,
+    });
+    await machines.gone('m4');
+    expect(await readNode(m4.status!.nodeRef!.name)).toBeUndefined();
+    expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
+  }, 150_000);
+
+  it('says so when no Node joins within nodeStartupTimeout, and is Running once one does', async () => {
+    // Bootstrap data that succeeds but registers no Node: a kubelet that never came up.
+    await machines.bootstrapSecret(
+      'm5-bootstrap',
+      `#!/bin/sh\nmkdir -p /run/cluster-api\ntouch ${BOOTSTRAP_SENTINEL}\n`,
+    );
+    await machines.create('m5', { platform: pool.platform, nodeStartupTimeout: '2s' });
+    const late = await machines.until(
+      'm5',
+      'to say no Node joined',
+      (m) => machines.condition(m, CONDITION.nodeHealthy)?.reason === 'NodeNotFound',
+    );
+    expect(late.status?.phase).toBe('Provisioned');
+    expect(machines.condition(late, CONDITION.nodeHealthy)?.message).toMatch(
+      new RegExp(`no Node with spec.providerID ${late.spec.providerID} joined within \\d+s`),
+    );
+    expect(await machines.eventReasons('m5')).toContain('NodeStartupTimeout');
+
+    // The kubelet's part, late.
+    await core().createNode({
+      body: { metadata: { name: 'm5-late' }, spec: { providerID: late.spec.providerID } },
+    });
+    const running = await machines.phase('m5', 'Running', 60_000);
+    expect(running.status?.nodeRef?.name).toBe('m5-late');
+    await machines.delete('m5');
+    await machines.gone('m5');
+    expect(await readNode('m5-late')).toBeUndefined();
+  }, 120_000);
+
+  it('fails for a spec it cannot serve, saying why, and lets go when deleted', async () => {
+    await pool.scope.kube.custom.createNamespacedCustomObject({
+      group: 'cluster.x-k8s.io',
+      version: 'v1beta1',
+      plural: 'machines',
+      namespace: ns(),
+      body: {
+        apiVersion: 'cluster.x-k8s.io/v1beta1',
+        kind: 'Machine',
+        metadata: { name: 'bad' },
+        spec: {
+          clusterName: 'workload',
+          bootstrap: { dataSecretName: 'm1-bootstrap-none' },
+          infrastructureRef: {
+            apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
+            kind: 'AWSMachine',
+            name: 'bad',
+          },
+          nodeDrainTimeout: 'ten minutes',
+        },
+      },
+    });
+    await machines.bootstrapSecret('m1-bootstrap-none', joiner.script());
+    const bad = await machines.phase('bad', 'Failed');
+    expect(bad.status?.failureReason).toBe('InvalidConfiguration');
+    expect(bad.status?.failureMessage).toMatch(
+      /hostflow provides infrastructure\.hostflow\.dev\/v1alpha1 HostflowMachine/,
+    );
+    expect(bad.status?.failureMessage).toMatch(
+      /spec\.nodeDrainTimeout: "ten minutes" is not a duration/,
+    );
+    await machines.delete('bad');
+    await machines.gone('bad');
+  }, 60_000);
+});

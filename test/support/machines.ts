@@ -1,0 +1,186 @@
+// Machines in tests: creating a HostflowMachine, its Machine and the bootstrap Secret; reading
+// them back; and a watch that records every phase the Machine's status passes through, in order
+// (as `kubectl get machines -w` would show it).
+import { PatchStrategy, setHeaderOptions, Watch, type CoreV1Event } from '@kubernetes/client-node';
+import { waitFor } from '../../local-stack/process.js';
+import {
+  HOSTFLOW_MACHINE_API,
+  MACHINE_API,
+  type MachineSpec,
+  type MachineStatus,
+} from '../../shared/machine-api.js';
+import { statusCode } from '../../shared/kube-errors.js';
+import type { TestScope } from './scope.js';
+
+export interface MachineObject {
+  metadata: {
+    name: string;
+    uid: string;
+    finalizers?: string[];
+    annotations?: Record<string, string>;
+  };
+  spec: MachineSpec;
+  status?: MachineStatus;
+}
+
+export class Machines {
+  private readonly watches: Array<() => void> = [];
+
+  constructor(private readonly scope: TestScope) {}
+
+  private get ns() {
+    return this.scope.namespace;
+  }
+
+  async create(
+    name: string,
+    options: {
+      platform: string;
+      secret?: string;
+      annotations?: Record<string, string>;
+      spec?: Partial<MachineSpec>;
+      nodeStartupTimeout?: string;
+    },
+  ): Promise<void> {
+    const { custom } = this.scope.kube;
+    await custom.createNamespacedCustomObject({
+      ...HOSTFLOW_MACHINE_API,
+      namespace: this.ns,
+      body: {
+        apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
+        kind: 'HostflowMachine',
+        metadata: { name },
+        spec: {
+          platform: options.platform,
+          ...(options.nodeStartupTimeout ? { nodeStartupTimeout: options.nodeStartupTimeout } : {}),
+        },
+      },
+    });
+    await custom.createNamespacedCustomObject({
+      ...MACHINE_API,
+      namespace: this.ns,
+      body: {
+        apiVersion: `${MACHINE_API.group}/${MACHINE_API.version}`,
+        kind: 'Machine',
+        metadata: { name, ...(options.annotations ? { annotations: options.annotations } : {}) },
+        spec: {
+          clusterName: 'workload',
+          bootstrap: { dataSecretName: options.secret ?? `${name}-bootstrap` },
+          infrastructureRef: {
+            apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
+            kind: 'HostflowMachine',
+            name,
+          },
+          version: 'v1.34.1',
+          ...options.spec,
+        },
+      },
+    });
+  }
+
+  async bootstrapSecret(name: string, script: string): Promise<void> {
+    await this.scope.kube.core.createNamespacedSecret({
+      namespace: this.ns,
+      body: {
+        metadata: { name, labels: { 'cluster.x-k8s.io/cluster-name': 'workload' } },
+        stringData: { value: script },
+      },
+    });
+  }
+
+  get(name: string): Promise<MachineObject | undefined> {
+    return this.scope.kube.custom
+      .getNamespacedCustomObject({ ...MACHINE_API, namespace: this.ns, name })
+      .then(
+        (found) => found as MachineObject,
+        (err: unknown) => (statusCode(err) === 404 ? undefined : Promise.reject(err)),
+      );
+  }
+
+  /** Waits until `check` holds for the Machine's state. */
+  until(
+    name: string,
+    what: string,
+    check: (machine: MachineObject) => boolean,
+    timeoutMs = 90_000,
+  ): Promise<MachineObject> {
+    let last: MachineObject | undefined;
+    return waitFor(
+      `Machine ${name} ${what}`,
+      async () => {
+        const machine = (last = await this.get(name));
+        return machine && check(machine) ? machine : undefined;
+      },
+      { timeoutMs, intervalMs: 200 },
+    ).catch((err: unknown) => {
+      // What it did say, to tell where it stopped.
+      throw new Error(`${(err as Error).message}; its status: ${JSON.stringify(last?.status)}`);
+    });
+  }
+
+  phase(name: string, phase: string, timeoutMs?: number): Promise<MachineObject> {
+    return this.until(name, `to be ${phase}`, (m) => m.status?.phase === phase, timeoutMs);
+  }
+
+  gone(name: string, timeoutMs = 90_000): Promise<true> {
+    return waitFor(
+      `Machine ${name} to go`,
+      async () => ((await this.get(name)) ? undefined : true),
+      { timeoutMs, intervalMs: 200 },
+    );
+  }
+
+  async annotate(name: string, annotations: Record<string, string | null>): Promise<void> {
+    await this.scope.kube.custom.patchNamespacedCustomObject(
+      { ...MACHINE_API, namespace: this.ns, name, body: { metadata: { annotations } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.scope.kube.custom.deleteNamespacedCustomObject({
+      ...MACHINE_API,
+      namespace: this.ns,
+      name,
+    });
+  }
+
+  condition(machine: MachineObject, type: string) {
+    return machine.status?.conditions?.find((c) => c.type === type);
+  }
+
+  /** Every phase the Machine's status takes from now on, in order. */
+  async recordPhases(name: string): Promise<string[]> {
+    const seen: string[] = [];
+    const watch = new Watch(this.scope.kube.kc);
+    const request = await watch.watch(
+      `/apis/${MACHINE_API.group}/${MACHINE_API.version}/namespaces/${this.ns}/machines`,
+      { fieldSelector: `metadata.name=${name}` },
+      (_type, obj: MachineObject) => {
+        const phase = obj.status?.phase;
+        if (phase && seen.at(-1) !== phase) seen.push(phase);
+      },
+      () => undefined,
+    );
+    this.watches.push(() => request.abort());
+    return seen;
+  }
+
+  /** The reasons of this Machine's Events, oldest first. */
+  async eventReasons(name: string): Promise<string[]> {
+    const events = await this.scope.kube.core.listNamespacedEvent({
+      namespace: this.ns,
+      fieldSelector: `involvedObject.name=${name},involvedObject.kind=Machine`,
+    });
+    // Timestamps have whole seconds: within one, the order of writes (resourceVersion) decides.
+    const at = (e: CoreV1Event) => new Date(e.firstTimestamp ?? e.eventTime ?? 0).getTime();
+    const written = (e: CoreV1Event) => Number(e.metadata.resourceVersion);
+    return events.items
+      .sort((a, b) => at(a) - at(b) || written(a) - written(b))
+      .map((e) => e.reason ?? '');
+  }
+
+  stopWatches(): void {
+    this.watches.forEach((stop) => stop());
+  }
+}
