@@ -3,8 +3,11 @@
 // Lock's name. Everything else in a batch is dropped. The server may send a batch again after a
 // failed delivery, so events already counted (by audit ID) are skipped.
 import { z } from 'zod';
+import { CLUSTER_LOCKS_NAMESPACE } from '../shared/lock-api.js';
 
 export const DENIED_BY_ANNOTATION = 'locks.kotas.tech/denied-by';
+/** The same from the policy for Nodes, whose Locks live in CLUSTER_LOCKS_NAMESPACE. */
+export const CLUSTER_DENIED_BY_ANNOTATION = 'cluster-locks.kotas.tech/denied-by';
 
 export interface LockDenial {
   namespace: string;
@@ -53,9 +56,10 @@ export class LockDenials {
       if (!event.success) continue;
       const { auditID, stage, verb, objectRef, responseStatus, annotations } = event.data;
       const user = event.data.impersonatedUser ?? event.data.user;
-      const lock = annotations?.[DENIED_BY_ANNOTATION];
-      const namespace = objectRef?.namespace;
-      if (!lock || !namespace || stage !== 'ResponseComplete') continue;
+      const clusterLock = annotations?.[CLUSTER_DENIED_BY_ANNOTATION];
+      const lock = annotations?.[DENIED_BY_ANNOTATION] || clusterLock;
+      const namespace = clusterLock ? CLUSTER_LOCKS_NAMESPACE : objectRef?.namespace;
+      if (!lock || !namespace || !objectRef || stage !== 'ResponseComplete') continue;
       if ((responseStatus?.code ?? 0) < 400 || this.seen.has(auditID)) continue;
       this.remember(auditID);
       const sub = objectRef.subresource;

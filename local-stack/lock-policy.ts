@@ -1,7 +1,9 @@
-// Installs the Lock policy and its binding (deploy/locks/) with the engine's identity filled
-// in, as `npm start`, the tests and the benchmarks need; a cluster install uses the overlay.
+// Installs the Lock policies and their bindings (deploy/locks/: namespaced objects, and Nodes
+// through Locks in the namespace cluster-locks) with the engine's identity filled in, as
+// `npm start`, the tests and the benchmarks need; a cluster install uses the overlay.
 import {
   AdmissionregistrationV1Api,
+  CoreV1Api,
   loadAllYaml,
   type KubeConfig,
   type V1ValidatingAdmissionPolicy,
@@ -11,15 +13,22 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './paths.js';
 import { upsert } from './upsert.js';
+import { CLUSTER_LOCKS_NAMESPACE } from '../shared/lock-api.js';
+import { statusCode } from '../shared/kube-errors.js';
 
-const POLICY_FILE = join(REPO_ROOT, 'deploy/locks/validating-admission-policy.yaml');
+const POLICY_FILES = ['validating-admission-policy.yaml', 'cluster-scoped-policy.yaml'].map((f) =>
+  join(REPO_ROOT, 'deploy/locks', f),
+);
 
-/** The policy and binding as deployed, with `engineIdentities` exempt from their own Locks. */
-export function lockPolicy(engineIdentities: string[]): {
+/** A policy and binding as deployed, with `engineIdentities` exempt from their own Locks. */
+function lockPolicy(
+  file: string,
+  engineIdentities: string[],
+): {
   policy: V1ValidatingAdmissionPolicy;
   binding: V1ValidatingAdmissionPolicyBinding;
 } {
-  const [policy, binding] = loadAllYaml(readFileSync(POLICY_FILE, 'utf8')) as [
+  const [policy, binding] = loadAllYaml(readFileSync(file, 'utf8')) as [
     V1ValidatingAdmissionPolicy,
     V1ValidatingAdmissionPolicyBinding,
   ];
@@ -30,17 +39,25 @@ export function lockPolicy(engineIdentities: string[]): {
 
 export async function installLockPolicy(kc: KubeConfig, engineIdentities: string[]): Promise<void> {
   const api = kc.makeApiClient(AdmissionregistrationV1Api);
-  const { policy, binding } = lockPolicy(engineIdentities);
-  await upsert(
-    (name) => api.readValidatingAdmissionPolicy({ name }),
-    (body) => api.createValidatingAdmissionPolicy({ body }),
-    (name, body) => api.replaceValidatingAdmissionPolicy({ name, body }),
-    policy,
-  );
-  await upsert(
-    (name) => api.readValidatingAdmissionPolicyBinding({ name }),
-    (body) => api.createValidatingAdmissionPolicyBinding({ body }),
-    (name, body) => api.replaceValidatingAdmissionPolicyBinding({ name, body }),
-    binding,
-  );
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name: CLUSTER_LOCKS_NAMESPACE } } })
+    .catch((err: unknown) => {
+      if (statusCode(err) !== 409) throw err; // 409: it is there already
+    });
+  for (const file of POLICY_FILES) {
+    const { policy, binding } = lockPolicy(file, engineIdentities);
+    await upsert(
+      (name) => api.readValidatingAdmissionPolicy({ name }),
+      (body) => api.createValidatingAdmissionPolicy({ body }),
+      (name, body) => api.replaceValidatingAdmissionPolicy({ name, body }),
+      policy,
+    );
+    await upsert(
+      (name) => api.readValidatingAdmissionPolicyBinding({ name }),
+      (body) => api.createValidatingAdmissionPolicyBinding({ body }),
+      (name, body) => api.replaceValidatingAdmissionPolicyBinding({ name, body }),
+      binding,
+    );
+  }
 }

@@ -9,6 +9,12 @@ export const LOCK_API = {
 /** The label by which a namespace opts in to Locks, as in the original. */
 export const LOCKABLE_LABEL = { key: 'lockable', value: 'true' } as const;
 
+/**
+ * Where the Locks of cluster-scoped objects (Nodes) live, named like the object
+ * (deploy/locks/cluster-scoped-policy.yaml).
+ */
+export const CLUSTER_LOCKS_NAMESPACE = 'cluster-locks';
+
 /** On every Lock the engine created; a Lock without it belongs to a person and is left alone. */
 export const LOCK_MANAGED_BY = { key: 'app.kubernetes.io/managed-by', value: 'hostflow' } as const;
 

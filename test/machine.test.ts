@@ -5,14 +5,30 @@
 // Terminating, so the test plays the kubelet's part and deletes them; with no disruption
 // controller, the test sets each PodDisruptionBudget's status itself.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  PatchStrategy,
+  PolicyV1Api,
+  setHeaderOptions,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { BOOTSTRAP_SENTINEL, CONDITION, MACHINE_FINALIZER } from '../shared/machine-api.js';
+import { LOCK_API } from '../shared/lock-api.js';
+import {
+  BOOTSTRAP_SENTINEL,
+  CONDITION,
+  HOSTFLOW_MACHINE_API,
+  MACHINE_FINALIZER,
+} from '../shared/machine-api.js';
 import { Machines } from './support/machines.js';
 import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
+import { apiAnswer } from './support/api-answer.js';
+import { tenantIdentity } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 let pool: StaticPool;
 let machines: Machines;
@@ -139,7 +155,12 @@ describe('a Machine on a static host', () => {
 
     await machines.bootstrapSecret('m1-bootstrap', joiner.script());
     const running = await machines.phase('m1', 'Running');
-    expect(phases).toEqual(['Pending', 'Provisioning', 'Provisioned', 'Running']);
+    expect(await phases.upTo('Running')).toEqual([
+      'Pending',
+      'Provisioning',
+      'Provisioned',
+      'Running',
+    ]);
     providerID = running.spec.providerID!;
     expect(providerID).toMatch(/^hostflow:\/\/static\/h[12]$/);
     nodeName = running.status!.nodeRef!.name;
@@ -200,6 +221,29 @@ describe('a Machine on a static host', () => {
     expect(machines.condition(blocked, CONDITION.drainingSucceeded)?.reason).toBe('Draining');
     expect((await readNode(nodeName))?.spec?.unschedulable).toBe(true);
 
+    // Locked while it drains: an operator may neither uncordon nor delete it (dry run).
+    const operator = (
+      await tenantIdentity(
+        pool.scope.kube.kc,
+        ns(),
+        [],
+        [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch', 'delete'] }],
+      )
+    ).makeApiClient(CoreV1Api);
+    const holder = WORKFLOW_ID.machine(ns(), 'm1');
+    const locked = new RegExp(
+      `^403: .*nodes ${nodeName} is locked by Lock cluster-locks/${nodeName} \\(reason: Machine ${ns()}/m1 drains and deletes it\\); ` +
+        `held by hostflow workflow ${holder.replace(/[/.]/g, '\\$&')}, which releases it once its work on it is done\\. ` +
+        `To unlock: kubectl -n cluster-locks delete lock ${nodeName}$`,
+    );
+    const uncordon = { spec: { unschedulable: false } };
+    expect(
+      await apiAnswer(
+        operator.patchNode({ name: nodeName, body: uncordon, dryRun: 'All' }, mergePatch),
+      ),
+    ).toMatch(locked);
+    expect(await apiAnswer(operator.deleteNode({ name: nodeName, dryRun: 'All' }))).toMatch(locked);
+
     await pdb('web', 'web', 1);
     await waitFor('web-1 to be evicted', async () => {
       await actAsKubelet();
@@ -230,6 +274,14 @@ describe('a Machine on a static host', () => {
     expect(await hostOf(providerID).exec(['test', '-f', BOOTSTRAP_SENTINEL])).toMatchObject({
       code: 1,
     });
+    const lock = await pool.scope.kube.custom
+      .getNamespacedCustomObject({ ...LOCK_API, namespace: 'cluster-locks', name: nodeName })
+      .catch((err: unknown) => statusCode(err));
+    expect(lock).toBe(404); // let go once the Node was deleted
+    const infra = await pool.scope.kube.custom
+      .getNamespacedCustomObject({ ...HOSTFLOW_MACHINE_API, namespace: ns(), name: 'm1' })
+      .catch((err: unknown) => statusCode(err));
+    expect(infra).toBe(404); // deleted with the host given back, as Cluster API does
     const reasons = await machines.eventReasons('m1');
     const order = ['Deleting', 'WaitingExternalHook', 'SuccessfulDrainNode', 'Deleted'];
     expect(reasons.filter((r) => order.includes(r))).toEqual([

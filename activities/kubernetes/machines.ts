@@ -177,6 +177,16 @@ export function createMachineActivities({
         rethrowKube(`delete Secret ${input.namespace}/${input.name}`, err);
       }
     },
+
+    /** Deletes the HostflowMachine once what it made is gone, as Cluster API deletes its infra object. */
+    async deleteInfrastructure(input: { namespace: string; name: string }): Promise<void> {
+      try {
+        await custom.deleteNamespacedCustomObject({ ...HOSTFLOW_MACHINE_API, ...input });
+      } catch (err) {
+        if (isNotFound(err)) return;
+        rethrowKube(`delete ${HOSTFLOW_MACHINE_KIND} ${input.namespace}/${input.name}`, err);
+      }
+    },
   };
 }
 

@@ -107,6 +107,8 @@ export async function tenantIdentity(
   kc: KubeConfig,
   namespace: string,
   rules: V1PolicyRule[],
+  /** Rights on cluster-scoped objects (Nodes), through a ClusterRole of its own. */
+  clusterRules: V1PolicyRule[] = [],
 ): Promise<KubeConfig> {
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
   const core = kc.makeApiClient(CoreV1Api);
@@ -121,6 +123,16 @@ export async function tenantIdentity(
       subjects: [{ kind: 'ServiceAccount', name, namespace }],
     },
   });
+  if (clusterRules.length) {
+    await rbac.createClusterRole({ body: { metadata: { name }, rules: clusterRules } });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects: [{ kind: 'ServiceAccount', name, namespace }],
+      },
+    });
+  }
   const token = await core.createNamespacedServiceAccountToken({
     name,
     namespace,

@@ -3,10 +3,16 @@
 // nodeDrainTimeout, volume detach within nodeVolumeDetachTimeout, pre-terminate hooks, the
 // infrastructure terminated and confirmed (a static host given back), the bootstrap Secret and
 // the Node deleted, and only then the finalizer.
-import { condition, sleep } from '@temporalio/workflow';
-import { CONDITION, MACHINE_ANNOTATIONS, REASON } from '../../shared/machine-api.js';
+import { condition, sleep, workflowInfo } from '@temporalio/workflow';
+import { CLUSTER_LOCKS_NAMESPACE } from '../../shared/lock-api.js';
+import {
+  CONDITION,
+  HOSTFLOW_MACHINE_KIND,
+  MACHINE_ANNOTATIONS,
+  REASON,
+} from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { machineBootstrap, machineKube as kube } from '../activities.js';
+import { locks, machineBootstrap, machineKube as kube } from '../activities.js';
 import { backoffMs } from '../retry.js';
 import { releaseInfrastructure } from './infrastructure.js';
 import type { MachineRun } from './machine.js';
@@ -23,6 +29,7 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
   const spec = run.latest().spec;
   if (run.nodeName) {
     await waitForHooks(run, 'preDrainHooks', CONDITION.preDrainHookSucceeded);
+    await lockNode(run, run.nodeName);
     if (run.latest().excludeDraining) {
       await report.event('Normal', 'DrainSkipped', `${MACHINE_ANNOTATIONS.excludeDraining} is set`);
     } else {
@@ -59,17 +66,56 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
       ),
     );
   }
+  const infraRef = spec.infrastructureRef;
+  if (infra && infraRef?.kind === HOSTFLOW_MACHINE_KIND && infraRef.name) {
+    await kube.deleteInfrastructure({ namespace: ref.namespace, name: infraRef.name });
+  }
   const secretName = spec.bootstrap?.dataSecretName;
   if (secretName) await kube.deleteBootstrapSecret({ namespace: ref.namespace, name: secretName });
-  if (run.nodeName)
+  if (run.nodeName) {
     await deleteNode(
       run,
       run.nodeName,
       durationMs(spec.nodeDeletionTimeout, DEFAULT_NODE_DELETION_MS),
     );
+    await unlockNode();
+  }
   await report.publish('Deleting', 'removing the finalizer');
   await kube.removeMachineFinalizer(ref);
   await report.event('Normal', 'Deleted', 'Every deletion step is done; the finalizer is removed');
+}
+
+/**
+ * Locks the Node from the drain until it is deleted: nobody else uncordons or deletes it meanwhile
+ * (this workflow still may). A Lock that cannot be taken never holds the deletion up.
+ */
+async function lockNode(run: MachineRun, node: string): Promise<void> {
+  const target = {
+    namespace: CLUSTER_LOCKS_NAMESPACE,
+    name: node,
+    resource: 'nodes',
+    apiGroup: '',
+    operations: ['UPDATE' as const, 'DELETE' as const],
+    reason: `Machine ${run.ref.namespace}/${run.ref.name} drains and deletes it`,
+  };
+  await locks
+    .syncLocks({ holder: workflowInfo().workflowId, wanted: [target] })
+    .catch((err: unknown) =>
+      run.report.event('Warning', 'NodeNotLocked', `Node ${node}: ${innermostMessage(err)}`),
+    );
+}
+
+/** Lets go of the Node's Lock until that succeeds: left, it would lock a later Node of its name. */
+async function unlockNode(): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const holder = workflowInfo().workflowId;
+      await locks.syncLocks({ holder, wanted: [], alsoIn: [CLUSTER_LOCKS_NAMESPACE] });
+      return;
+    } catch {
+      await sleep(backoffMs(attempt, 30_000));
+    }
+  }
 }
 
 /** Waits while hook annotations of this kind exist, saying which. */
