@@ -263,6 +263,11 @@ Try a Provisioning on the demo hosts (registered as BareMetalHosts; kubespray's 
   kubectl -n demo delete bpa demo-cluster     # resets and releases the hosts
 Or a Cluster: a Provisioning and a Software (packages per role) as one:
   kubectl apply -f ${examples}/cluster.yaml && kubectl -n demo get cl -w
+
+Try a Cluster API Machine on the demo cloud (no kubelet there: node-join.sh plays its part):
+  kubectl apply -f ${examples}/machine.yaml && kubectl -n demo get ma -w
+  bash ${examples}/node-join.sh demo demo-machine    # once it is Provisioned
+  kubectl -n demo delete machine demo-machine        # drains, terminates the VM, deletes the Node
 `
     : '';
   console.log(`

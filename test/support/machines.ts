@@ -11,6 +11,7 @@ import {
 } from '../../shared/machine-api.js';
 import { statusCode } from '../../shared/kube-errors.js';
 import type { TestScope } from './scope.js';
+import type { VmCloud } from './vm-cloud.js';
 
 export interface MachineObject {
   metadata: {
@@ -150,8 +151,13 @@ export class Machines {
   }
 
   /** Every phase the Machine's status takes from now on, in order. */
-  async recordPhases(name: string): Promise<string[]> {
+  /**
+   * Records every phase the Machine's watch shows, in order. `upTo(phase)` waits until the watch
+   * has delivered that phase (it may trail a read that already sees it) and returns the list.
+   */
+  async recordPhases(name: string): Promise<{ upTo(phase: string): Promise<string[]> }> {
     const seen: string[] = [];
+    let ended: unknown;
     const watch = new Watch(this.scope.kube.kc);
     const request = await watch.watch(
       `/apis/${MACHINE_API.group}/${MACHINE_API.version}/namespaces/${this.ns}/machines`,
@@ -160,10 +166,17 @@ export class Machines {
         const phase = obj.status?.phase;
         if (phase && seen.at(-1) !== phase) seen.push(phase);
       },
-      () => undefined,
+      (err: unknown) => (ended = err ?? 'the watch ended'),
     );
     this.watches.push(() => request.abort());
-    return seen;
+    return {
+      upTo: (phase) =>
+        waitFor(`Machine ${name}'s watch to show ${phase} (it showed ${seen.join(', ')})`, () => {
+          if (seen.includes(phase)) return [...seen];
+          if (ended) throw new Error(`the watch of Machine ${name} ended: ${String(ended)}`);
+          return undefined;
+        }),
+    };
   }
 
   /** The reasons of this Machine's Events, oldest first. */
@@ -184,3 +197,25 @@ export class Machines {
     this.watches.forEach((stop) => stop());
   }
 }
+
+/** host-config keys of a dynamic platform on a test cloud, for Machines' VMs. */
+export const machinePlatformKeys = (
+  cloud: VmCloud,
+  platform: string,
+  tag: string,
+  own: Record<string, string> = {},
+) => {
+  const cfg = `dynamic.${platform.replace('/', '-')}`;
+  return Object.fromEntries(
+    Object.entries({
+      type: cloud.kind,
+      ...cloud.providerKeys,
+      'ssh-secret': `vm-ssh-${cloud.kind}`,
+      'instance-tag': tag,
+      'max-instances': '2',
+      'check-interval': '1',
+      'allocation-timeout': '60',
+      ...own,
+    }).map(([key, value]) => [`${cfg}.${key}`, value]),
+  );
+};

@@ -1,0 +1,81 @@
+// A Cluster API Machine on IBM Power VS, end to end: the Power VS double, whose instances boot
+// into real sshd hosts, with real bridge and worker processes. A file of its own, since a worker
+// talks to one IBM IAM endpoint and machine-cloud.test.ts uses IBM VPC's. The bootstrap data
+// registers the Node (test/support/node-join.ts stands in for kubeadm join and a kubelet).
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { parsePowerCrn } from '../platform-config/ibm-config.js';
+import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { uniqueSuffix } from './support/env.js';
+import { machinePlatformKeys, Machines } from './support/machines.js';
+import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
+import { createScope, type TestScope } from './support/scope.js';
+import { startVmCloud, type VmCloud } from './support/vm-cloud.js';
+import { waitFor } from '../local-stack/process.js';
+
+const sfx = uniqueSuffix();
+const IBMP = `linux/mibmp-${sfx}`;
+const tag = `hfmibmp-${sfx}`;
+let scope: TestScope;
+let ibmp: VmCloud;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+let machines: Machines;
+let joiner: NodeJoiner;
+
+beforeAll(async () => {
+  scope = await createScope('mibmp');
+  ibmp = await startVmCloud('ibmp', {
+    name: `mibmp-${sfx}`,
+    subnetCidr: '10.231.240.0/20',
+    bootDelayMs: 1000,
+  });
+  for (const [name, stringData] of Object.entries(ibmp.secrets)) {
+    await scope.kube.core.createNamespacedSecret({
+      namespace: scope.engineNamespace,
+      body: { metadata: { name: name === 'vm-ssh' ? 'vm-ssh-ibmp' : name }, stringData },
+    });
+  }
+  await scope.setHostConfig({
+    'dynamic-platforms': IBMP,
+    ...machinePlatformKeys(ibmp, IBMP, tag),
+  });
+  worker = await startWorker(scope, ibmp.workerEnv);
+  bridge = await startBridge(scope);
+  machines = new Machines(scope);
+  joiner = await createNodeJoiner(scope);
+}, 180_000);
+
+afterAll(async () => {
+  machines?.stopWatches();
+  await Promise.all([bridge?.stop(), worker?.stop()]);
+  await joiner?.dispose();
+  await ibmp?.stop();
+  await scope?.dispose();
+});
+
+it('runs on a Power VS VM named ibmpowervs://<zone>/<id>, every phase in order, terminated on delete', async () => {
+  const phases = await machines.recordPhases('p1');
+  await machines.bootstrapSecret('p1-bootstrap', joiner.script());
+  await machines.create('p1', { platform: IBMP });
+  const running = await machines.phase('p1', 'Running', 120_000);
+  expect(await phases.upTo('Running')).toEqual([
+    'Pending',
+    'Provisioning',
+    'Provisioned',
+    'Running',
+  ]);
+  const [id] = await ibmp.liveInstances(tag);
+  const crn = parsePowerCrn(ibmp.providerKeys.crn!);
+  expect(typeof crn).toBe('object');
+  expect(running.spec.providerID).toBe(`ibmpowervs://${(crn as { zone: string }).zone}/${id}`);
+  expect(running.status?.addresses?.map((a) => a.type)).toContain('InternalIP');
+  await machines.delete('p1');
+  await machines.gone('p1');
+  await waitFor(
+    `no ${tag} VM left`,
+    async () => ((await ibmp.liveInstances(tag)).length ? undefined : true),
+    {
+      timeoutMs: 60_000,
+    },
+  );
+}, 180_000);
