@@ -10,6 +10,7 @@ import {
   PatchStrategy,
   PolicyV1Api,
   setHeaderOptions,
+  StorageV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
@@ -307,6 +308,7 @@ describe('a Machine on a static host', () => {
     await machines.create('m3', {
       platform: pool.platform,
       annotations: { 'machine.cluster.x-k8s.io/exclude-node-draining': '' },
+      spec: { nodeVolumeDetachTimeout: '2s' },
     });
     const paused = await machines.until(
       'm2',
@@ -320,11 +322,25 @@ describe('a Machine on a static host', () => {
     const m2 = await machines.phase('m2', 'Running');
 
     // m2: a pod no budget lets go, and a volume still attached (its wait is skipped).
+    // m3: draining skipped, and a volume that stays attached past nodeVolumeDetachTimeout.
     const node2 = m2.status!.nodeRef!.name;
     const node3 = m3.status!.nodeRef!.name;
     await podOn(node2, 'db-1', { app: 'db' });
     await pdb('db', 'db', 0);
     await podOn(node3, 'cache-1');
+    const storage = pool.scope.kube.kc.makeApiClient(StorageV1Api);
+    const attachments = [`${ns()}-m2-vol`, `${ns()}-m3-vol`];
+    for (const [name, nodeName] of [
+      [attachments[0]!, node2],
+      [attachments[1]!, node3],
+    ] as const) {
+      await storage.createVolumeAttachment({
+        body: {
+          metadata: { name },
+          spec: { attacher: 'csi.example.com', nodeName, source: { persistentVolumeName: name } },
+        },
+      });
+    }
     await machines.delete('m2');
     await machines.delete('m3');
     await machines.gone('m2');
@@ -333,8 +349,10 @@ describe('a Machine on a static host', () => {
       expect.arrayContaining(['FailedDrainNode', 'Deleted']),
     );
     expect(await machines.eventReasons('m3')).toEqual(
-      expect.arrayContaining(['DrainSkipped', 'Deleted']),
+      expect.arrayContaining(['DrainSkipped', 'VolumeDetachTimeout', 'Deleted']),
     );
+    expect(await machines.eventReasons('m2')).not.toContain('VolumeDetachTimeout');
+    for (const name of attachments) await storage.deleteVolumeAttachment({ name });
     const pods = (await core().listNamespacedPod({ namespace: ns() })).items;
     // Never evicted: db-1 by its budget (then the timeout), cache-1 by the skip annotation.
     expect(pods.map((p) => [p.metadata?.name, !!p.metadata?.deletionTimestamp]).sort()).toEqual([
