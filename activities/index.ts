@@ -11,6 +11,8 @@ import { createPackageActivities } from './ssh/packages.js';
 import { createBootstrapActivities } from './ssh/bootstrap.js';
 import { createMachineActivities } from './kubernetes/machines.js';
 import { createNodeActivities } from './kubernetes/nodes.js';
+import { createMachineConfigPoolActivities } from './kubernetes/machine-config-pools.js';
+import { createOsImageActivities } from './ssh/os-image.js';
 import { createBpaResourceActivities } from './kubernetes/bpa-resources.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
 import { createCloudGcActivities } from './gc/cloud-vms.js';
@@ -87,6 +89,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createDhcpActivities({ leasesFile: deps.provisioning?.leasesFile }),
     ...createMachineActivities(deps.kube),
     ...createNodeActivities(deps.kube),
+    ...createMachineConfigPoolActivities(deps.kube),
+    ...createOsImageActivities(deps.kube),
     ...createBootstrapActivities(deps.kube),
     ...playbookActivities(deps),
   };

@@ -20,6 +20,7 @@ import { planOtpService } from '../local-stack/otp-service.js';
 import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
 import { DEMO_DYNAMIC_PLATFORM, DEMO_POOL_PLATFORM, startDemoCloud } from './demo-cloud.js';
 import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
+import { DEMO_POOL, startDemoNodes } from './demo-nodes.js';
 import { supervise, type Supervised } from './supervise.js';
 
 export interface StartOptions {
@@ -155,6 +156,13 @@ export async function runStart(options: StartOptions): Promise<number> {
       });
       stops.push(demo.stop);
       demoHosts = demo.hosts.map((h) => `${h.name} ${h.address}`);
+      console.log('hostflow: starting the demo Nodes (a MachineConfigPool of three sshd hosts)…');
+      const demoPool = await startDemoNodes({
+        stateDir: join(stateDir, 'demo-nodes'),
+        kubeConfig: kc,
+        engineNamespace,
+      });
+      stops.push(demoPool.stop);
       console.log('hostflow: starting the demo cloud (moto EC2 whose instances boot sshd hosts)…');
       await assertPortsFree('moto (demo cloud)', [LOCAL_PORTS.moto]);
       const cloud = await startDemoCloud({
@@ -263,6 +271,10 @@ Try a Provisioning on the demo hosts (registered as BareMetalHosts; kubespray's 
   kubectl -n demo delete bpa demo-cluster     # resets and releases the hosts
 Or a Cluster: a Provisioning and a Software (packages per role) as one:
   kubectl apply -f ${examples}/cluster.yaml && kubectl -n demo get cl -w
+
+Try an OS image rollout over the demo pool ${DEMO_POOL} (three Nodes; rpm-ostree and reboots stand in):
+  kubectl apply -f ${examples}/rollout.yaml && kubectl get mcp -w
+  kubectl delete mc 99-demo-worker-os-image            # reverts the pool to its base image
 
 Try a Cluster API Machine on the demo cloud (no kubelet there: node-join.sh plays its part):
   kubectl apply -f ${examples}/machine.yaml && kubectl -n demo get ma -w

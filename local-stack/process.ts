@@ -24,6 +24,8 @@ export interface SpawnOptions {
    * after a minute up): how `hostflow start` keeps every process it runs alive.
    */
   restart?: boolean;
+  /** With `restart`: always wait this long instead (a host's boot time, not a crash loop). */
+  restartDelayMs?: number;
 }
 
 const TAIL_LINES = 200;
@@ -45,10 +47,13 @@ export function spawnManaged(
     void child.exited.then((code) => {
       if (stopping) return finished(code);
       if (Date.now() - started > 60_000) restarts = 0;
-      const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** restarts++);
-      console.error(
-        `hostflow: ${name} exited (code ${code}); restarting in ${delay} ms. Last output:\n${child.tail(15)}`,
-      );
+      const delay = options.restartDelayMs ?? Math.min(MAX_BACKOFF_MS, 1000 * 2 ** restarts++);
+      // A planned restart (a host's reboot) is no news; a crash is, with what it said last.
+      if (options.restartDelayMs === undefined) {
+        console.error(
+          `hostflow: ${name} exited (code ${code}); restarting in ${delay} ms. Last output:\n${child.tail(15)}`,
+        );
+      }
       setTimeout(() => {
         if (stopping) return finished(code);
         current = spawnOnce(name, command, args, options);

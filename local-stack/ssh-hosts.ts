@@ -48,6 +48,10 @@ export interface SshHostsOptions {
   adminUser?: string;
   /** Restart a host's sshd whenever it exits (`hostflow start`): a host that comes back. */
   restart?: boolean;
+  /** With `restart`: how long a host takes to come back (default: back-off, as for a crash). */
+  bootDelayMs?: number;
+  /** One admin key for every host (a pool of nodes one Secret logs in to); default one each. */
+  adminKey?: KeyPair;
 }
 
 const SSHD = '/usr/sbin/sshd';
@@ -138,6 +142,7 @@ async function startHost(
   adminUser: string,
   adminKey?: KeyPair,
   restart = false,
+  bootDelayMs?: number,
 ): Promise<SshHost> {
   const name = net.netns;
   let proc: ManagedProcess | undefined;
@@ -177,6 +182,7 @@ async function startHost(
     const sshd = spawnManaged(`ssh host ${name}: sshd`, 'ip', args, {
       logFile: join(dir, 'sshd.log'),
       restart,
+      ...(bootDelayMs !== undefined ? { restartDelayMs: bootDelayMs } : {}),
     });
     proc = sshd;
     await waitFor(
@@ -258,7 +264,9 @@ export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool>
 
   const nets = await createHostNets(prefix, opts.count, hostDir);
   const results = await Promise.allSettled(
-    nets.map((net) => startHost(net, hostDir(net.netns), adminUser, undefined, opts.restart)),
+    nets.map((net) =>
+      startHost(net, hostDir(net.netns), adminUser, opts.adminKey, opts.restart, opts.bootDelayMs),
+    ),
   );
   const hosts = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   let stopping: Promise<void> | undefined;

@@ -52,6 +52,10 @@ export const WORKFLOW_ID = {
   software: (namespace: string, name: string) => `software/${namespace}/${name}`,
   bpaCluster: (namespace: string, name: string) => `bpa-cluster/${namespace}/${name}`,
   machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
+  rollout: (pool: string) => `rollout/${pool}`,
+  /** One node's update to one image: its own history, found by the node's name. */
+  rolloutNode: (pool: string, node: string, imageDigest: string) =>
+    `rollout/${pool}/${node}/${imageDigest}`,
   hostConfig: (engineNamespace: string) => `hostconfig/${engineNamespace}`,
   cloudGc: (engineNamespace: string) => `cloud-gc/${engineNamespace}`,
   taskRunGc: (engineNamespace: string) => `taskrun-gc/${engineNamespace}`,

@@ -1,6 +1,8 @@
 // Every signal, update and query the engine's workflows take, grouped by the workflow that
 // receives them: the one place the bridge, activities and workflows find a message's shape.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { MachineConfigPoolSpec } from './mco-api.js';
+import type { OsImageSource } from './os-image.js';
 import type { BpaClusterSpec, ProvisioningSpec, SoftwareSpec } from './bpa-api.js';
 import type { Host } from './types.js';
 import type { MachineSpec } from './machine-api.js';
@@ -179,3 +181,27 @@ export interface MachineObservation {
 }
 
 export const machineObserved = defineSignal<[MachineObservation]>('machineObserved');
+
+// ── Rollout workflow (`rollout/<pool>`) ────────────────────────────────────────────────────
+
+/** A MachineConfigPool as the bridge sees it, with the image its MachineConfigs render to. */
+export interface PoolObservation {
+  uid: string;
+  generation: number;
+  spec: MachineConfigPoolSpec;
+  /** The effective image and where it comes from; none when no base image is configured. */
+  target?: OsImageSource;
+  /** hostflow's settings for the pool, from its annotations (see deploy/examples/rollout.yaml). */
+  settings: RolloutSettings;
+  deleted: boolean;
+}
+
+export interface RolloutSettings {
+  /** SSH login to the nodes: user and the key's Secret in the engine namespace. */
+  sshUser: string;
+  sshSecret: string;
+  drainTimeout?: string;
+  bootTimeout?: string;
+}
+
+export const poolObserved = defineSignal<[PoolObservation]>('poolObserved');

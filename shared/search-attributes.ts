@@ -25,6 +25,8 @@ export const KIND = {
   software: 'software',
   bpaCluster: 'bpa-cluster',
   machine: 'machine',
+  rollout: 'rollout',
+  rolloutNode: 'rollout-node',
 } as const;
 
 /** The type names `temporal operator search-attribute create --type` takes. */

@@ -6,6 +6,7 @@ import { Bridge } from '../k8s-bridge/bridge.js';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
 import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
 import { MachineIngest } from '../k8s-bridge/machine-ingest.js';
+import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
@@ -51,16 +52,32 @@ async function main(): Promise<void> {
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
   });
+  const rollouts = new RolloutIngest({
+    kubeConfig: kc,
+    core: kc.makeApiClient(CoreV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+    temporal,
+    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+    engineNamespace: settings.HOSTFLOW_NAMESPACE,
+    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+  });
   bridge.start();
   hostConfig.start();
   provisionings.start();
   machines.start();
+  rollouts.start();
   console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await Promise.all([bridge.stop(), hostConfig.stop(), provisionings.stop(), machines.stop()]);
+  await Promise.all([
+    bridge.stop(),
+    hostConfig.stop(),
+    provisionings.stop(),
+    machines.stop(),
+    rollouts.stop(),
+  ]);
   metricsServer?.close();
   await connection.close();
 }

@@ -17,6 +17,8 @@ import type { LockActivities } from '../activities/kubernetes/locks.js';
 import type { MachineActivities } from '../activities/kubernetes/machines.js';
 import type { NodeActivities } from '../activities/kubernetes/nodes.js';
 import type { BootstrapActivities } from '../activities/ssh/bootstrap.js';
+import type { MachineConfigPoolActivities } from '../activities/kubernetes/machine-config-pools.js';
+import type { OsImageActivities } from '../activities/ssh/os-image.js';
 import type { PlatformLockActivities } from '../activities/kubernetes/platform-locks.js';
 import type { KubernetesActivities } from '../activities/kubernetes/taskruns.js';
 import type { SshActivities } from '../activities/ssh/build-users.js';
@@ -222,4 +224,36 @@ export const machineBootstrap = proxyActivities<BootstrapActivities>({
     maximumInterval: '1 minute',
     maximumAttempts: 10,
   },
+});
+
+/** A rollout's Kubernetes calls: its pool, the pool's Nodes, their annotations and Events. */
+export const poolKube = proxyLocalActivities<MachineConfigPoolActivities & NodeActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 seconds',
+    maximumAttempts: 5,
+  },
+});
+
+/**
+ * `rpm-ostree rebase` pulls the image on the node: minutes. A failure retries with back-off, as
+ * MCO's daemon does, then degrades the node.
+ */
+export const osRebase = proxyActivities<OsImageActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 4,
+  },
+});
+
+/** A reboot request and a look at what booted: short; the workflow asks again on its timer. */
+export const osCheck = proxyActivities<OsImageActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumAttempts: 2 },
 });

@@ -8,3 +8,5 @@ export { provisioningWorkflow } from './provisioning/provisioning.js';
 export { softwareWorkflow } from './software/software.js';
 export { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
 export { machineWorkflow } from './machine/machine.js';
+export { rolloutWorkflow } from './rollout/rollout.js';
+export { nodeUpdateWorkflow } from './rollout/node-update.js';

@@ -74,4 +74,10 @@ export const metrics = {
     '1',
     'Cloud VMs terminated by garbage collection because no running workflow owned them',
   ),
+  rolloutNodes: metricMeter.createGauge(
+    'hostflow_rollout_nodes',
+    'int',
+    '1',
+    'Nodes of a MachineConfigPool by rollout state (updated, degraded, working, waiting)',
+  ),
 };

@@ -31,13 +31,15 @@ export async function recordEvent(
   },
 ): Promise<void> {
   const { involvedObject: object } = event;
+  // A cluster-scoped object's (a Node's, a pool's) Events live in `default`, as the kubelet's do.
+  const namespace = object.namespace || 'default';
   const digest = createHash('sha256').update(event.dedupKey).digest('hex').slice(0, 16);
   const now = new Date();
   try {
     await core.createNamespacedEvent({
-      namespace: object.namespace,
+      namespace,
       body: {
-        metadata: { name: `${object.name.slice(0, 200)}.${digest}`, namespace: object.namespace },
+        metadata: { name: `${object.name.slice(0, 200)}.${digest}`, namespace },
         involvedObject: object,
         type: event.type,
         reason: event.reason,

@@ -1,0 +1,174 @@
+// Kubernetes adapter for OS image rollouts: a MachineConfigPool (its spec, its status), the
+// Nodes it selects (readiness, zone, kubelet, MCO's per-node annotations), the annotations the
+// rollout writes on them, and Events on both.
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type CustomObjectsApi,
+  type V1Node,
+} from '@kubernetes/client-node';
+import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
+import { labelSelectorQuery } from '../../shared/label-selector.js';
+import {
+  MACHINE_CONFIG_POOL_API,
+  NODE_ANNOTATIONS,
+  ZONE_LABEL,
+  type MachineConfigPoolSpec,
+  type NodeUpdateState,
+  type PoolNode,
+} from '../../shared/mco-api.js';
+import { isNotFound, rethrowKube } from './errors.js';
+import { recordEvent } from './events.js';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export interface PoolNodeDetail extends PoolNode {
+  /** InternalIP, else the first address. */
+  address?: string;
+  kubeletVersion?: string;
+  /** The retry annotation's value: a new one asks to retry a Degraded node. */
+  retry?: string;
+  reason?: string;
+}
+
+export interface PoolObject {
+  name: string;
+  uid: string;
+  generation: number;
+  spec: MachineConfigPoolSpec;
+  annotations: Record<string, string>;
+}
+
+function poolNode(node: V1Node): PoolNodeDetail {
+  const a = node.metadata?.annotations ?? {};
+  const addresses = node.status?.addresses ?? [];
+  const address = (addresses.find((x) => x.type === 'InternalIP') ?? addresses[0])?.address;
+  return {
+    name: node.metadata!.name!,
+    zone: node.metadata?.labels?.[ZONE_LABEL] ?? '',
+    ready: node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
+    unschedulable: node.spec?.unschedulable === true,
+    ...(a[NODE_ANNOTATIONS.currentImage] ? { currentImage: a[NODE_ANNOTATIONS.currentImage] } : {}),
+    ...(a[NODE_ANNOTATIONS.desiredImage] ? { desiredImage: a[NODE_ANNOTATIONS.desiredImage] } : {}),
+    ...(a[NODE_ANNOTATIONS.state] ? { state: a[NODE_ANNOTATIONS.state] as NodeUpdateState } : {}),
+    ...(a[NODE_ANNOTATIONS.reason] ? { reason: a[NODE_ANNOTATIONS.reason] } : {}),
+    ...(a[RETRY_ANNOTATION] ? { retry: a[RETRY_ANNOTATION] } : {}),
+    ...(address ? { address } : {}),
+    ...(node.status?.nodeInfo?.kubeletVersion
+      ? { kubeletVersion: node.status.nodeInfo.kubeletVersion }
+      : {}),
+  };
+}
+
+export function createMachineConfigPoolActivities({
+  core,
+  custom,
+}: {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+}) {
+  return {
+    async readPool(input: { name: string }): Promise<PoolObject | undefined> {
+      try {
+        const pool = (await custom.getClusterCustomObject({
+          ...MACHINE_CONFIG_POOL_API,
+          name: input.name,
+        })) as {
+          metadata: { uid: string; generation?: number; annotations?: Record<string, string> };
+          spec?: MachineConfigPoolSpec;
+        };
+        return {
+          name: input.name,
+          uid: pool.metadata.uid,
+          generation: pool.metadata.generation ?? 0,
+          spec: pool.spec ?? {},
+          annotations: pool.metadata.annotations ?? {},
+        };
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        rethrowKube(`read MachineConfigPool ${input.name}`, err);
+      }
+    },
+
+    async writePoolStatus(input: { name: string; status: Record<string, unknown> }): Promise<void> {
+      try {
+        await custom.patchClusterCustomObjectStatus(
+          { ...MACHINE_CONFIG_POOL_API, name: input.name, body: { status: input.status } },
+          mergePatch,
+        );
+      } catch (err) {
+        if (isNotFound(err)) return;
+        rethrowKube(`write the status of MachineConfigPool ${input.name}`, err);
+      }
+    },
+
+    /** The pool's Nodes, by its nodeSelector, in name order. */
+    async listPoolNodes(input: { spec: MachineConfigPoolSpec }): Promise<PoolNodeDetail[]> {
+      let list;
+      try {
+        list = await core.listNode({ labelSelector: labelSelectorQuery(input.spec.nodeSelector) });
+      } catch (err) {
+        rethrowKube('list the Nodes of a MachineConfigPool', err);
+      }
+      return list.items.map(poolNode).sort((a, b) => a.name.localeCompare(b.name));
+    },
+
+    /** Whether the Node is Ready; undefined when it is gone. */
+    async nodeReady(input: { name: string }): Promise<boolean | undefined> {
+      try {
+        return poolNode(await core.readNode({ name: input.name })).ready;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        rethrowKube(`read Node ${input.name}`, err);
+      }
+    },
+
+    /** Merges annotations into the Node's (`null` removes one); false when the Node is gone. */
+    async annotateNode(input: {
+      name: string;
+      annotations: Record<string, string | null>;
+    }): Promise<boolean> {
+      try {
+        await core.patchNode(
+          { name: input.name, body: { metadata: { annotations: input.annotations } } },
+          mergePatch,
+        );
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return false;
+        rethrowKube(`annotate Node ${input.name}`, err);
+      }
+    },
+
+    async recordRolloutEvent(input: {
+      kind: 'Node' | 'MachineConfigPool';
+      name: string;
+      uid?: string;
+      type: 'Normal' | 'Warning';
+      reason: string;
+      message: string;
+      dedupKey: string;
+    }): Promise<void> {
+      await recordEvent(core, {
+        involvedObject: {
+          ...(input.kind === 'Node'
+            ? { apiVersion: 'v1', kind: 'Node' }
+            : {
+                apiVersion: `${MACHINE_CONFIG_POOL_API.group}/${MACHINE_CONFIG_POOL_API.version}`,
+                kind: 'MachineConfigPool',
+              }),
+          name: input.name,
+          namespace: '',
+          ...(input.uid ? { uid: input.uid } : {}),
+        },
+        type: input.type,
+        reason: input.reason,
+        message: input.message,
+        dedupKey: input.dedupKey,
+      });
+    },
+  };
+}
+
+export type MachineConfigPoolActivities = ReturnType<typeof createMachineConfigPoolActivities>;

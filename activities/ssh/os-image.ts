@@ -1,0 +1,110 @@
+// A node's OS image over SSH, with the commands MCO's daemon runs: `rpm-ostree rebase` onto the
+// image (pulled by the node itself), a reboot, and `rpm-ostree status --json` for what booted.
+// Image references are checked by their grammar before they reach a shell, and quoted anyway.
+import { heartbeat } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { parseImageReference } from '../../shared/image-reference.js';
+import { createAdminKeyReader } from '../kubernetes/admin-keys.js';
+import { classifySshError, SshSessionError, withSsh, type ExecResult } from './session.js';
+
+export interface NodeHost {
+  /** The Node's name, for messages. */
+  name: string;
+  address: string;
+  port?: number;
+  user: string;
+  /** The key's Secret in the engine namespace. */
+  keySecret: string;
+}
+
+/** How rpm-ostree names an image it pulls from a registry (as MCO's daemon does). */
+export const OSTREE_IMAGE_PREFIX = 'ostree-unverified-registry:';
+const HEARTBEAT_MS = 5_000;
+const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+
+interface RpmOstreeStatus {
+  deployments?: Array<{ booted?: boolean; 'container-image-reference'?: string }>;
+}
+
+export function createOsImageActivities(deps: { core: CoreV1Api; engineNamespace: string }) {
+  const readKey = createAdminKeyReader(deps);
+
+  /** Runs `command` as root; `closeIsSuccess`: the connection dropping means it worked. */
+  async function run(host: NodeHost, command: string, closeIsSuccess = false): Promise<ExecResult> {
+    const privateKey = await readKey(host.keySecret);
+    const sudo = host.user === 'root' ? '' : 'sudo -n ';
+    return withSsh({ address: host.address, port: host.port, user: host.user, privateKey }, (ssh) =>
+      ssh.exec(`${sudo}${command}`, { timeoutMs: 0 }),
+    ).catch((err: unknown) => {
+      if (closeIsSuccess && err instanceof SshSessionError && err.kind === 'closed') {
+        return { code: 0, stdout: '', stderr: '' };
+      }
+      throw classifySshError(err, {
+        host: host.name,
+        address: host.address,
+        user: host.user,
+        secret: host.keySecret,
+      });
+    });
+  }
+
+  return {
+    /** Stages `image` as the next boot's deployment. Retryable: the pull may fail for a while. */
+    async rebaseOsImage(input: { host: NodeHost; image: string }): Promise<void> {
+      const ref = parseImageReference(input.image);
+      if ('error' in ref) throw ApplicationFailure.nonRetryable(ref.error, 'ImageReferenceInvalid');
+      const target = quote(`${OSTREE_IMAGE_PREFIX}${input.image}`);
+      // A pull takes minutes: heartbeats let a lost worker be noticed in seconds, not at the timeout.
+      const beat = setInterval(() => heartbeat(`rebasing ${input.host.name}`), HEARTBEAT_MS);
+      const result = await run(input.host, `rpm-ostree rebase --experimental ${target}`).finally(
+        () => clearInterval(beat),
+      );
+      if (result.code !== 0) {
+        throw ApplicationFailure.retryable(
+          `rpm-ostree rebase on ${input.host.name} failed (exit ${result.code}): ${lastLine(result.stderr || result.stdout)}`,
+          'RebaseFailed',
+        );
+      }
+    },
+
+    /** Asks the node to reboot; the connection dropping under it is what success looks like. */
+    async rebootNode(input: { host: NodeHost }): Promise<void> {
+      const result = await run(input.host, 'systemctl reboot', true);
+      if (result.code !== 0 && result.code !== -1) {
+        throw ApplicationFailure.retryable(
+          `systemctl reboot on ${input.host.name} failed (exit ${result.code}): ${lastLine(result.stderr)}`,
+          'RebootFailed',
+        );
+      }
+    },
+
+    /** The image the node booted, from `rpm-ostree status --json` (undefined: not an image). */
+    async bootedOsImage(input: { host: NodeHost }): Promise<string | undefined> {
+      const result = await run(input.host, 'rpm-ostree status --json');
+      if (result.code !== 0) {
+        throw ApplicationFailure.retryable(
+          `rpm-ostree status on ${input.host.name} failed (exit ${result.code}): ${lastLine(result.stderr)}`,
+          'OsStatusFailed',
+        );
+      }
+      let status: RpmOstreeStatus;
+      try {
+        status = JSON.parse(result.stdout) as RpmOstreeStatus;
+      } catch {
+        throw ApplicationFailure.nonRetryable(
+          `rpm-ostree status --json on ${input.host.name} did not print JSON`,
+          'OsStatusUnreadable',
+        );
+      }
+      const booted = status.deployments?.find((d) => d.booted)?.['container-image-reference'];
+      return booted?.startsWith(OSTREE_IMAGE_PREFIX)
+        ? booted.slice(OSTREE_IMAGE_PREFIX.length)
+        : booted;
+    },
+  };
+}
+
+const lastLine = (text: string) => text.trim().split('\n').pop() ?? '';
+
+export type OsImageActivities = ReturnType<typeof createOsImageActivities>;

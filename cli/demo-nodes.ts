@@ -1,0 +1,115 @@
+// `npm start`'s demo MachineConfigPool: three sshd hosts registered as Nodes (zones a, b, c),
+// with the rpm-ostree, reboot and kubelet stand-ins of local-stack/os-stand-in.ts, the release
+// image in the machine-config-osimageurl ConfigMap, the nodes' login key as Secret
+// machine-config-ssh, and the pool `demo-workers` (maxUnavailable 1) selecting them. A
+// MachineConfig with an osImageURL (deploy/examples/rollout.yaml) rolls an image over them.
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
+import { startNodeStandIns } from '../local-stack/os-stand-in.js';
+import { startSshHosts } from '../local-stack/ssh-hosts.js';
+import { upsert } from '../local-stack/upsert.js';
+import {
+  MACHINE_CONFIG_POOL_API,
+  NODE_ANNOTATIONS,
+  OS_IMAGE_CONFIGMAP,
+  ROLE_LABEL,
+} from '../shared/mco-api.js';
+import { statusCode } from '../shared/kube-errors.js';
+
+export const DEMO_POOL = 'demo-workers';
+export const DEMO_BASE_IMAGE = `quay.io/hostflow/demo-os@sha256:${'1'.repeat(64)}`;
+const ROLE = 'demo-worker';
+
+export async function startDemoNodes(options: {
+  stateDir: string;
+  kubeConfig: KubeConfig;
+  engineNamespace: string;
+}): Promise<{ nodes: string[]; stop(): Promise<void> }> {
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const key = generateEd25519KeyPair('core@demo-nodes');
+  const hosts = await startSshHosts({
+    count: 3,
+    stateDir: options.stateDir,
+    prefix: 'hfnode',
+    adminUser: 'core',
+    adminKey: key,
+    restart: true,
+    bootDelayMs: 2000, // a reboot, seen from outside
+  });
+  // Nodes left from the last start are those hosts' old selves: registered afresh.
+  for (const host of hosts.hosts) await core.deleteNode({ name: host.name }).catch(() => undefined);
+  const standIns = await startNodeStandIns(core, hosts.hosts, {
+    image: DEMO_BASE_IMAGE,
+    kubeletVersion: 'v1.34.1',
+    labels: { [`node-role.kubernetes.io/${ROLE}`]: '' },
+    zones: ['zone-a', 'zone-b', 'zone-c'],
+  });
+  try {
+    const namespace = options.engineNamespace;
+    for (const { node } of standIns.nodes) {
+      await core.patchNode(
+        {
+          name: node,
+          body: {
+            metadata: {
+              annotations: {
+                [NODE_ANNOTATIONS.currentImage]: DEMO_BASE_IMAGE,
+                [NODE_ANNOTATIONS.state]: 'Done',
+              },
+            },
+          },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+    await core
+      .deleteNamespacedSecret({ namespace, name: 'machine-config-ssh' })
+      .catch(() => undefined);
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'machine-config-ssh' }, stringData: { id_rsa: key.privateKey } },
+    });
+    await upsert(
+      (name) => core.readNamespacedConfigMap({ namespace, name }),
+      (body) => core.createNamespacedConfigMap({ namespace, body }),
+      (name, body) => core.replaceNamespacedConfigMap({ namespace, name, body }),
+      {
+        metadata: { name: OS_IMAGE_CONFIGMAP.name },
+        data: { [OS_IMAGE_CONFIGMAP.key]: DEMO_BASE_IMAGE },
+      },
+    );
+    const pool = {
+      apiVersion: `${MACHINE_CONFIG_POOL_API.group}/${MACHINE_CONFIG_POOL_API.version}`,
+      kind: 'MachineConfigPool',
+      metadata: { name: DEMO_POOL, annotations: { 'hostflow.dev/boot-timeout': '2m' } },
+      spec: {
+        nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${ROLE}`]: '' } },
+        machineConfigSelector: { matchLabels: { [ROLE_LABEL]: ROLE } },
+        maxUnavailable: 1,
+      },
+    };
+    await custom
+      .createClusterCustomObject({ ...MACHINE_CONFIG_POOL_API, body: pool })
+      .catch((err: unknown) => {
+        if (statusCode(err) !== 409) throw err; // kept from the last start, with its settings
+      });
+    return {
+      nodes: standIns.nodes.map((n) => `${n.node} ${n.host.address}`),
+      stop: async () => {
+        await standIns.stop();
+        await hosts.stop();
+      },
+    };
+  } catch (err) {
+    await standIns.stop();
+    await hosts.stop();
+    throw new Error(`demo nodes: ${(err as Error).message}`, { cause: err });
+  }
+}

@@ -1,0 +1,319 @@
+// OS image rollouts end to end: real bridge and worker processes, the real API server with MCO's
+// CRDs, and five SSH test hosts registered as the pool's Nodes. rpm-ostree, reboots and the
+// kubelet are stand-ins (local-stack/os-stand-in.ts says how); the engine runs the real command
+// lines over SSH.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { join } from 'node:path';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
+import { waitFor } from '../local-stack/process.js';
+import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { RETRY_ANNOTATION } from '../shared/bpa-api.js';
+import { LOCK_API } from '../shared/lock-api.js';
+import {
+  MACHINE_CONFIG_API,
+  MACHINE_CONFIG_POOL_API,
+  NODE_ANNOTATIONS,
+  OS_IMAGE_CONFIGMAP,
+  ROLE_LABEL,
+} from '../shared/mco-api.js';
+import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import { startNodeStandIns, type NodeStandIns } from '../local-stack/os-stand-in.js';
+import { createScope, type TestScope } from './support/scope.js';
+
+const sfx = uniqueSuffix();
+const POOL = `workers-${sfx}`;
+const ROLE = `worker-${sfx}`;
+const digest = (n: number) => `sha256:${n.toString(16).padStart(64, '0')}`;
+const BASE = `quay.io/hostflow/rhcos@${digest(1)}`;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const CUSTOM = `quay.io/hostflow/custom@${digest(2)}`;
+
+let scope: TestScope;
+let hosts: SshHostPool;
+let nodes: NodeStandIns;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+
+beforeAll(async () => {
+  scope = await createScope('rollout');
+  const key = generateEd25519KeyPair('core@rollout');
+  hosts = await startSshHosts({
+    count: 5,
+    stateDir: join(testEnv('stateDir'), `ssh-rollout-${sfx}`),
+    prefix: `ro${sfx.slice(0, 4)}`,
+    adminUser: 'core',
+    adminKey: key,
+    restart: true, // a reboot kills sshd; it comes back after its boot time
+    bootDelayMs: 500,
+  });
+  nodes = await startNodeStandIns(scope.kube.core, hosts.hosts, {
+    image: BASE,
+    kubeletVersion: 'v1.34.1',
+    labels: { [`node-role.kubernetes.io/${ROLE}`]: '' },
+    zones: ['zone-b', 'zone-a'],
+  });
+  await scope.kube.core.createNamespacedSecret({
+    namespace: scope.engineNamespace,
+    body: { metadata: { name: 'machine-config-ssh' }, stringData: { id_rsa: key.privateKey } },
+  });
+  await scope.kube.core.createNamespacedConfigMap({
+    namespace: scope.engineNamespace,
+    body: { metadata: { name: OS_IMAGE_CONFIGMAP.name }, data: { [OS_IMAGE_CONFIGMAP.key]: BASE } },
+  });
+  for (const { node } of nodes.nodes)
+    await annotateNode(node, {
+      [NODE_ANNOTATIONS.currentImage]: BASE,
+      [NODE_ANNOTATIONS.state]: 'Done',
+    });
+  worker = await startWorker(scope);
+  bridge = await startBridge(scope);
+  await scope.kube.custom.createClusterCustomObject({
+    ...MACHINE_CONFIG_POOL_API,
+    body: {
+      apiVersion: `${MACHINE_CONFIG_POOL_API.group}/v1`,
+      kind: 'MachineConfigPool',
+      metadata: {
+        name: POOL,
+        annotations: { 'hostflow.dev/boot-timeout': '60s', 'hostflow.dev/drain-timeout': '20s' },
+      },
+      spec: {
+        nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${ROLE}`]: '' } },
+        machineConfigSelector: { matchLabels: { [ROLE_LABEL]: ROLE } },
+        maxUnavailable: 2,
+      },
+    },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all([bridge?.stop(), worker?.stop()]);
+  for (const name of [`99-${ROLE}-a`, `10-${ROLE}-first`])
+    await scope?.kube.custom
+      .deleteClusterCustomObject({ ...MACHINE_CONFIG_API, name })
+      .catch(() => undefined);
+  await scope?.kube.custom
+    .deleteClusterCustomObject({ ...MACHINE_CONFIG_POOL_API, name: POOL })
+    .catch(() => undefined);
+  await nodes?.stop();
+  await hosts?.stop();
+  await scope?.dispose();
+});
+
+async function annotateNode(
+  name: string,
+  annotations: Record<string, string | null>,
+): Promise<void> {
+  await scope.kube.core.patchNode({ name, body: { metadata: { annotations } } }, mergePatch);
+}
+
+async function patchPool(body: object): Promise<void> {
+  await scope.kube.custom.patchClusterCustomObject(
+    { ...MACHINE_CONFIG_POOL_API, name: POOL, body },
+    mergePatch,
+  );
+}
+
+async function overrideImage(osImageURL: string): Promise<void> {
+  await scope.kube.custom.patchClusterCustomObject(
+    { ...MACHINE_CONFIG_API, name: `99-${ROLE}-a`, body: { spec: { osImageURL } } },
+    mergePatch,
+  );
+}
+
+async function machineConfig(name: string, osImageURL: string): Promise<void> {
+  await scope.kube.custom.createClusterCustomObject({
+    ...MACHINE_CONFIG_API,
+    body: {
+      apiVersion: `${MACHINE_CONFIG_API.group}/v1`,
+      kind: 'MachineConfig',
+      metadata: { name, labels: { [ROLE_LABEL]: ROLE } },
+      spec: { osImageURL },
+    },
+  });
+}
+
+interface PoolStatus {
+  machineCount?: number;
+  updatedMachineCount?: number;
+  degradedMachineCount?: number;
+  configuration?: { name?: string; osImageURL?: string };
+  conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+}
+const poolStatus = async () =>
+  (
+    (await scope.kube.custom.getClusterCustomObject({
+      ...MACHINE_CONFIG_POOL_API,
+      name: POOL,
+    })) as { status?: PoolStatus }
+  ).status ?? {};
+const condition = (s: PoolStatus, type: string) => s.conditions?.find((c) => c.type === type);
+/** Every node runs `image`, and the pool says so. */
+const updatedOn = (image: string) => (s: PoolStatus) =>
+  s.configuration?.osImageURL === image &&
+  s.updatedMachineCount === 5 &&
+  condition(s, 'Updated')?.status === 'True';
+
+/** Waits for the pool's status to satisfy `check`, sampling the unavailable count meanwhile. */
+async function poolUntil(
+  what: string,
+  check: (s: PoolStatus) => boolean,
+  samples: number[] = [],
+): Promise<PoolStatus> {
+  let last: PoolStatus = {};
+  return waitFor(
+    `pool ${POOL} ${what}`,
+    async () => {
+      samples.push(await nodes.unavailable());
+      last = await poolStatus();
+      return check(last) ? last : undefined;
+    },
+    { timeoutMs: 150_000, intervalMs: 250 },
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; its status: ${JSON.stringify(last)}`);
+  });
+}
+
+const allOn = (image: string) => async () => {
+  for (const { node } of nodes.nodes) expect(await nodes.bootedImage(node)).toBe(image);
+};
+
+describe('a MachineConfigPool of five nodes', () => {
+  it('is Updated on its base image before any override', async () => {
+    const status = await poolUntil('to count its nodes', updatedOn(BASE));
+    expect(status.machineCount).toBe(5);
+    expect(status.configuration?.name).toBe('base');
+  }, 60_000);
+
+  it('rolls an override out within maxUnavailable 2, never more than 2 unavailable', async () => {
+    const samples: number[] = [];
+    await machineConfig(`99-${ROLE}-a`, CUSTOM);
+    // Last by name wins, as in MCO: this one sorts first, so it changes nothing.
+    await machineConfig(`10-${ROLE}-first`, `quay.io/hostflow/other@${digest(9)}`);
+    const done = await poolUntil('to be Updated on the custom image', updatedOn(CUSTOM), samples);
+    expect(done.configuration?.name).toBe(`MachineConfig 99-${ROLE}-a`);
+    expect(done.degradedMachineCount).toBe(0);
+    expect(Math.max(...samples)).toBeLessThanOrEqual(2);
+    expect(Math.max(...samples)).toBeGreaterThan(0);
+    await allOn(CUSTOM)();
+  }, 180_000);
+
+  it('stops at a node whose rebase fails, and goes on from there once retried', async () => {
+    const NEXT = `quay.io/hostflow/custom@${digest(3)}`;
+    const broken = nodes.nodes[0]!.node;
+    await nodes.failRebase(broken, true);
+    await overrideImage(NEXT);
+    const degraded = await poolUntil(
+      'to be Degraded',
+      (s) => condition(s, 'Degraded')?.status === 'True',
+    );
+    expect(condition(degraded, 'Degraded')?.message).toMatch(
+      new RegExp(`${broken}: rebase: .*failed to pull`),
+    );
+    const node = await scope.kube.core.readNode({ name: broken });
+    expect(node.metadata?.annotations?.[NODE_ANNOTATIONS.state]).toBe('Degraded');
+    await nodes.failRebase(broken, false);
+    await annotateNode(broken, { [RETRY_ANNOTATION]: new Date().toISOString() });
+    await poolUntil(
+      'to be Updated again',
+      (s) => updatedOn(NEXT)(s) && condition(s, 'Degraded')?.status === 'False',
+    );
+    await allOn(NEXT)();
+  }, 240_000);
+
+  it('starts no node while paused, then goes on within maxUnavailable as a percent', async () => {
+    const PAUSED = `quay.io/hostflow/custom@${digest(4)}`;
+    await patchPool({ spec: { paused: true, maxUnavailable: '40%' } }); // 40% of 5: 2
+    await overrideImage(PAUSED);
+    await poolUntil(
+      'to say it is paused',
+      (s) =>
+        s.configuration?.osImageURL === PAUSED && condition(s, 'Updating')?.reason === 'Paused',
+    );
+    await new Promise((r) => setTimeout(r, 3_000));
+    for (const { node } of nodes.nodes) {
+      const annotations = (await scope.kube.core.readNode({ name: node })).metadata?.annotations;
+      expect(annotations?.[NODE_ANNOTATIONS.desiredImage]).not.toBe(PAUSED);
+    }
+    const samples: number[] = [];
+    await patchPool({ spec: { paused: false } });
+    await poolUntil('to be Updated once resumed', updatedOn(PAUSED), samples);
+    expect(Math.max(...samples)).toBeLessThanOrEqual(2);
+    await allOn(PAUSED)();
+  }, 180_000);
+
+  it('survives its worker killed mid-node, and updates no node twice', async () => {
+    const KILLED = `quay.io/hostflow/custom@${digest(5)}`;
+    const since = new Date();
+    await overrideImage(KILLED);
+    await waitFor(
+      'a node to be Working',
+      async () => {
+        for (const { node } of nodes.nodes) {
+          const a = (await scope.kube.core.readNode({ name: node })).metadata?.annotations;
+          if (
+            a?.[NODE_ANNOTATIONS.state] === 'Working' &&
+            a[NODE_ANNOTATIONS.desiredImage] === KILLED
+          )
+            return true;
+        }
+        return undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    // The nodes being updated are locked meanwhile (Locks on Nodes: namespace cluster-locks).
+    const working = (await scope.kube.core.listNode()).items.find(
+      (n) => n.metadata?.annotations?.[NODE_ANNOTATIONS.state] === 'Working',
+    )!.metadata!.name!;
+    await scope.kube.custom.getNamespacedCustomObject({
+      ...LOCK_API,
+      namespace: 'cluster-locks',
+      name: working,
+    });
+    await worker.kill();
+    worker = await startWorker(scope);
+    await poolUntil('to be Updated after the restart', updatedOn(KILLED));
+    await allOn(KILLED)();
+    const runs: string[] = [];
+    const query = `HostflowKind = 'rollout-node' AND K8sName = '${POOL}' AND StartTime > '${since.toISOString()}'`;
+    for await (const w of scope.temporal.client.workflow.list({ query })) runs.push(w.workflowId);
+    expect(runs).toHaveLength(5); // one update per node, none repeated
+    expect(new Set(runs.map((id) => id.split('/')[2])).size).toBe(5);
+  }, 180_000);
+
+  it('refuses in preflight an image no node could pull, touching nothing; warns of a tag', async () => {
+    const before = await poolStatus();
+    await overrideImage('quay.io/Hostflow/custom:latest'); // uppercase: not a reference
+    const refused = await poolUntil(
+      'to be Degraded by preflight',
+      (s) => condition(s, 'Degraded')?.reason === 'RolloutBlocked',
+    );
+    expect(condition(refused, 'Degraded')?.message).toMatch(
+      /^preflight: "quay.io\/Hostflow\/custom:latest" is not an image reference/,
+    );
+    for (const { node } of nodes.nodes) {
+      const annotations = (await scope.kube.core.readNode({ name: node })).metadata?.annotations;
+      expect(annotations?.[NODE_ANNOTATIONS.state]).toBe('Done');
+      expect(annotations?.[NODE_ANNOTATIONS.desiredImage]).toBe(before.configuration?.osImageURL);
+    }
+    const TAGGED = 'quay.io/hostflow/custom:v6';
+    await overrideImage(TAGGED);
+    await poolUntil('to roll a tag out', updatedOn(TAGGED));
+    const events = await scope.kube.core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.name=${POOL},involvedObject.kind=MachineConfigPool`,
+    });
+    expect(events.items.map((e) => e.reason)).toEqual(
+      expect.arrayContaining(['PreflightFailed', 'ImageNotPinned']),
+    );
+  }, 180_000);
+
+  it('rolls back to the base image when the overrides are deleted', async () => {
+    // The one that does not win goes first, so the pool never targets it on the way.
+    for (const name of [`10-${ROLE}-first`, `99-${ROLE}-a`])
+      await scope.kube.custom.deleteClusterCustomObject({ ...MACHINE_CONFIG_API, name });
+    await poolUntil('to be back on the base image', updatedOn(BASE));
+    await allOn(BASE)();
+  }, 180_000);
+});
