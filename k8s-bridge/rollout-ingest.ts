@@ -42,6 +42,10 @@ export interface RolloutIngestOptions {
 export class RolloutIngest {
   private readonly pools = new Map<string, PoolObject>();
   private readonly sent = new Map<string, string>();
+  /** Sends that failed in a row, by pool, and the retries waiting. */
+  private readonly failures = new Map<string, number>();
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private stopped = false;
   private readonly watches: ListWatch<NamespacedObject>[];
   private running?: Promise<unknown>;
   private readonly log: (message: string) => void;
@@ -73,6 +77,8 @@ export class RolloutIngest {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    this.retries.forEach((t) => clearTimeout(t));
     this.watches.forEach((w) => w.stop());
     await this.running;
   }
@@ -158,12 +164,23 @@ export class RolloutIngest {
           'Rolls the pool’s OS image out within maxUnavailable: preflight, then per node ' +
           'cordon, drain, rpm-ostree rebase, reboot, check, uncordon; stops on a failure.',
       });
+      this.failures.delete(name);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return;
-      this.sent.delete(workflowId); // told again at the next change or relist
+      this.sent.delete(workflowId);
+      // Told again soon, not only at the next change or relist (minutes away).
+      const failures = (this.failures.get(name) ?? 0) + 1;
+      this.failures.set(name, failures);
+      const delayMs = Math.min(30_000, 1_000 * 2 ** (failures - 1));
       this.log(
-        `MachineConfigPool ${name}: could not signal ${workflowId}: ${innermostMessage(err)}`,
+        `MachineConfigPool ${name}: could not signal ${workflowId}: ${innermostMessage(err)}; again in ${delayMs / 1000}s`,
       );
+      const timer = setTimeout(() => {
+        this.retries.delete(timer);
+        const current = this.pools.get(name);
+        if (current && !this.stopped) void this.send(current, false, true);
+      }, delayMs);
+      this.retries.add(timer);
     }
   }
 }
