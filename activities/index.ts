@@ -13,6 +13,7 @@ import { createMachineActivities } from './kubernetes/machines.js';
 import { createNodeActivities } from './kubernetes/nodes.js';
 import { createMachineConfigPoolActivities } from './kubernetes/machine-config-pools.js';
 import { createOsImageActivities } from './ssh/os-image.js';
+import { createImageLabelActivities } from './registry/image-labels.js';
 import { createBpaResourceActivities } from './kubernetes/bpa-resources.js';
 import { createDeliveryActivities, type OtpDelivery } from './delivery.js';
 import { createCloudGcActivities } from './gc/cloud-vms.js';
@@ -43,6 +44,8 @@ export interface ActivityDeps {
   };
   /** Softwares: the package manager on the nodes. */
   packageManager?: string;
+  /** Rollouts: the registries preflight may ask about images (base URLs). */
+  imageRegistries?: string[];
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -91,6 +94,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createNodeActivities(deps.kube),
     ...createMachineConfigPoolActivities(deps.kube),
     ...createOsImageActivities(deps.kube),
+    ...createImageLabelActivities({ registries: deps.imageRegistries ?? [] }),
     ...createBootstrapActivities(deps.kube),
     ...playbookActivities(deps),
   };

@@ -69,5 +69,8 @@ fi
 # 5. kube-apiserver and etcd, built once from the Go module proxy and cached outside the repo.
 bash deploy/kube-apiserver/build.sh >/dev/null
 
+# 6. The OCI registry rollouts' preflight is tested against, built once and cached the same way.
+bash deploy/registry/build.sh >/dev/null
+
 # 6. TypeScript → dist/ (incremental).
 npx --no-install tsc -p tsconfig.json

@@ -48,6 +48,16 @@ export const ROLLOUT_SETTINGS = {
   bootTimeout: { annotation: 'hostflow.dev/boot-timeout', default: '15m' },
 } as const;
 
+/**
+ * Image labels preflight reads from the registry: the kubelet the image carries (hostflow's own
+ * label), and the image it was built FROM (the OCI standard annotation, also set as a label by
+ * image builders such as buildah and BuildKit).
+ */
+export const IMAGE_LABELS = {
+  kubeletVersion: 'hostflow.dev/kubelet-version',
+  baseName: 'org.opencontainers.image.base.name',
+} as const;
+
 /** The zone label nodes are updated in the order of, as MCO's node controller does. */
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 

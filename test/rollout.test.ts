@@ -1,16 +1,19 @@
 // OS image rollouts end to end: real bridge and worker processes, the real API server with MCO's
-// CRDs, and five SSH test hosts registered as the pool's Nodes. rpm-ostree, reboots and the
+// CRDs, a real OCI registry (CNCF Distribution) holding the images with their labels, and five
+// SSH test hosts registered as the pool's Nodes. rpm-ostree, reboots and the
 // kubelet are stand-ins (local-stack/os-stand-in.ts says how); the engine runs the real command
 // lines over SSH.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { waitFor } from '../local-stack/process.js';
+import { pushImage, startRegistry, type Registry } from '../local-stack/registry.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { RETRY_ANNOTATION } from '../shared/bpa-api.js';
 import { LOCK_API } from '../shared/lock-api.js';
 import {
+  IMAGE_LABELS,
   MACHINE_CONFIG_API,
   MACHINE_CONFIG_POOL_API,
   NODE_ANNOTATIONS,
@@ -25,10 +28,19 @@ import { createScope, type TestScope } from './support/scope.js';
 const sfx = uniqueSuffix();
 const POOL = `workers-${sfx}`;
 const ROLE = `worker-${sfx}`;
-const digest = (n: number) => `sha256:${n.toString(16).padStart(64, '0')}`;
-const BASE = `quay.io/hostflow/rhcos@${digest(1)}`;
+const KUBELET = 'v1.34.1';
+/** Images in the test's registry, by digest: the base (release) image and ones built FROM it. */
+let BASE = '';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const CUSTOM = `quay.io/hostflow/custom@${digest(2)}`;
+let CUSTOM = '';
+let registry: Registry;
+/** Pushes an image built FROM the base, with the test's kubelet unless told otherwise. */
+const layered = (tag: string, labels: Record<string, string> = {}) =>
+  pushImage(registry.url, 'hostflow/custom', tag, {
+    [IMAGE_LABELS.kubeletVersion]: KUBELET,
+    [IMAGE_LABELS.baseName]: BASE,
+    ...labels,
+  });
 
 let scope: TestScope;
 let hosts: SshHostPool;
@@ -38,6 +50,11 @@ let bridge: EngineProcess;
 
 beforeAll(async () => {
   scope = await createScope('rollout');
+  registry = await startRegistry({ stateDir: join(testEnv('stateDir'), `registry-${sfx}`) });
+  BASE = await pushImage(registry.url, 'hostflow/rhcos', '4.19', {
+    [IMAGE_LABELS.kubeletVersion]: KUBELET,
+  });
+  CUSTOM = await layered('custom');
   const key = generateEd25519KeyPair('core@rollout');
   hosts = await startSshHosts({
     count: 5,
@@ -50,7 +67,7 @@ beforeAll(async () => {
   });
   nodes = await startNodeStandIns(scope.kube.core, hosts.hosts, {
     image: BASE,
-    kubeletVersion: 'v1.34.1',
+    kubeletVersion: KUBELET,
     labels: { [`node-role.kubernetes.io/${ROLE}`]: '' },
     zones: ['zone-b', 'zone-a'],
   });
@@ -67,7 +84,7 @@ beforeAll(async () => {
       [NODE_ANNOTATIONS.currentImage]: BASE,
       [NODE_ANNOTATIONS.state]: 'Done',
     });
-  worker = await startWorker(scope);
+  worker = await startWorker(scope, workerEnv());
   bridge = await startBridge(scope);
   await scope.kube.custom.createClusterCustomObject({
     ...MACHINE_CONFIG_POOL_API,
@@ -76,7 +93,7 @@ beforeAll(async () => {
       kind: 'MachineConfigPool',
       metadata: {
         name: POOL,
-        annotations: { 'hostflow.dev/boot-timeout': '60s', 'hostflow.dev/drain-timeout': '20s' },
+        annotations: { 'hostflow.dev/boot-timeout': '60s', 'hostflow.dev/drain-timeout': '8s' },
       },
       spec: {
         nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${ROLE}`]: '' } },
@@ -98,8 +115,11 @@ afterAll(async () => {
     .catch(() => undefined);
   await nodes?.stop();
   await hosts?.stop();
+  await registry?.stop();
   await scope?.dispose();
 });
+
+const workerEnv = () => ({ HOSTFLOW_IMAGE_REGISTRIES: registry.url });
 
 async function annotateNode(
   name: string,
@@ -184,13 +204,13 @@ describe('a MachineConfigPool of five nodes', () => {
     const status = await poolUntil('to count its nodes', updatedOn(BASE));
     expect(status.machineCount).toBe(5);
     expect(status.configuration?.name).toBe('base');
-  }, 60_000);
+  }, 180_000);
 
   it('rolls an override out within maxUnavailable 2, never more than 2 unavailable', async () => {
     const samples: number[] = [];
     await machineConfig(`99-${ROLE}-a`, CUSTOM);
     // Last by name wins, as in MCO: this one sorts first, so it changes nothing.
-    await machineConfig(`10-${ROLE}-first`, `quay.io/hostflow/other@${digest(9)}`);
+    await machineConfig(`10-${ROLE}-first`, await layered('other'));
     const done = await poolUntil('to be Updated on the custom image', updatedOn(CUSTOM), samples);
     expect(done.configuration?.name).toBe(`MachineConfig 99-${ROLE}-a`);
     expect(done.degradedMachineCount).toBe(0);
@@ -200,7 +220,7 @@ describe('a MachineConfigPool of five nodes', () => {
   }, 180_000);
 
   it('stops at a node whose rebase fails, and goes on from there once retried', async () => {
-    const NEXT = `quay.io/hostflow/custom@${digest(3)}`;
+    const NEXT = await layered('next');
     const broken = nodes.nodes[0]!.node;
     await nodes.failRebase(broken, true);
     await overrideImage(NEXT);
@@ -222,8 +242,78 @@ describe('a MachineConfigPool of five nodes', () => {
     await allOn(NEXT)();
   }, 240_000);
 
+  it('degrades a node whose drain a PodDisruptionBudget holds past the timeout (FailedToDrain)', async () => {
+    const IMAGE = await layered('drain');
+    const held = nodes.nodes[1]!.node;
+    // A pod on it that its budget never lets go. No scheduler, no kubelet, no disruption
+    // controller here: the test makes the pod Running and Ready and sets the budget's status.
+    const core = scope.kube.core;
+    const pod = await core.createNamespacedPod({
+      namespace: scope.namespace,
+      body: {
+        metadata: { name: 'db-0', labels: { app: 'db' } },
+        spec: { nodeName: held, containers: [{ name: 'db', image: 'registry.invalid/db:1' }] },
+      },
+    });
+    await core.replaceNamespacedPodStatus({
+      namespace: scope.namespace,
+      name: 'db-0',
+      body: {
+        ...pod,
+        status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+      },
+    });
+    const policy = scope.kube.kc.makeApiClient(PolicyV1Api);
+    const pdb = await policy.createNamespacedPodDisruptionBudget({
+      namespace: scope.namespace,
+      body: {
+        metadata: { name: 'db' },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } },
+      },
+    });
+    await policy.replaceNamespacedPodDisruptionBudgetStatus({
+      namespace: scope.namespace,
+      name: 'db',
+      body: {
+        ...pdb,
+        status: {
+          currentHealthy: 1,
+          desiredHealthy: 1,
+          disruptionsAllowed: 0,
+          expectedPods: 1,
+          observedGeneration: pdb.metadata?.generation ?? 1,
+        },
+      },
+    });
+    await overrideImage(IMAGE);
+    const degraded = await poolUntil(
+      'to be Degraded by the drain',
+      (s) => condition(s, 'Degraded')?.reason === 'NodeDegraded',
+    );
+    expect(condition(degraded, 'Degraded')?.message).toMatch(
+      new RegExp(`${held}: drain: 1 pod\\(s\\) left after 8s: .*db-0: .*disruption budget`),
+    );
+    const events = await core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.name=${held},involvedObject.kind=Node`,
+    });
+    expect(events.items.map((e) => e.reason)).toContain('FailedToDrain');
+    // The budget lets it go now; the kubelet's part: the evicted pod goes away.
+    await core.deleteNamespacedPod({
+      namespace: scope.namespace,
+      name: 'db-0',
+      gracePeriodSeconds: 0,
+    });
+    await policy.deleteNamespacedPodDisruptionBudget({ namespace: scope.namespace, name: 'db' });
+    await annotateNode(held, { [RETRY_ANNOTATION]: new Date().toISOString() });
+    await poolUntil(
+      'to be Updated after the retry',
+      (s) => updatedOn(IMAGE)(s) && condition(s, 'Degraded')?.status === 'False',
+    );
+  }, 180_000);
+
   it('starts no node while paused, then goes on within maxUnavailable as a percent', async () => {
-    const PAUSED = `quay.io/hostflow/custom@${digest(4)}`;
+    const PAUSED = await layered('paused');
     await patchPool({ spec: { paused: true, maxUnavailable: '40%' } }); // 40% of 5: 2
     await overrideImage(PAUSED);
     await poolUntil(
@@ -244,7 +334,7 @@ describe('a MachineConfigPool of five nodes', () => {
   }, 180_000);
 
   it('survives its worker killed mid-node, and updates no node twice', async () => {
-    const KILLED = `quay.io/hostflow/custom@${digest(5)}`;
+    const KILLED = await layered('killed');
     const since = new Date();
     await overrideImage(KILLED);
     await waitFor(
@@ -272,7 +362,7 @@ describe('a MachineConfigPool of five nodes', () => {
       name: working,
     });
     await worker.kill();
-    worker = await startWorker(scope);
+    worker = await startWorker(scope, workerEnv());
     await poolUntil('to be Updated after the restart', updatedOn(KILLED));
     await allOn(KILLED)();
     const runs: string[] = [];
@@ -282,22 +372,36 @@ describe('a MachineConfigPool of five nodes', () => {
     expect(new Set(runs.map((id) => id.split('/')[2])).size).toBe(5);
   }, 180_000);
 
-  it('refuses in preflight an image no node could pull, touching nothing; warns of a tag', async () => {
+  it('refuses in preflight what no node could run, touching nothing; warns of a tag', async () => {
     const before = await poolStatus();
-    await overrideImage('quay.io/Hostflow/custom:latest'); // uppercase: not a reference
-    const refused = await poolUntil(
-      'to be Degraded by preflight',
-      (s) => condition(s, 'Degraded')?.reason === 'RolloutBlocked',
-    );
-    expect(condition(refused, 'Degraded')?.message).toMatch(
+    const refusedFor = async (image: string, why: RegExp) => {
+      await overrideImage(image);
+      const refused = await poolUntil(
+        `to refuse ${image}`,
+        (s) =>
+          s.configuration?.osImageURL === image &&
+          condition(s, 'Degraded')?.reason === 'RolloutBlocked',
+      );
+      expect(condition(refused, 'Degraded')?.message).toMatch(why);
+      for (const { node } of nodes.nodes) {
+        const annotations = (await scope.kube.core.readNode({ name: node })).metadata?.annotations;
+        expect(annotations?.[NODE_ANNOTATIONS.state]).toBe('Done');
+        expect(annotations?.[NODE_ANNOTATIONS.desiredImage]).toBe(before.configuration?.osImageURL);
+      }
+    };
+    await refusedFor(
+      'quay.io/Hostflow/custom:latest',
       /^preflight: "quay.io\/Hostflow\/custom:latest" is not an image reference/,
     );
-    for (const { node } of nodes.nodes) {
-      const annotations = (await scope.kube.core.readNode({ name: node })).metadata?.annotations;
-      expect(annotations?.[NODE_ANNOTATIONS.state]).toBe('Done');
-      expect(annotations?.[NODE_ANNOTATIONS.desiredImage]).toBe(before.configuration?.osImageURL);
-    }
-    const TAGGED = 'quay.io/hostflow/custom:v6';
+    const missing = `${registry.host}/hostflow/missing@sha256:${'0'.repeat(64)}`;
+    await refusedFor(missing, /^preflight: .* is not on 127\.0\.0\.1:\d+ \(404\)$/);
+    const newKubelet = await layered('kubelet', { [IMAGE_LABELS.kubeletVersion]: 'v1.35.0' });
+    await refusedFor(newKubelet, /carries kubelet v1\.35\.0, but .*\(v1\.34\.1\).* run another$/);
+    const otherBase = await layered('rebased', { [IMAGE_LABELS.baseName]: 'quay.io/other/os:1' });
+    await refusedFor(otherBase, /was built FROM quay\.io\/other\/os:1, but .* on /);
+
+    const TAGGED = `${registry.host}/hostflow/custom:v6`;
+    await layered('v6');
     await overrideImage(TAGGED);
     await poolUntil('to roll a tag out', updatedOn(TAGGED));
     const events = await scope.kube.core.listNamespacedEvent({
@@ -305,9 +409,9 @@ describe('a MachineConfigPool of five nodes', () => {
       fieldSelector: `involvedObject.name=${POOL},involvedObject.kind=MachineConfigPool`,
     });
     expect(events.items.map((e) => e.reason)).toEqual(
-      expect.arrayContaining(['PreflightFailed', 'ImageNotPinned']),
+      expect.arrayContaining(['PreflightFailed', 'ImageNotPinned', 'PreflightPassed']),
     );
-  }, 180_000);
+  }, 240_000);
 
   it('rolls back to the base image when the overrides are deleted', async () => {
     // The one that does not win goes first, so the pool never targets it on the way.

@@ -77,6 +77,28 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_./-]+$/, 'a command name or absolute path, without spaces or quotes')
     .default('apt-get'),
+  /**
+   * Rollouts: the registries whose images preflight inspects (labels, presence), as base URLs,
+   * comma-separated: `https://quay.io,http://127.0.0.1:5000`. Images elsewhere are not checked.
+   */
+  HOSTFLOW_IMAGE_REGISTRIES: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      const urls = text
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean);
+      for (const url of urls) {
+        if (!/^https?:\/\/[^/\s]+\/?$/.test(url)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${url}" is not a registry base URL such as https://quay.io`,
+          });
+        }
+      }
+      return urls;
+    }),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 

@@ -49,6 +49,7 @@ export async function createWorker(
       bareMetalNamespace: settings.HOSTFLOW_BAREMETAL_NAMESPACE,
     },
     packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
+    imageRegistries: settings.HOSTFLOW_IMAGE_REGISTRIES,
     cloud: {
       awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
       ibmIamEndpoint: settings.HOSTFLOW_IBM_IAM_ENDPOINT,

@@ -19,6 +19,7 @@ import type { NodeActivities } from '../activities/kubernetes/nodes.js';
 import type { BootstrapActivities } from '../activities/ssh/bootstrap.js';
 import type { MachineConfigPoolActivities } from '../activities/kubernetes/machine-config-pools.js';
 import type { OsImageActivities } from '../activities/ssh/os-image.js';
+import type { ImageLabelActivities } from '../activities/registry/image-labels.js';
 import type { PlatformLockActivities } from '../activities/kubernetes/platform-locks.js';
 import type { KubernetesActivities } from '../activities/kubernetes/taskruns.js';
 import type { SshActivities } from '../activities/ssh/build-users.js';
@@ -256,4 +257,10 @@ export const osRebase = proxyActivities<OsImageActivities>({
 export const osCheck = proxyActivities<OsImageActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumAttempts: 2 },
+});
+
+/** Asking a registry about an image, for preflight: a few tries; preflight runs again later. */
+export const registry = proxyActivities<ImageLabelActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
 });
