@@ -14,6 +14,7 @@ import {
   MACHINE_CONFIG_API,
   MACHINE_CONFIG_POOL_API,
   OS_IMAGE_CONFIGMAP,
+  POOL_ENGINE_LABEL,
   ROLLOUT_SETTINGS,
   type MachineConfigPoolSpec,
   type MachineConfigSpec,
@@ -84,6 +85,8 @@ export class RolloutIngest {
   }
 
   private async poolSeen(item: PoolObject, gone: boolean, relisted: boolean): Promise<void> {
+    const engine = item.metadata.labels?.[POOL_ENGINE_LABEL];
+    if (engine && engine !== this.options.engineNamespace) return; // another engine's pool
     if (gone) this.pools.delete(item.metadata.name);
     else this.pools.set(item.metadata.name, item);
     await this.send(item, gone, relisted);

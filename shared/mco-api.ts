@@ -36,6 +36,13 @@ export const OS_IMAGE_CONFIGMAP = {
   key: 'baseOSContainerImage',
 } as const;
 
+/**
+ * Pools are cluster-scoped, so engines sharing a cluster would all take every pool: a pool with
+ * this label is served only by the engine of that namespace; one without it by every engine
+ * (a single install needs no label).
+ */
+export const POOL_ENGINE_LABEL = 'hostflow.dev/engine';
+
 /** hostflow's settings for a pool, as annotations on it (MCO's daemon needs none: it runs on the node). */
 export const ROLLOUT_SETTINGS = {
   /** Who logs in to the pool's nodes over SSH (with sudo -n unless root). */

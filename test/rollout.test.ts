@@ -18,6 +18,7 @@ import {
   MACHINE_CONFIG_POOL_API,
   NODE_ANNOTATIONS,
   OS_IMAGE_CONFIGMAP,
+  POOL_ENGINE_LABEL,
   ROLE_LABEL,
 } from '../shared/mco-api.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
@@ -93,6 +94,7 @@ beforeAll(async () => {
       kind: 'MachineConfigPool',
       metadata: {
         name: POOL,
+        labels: { [POOL_ENGINE_LABEL]: scope.engineNamespace }, // other test files' engines keep off
         annotations: { 'hostflow.dev/boot-timeout': '60s', 'hostflow.dev/drain-timeout': '8s' },
       },
       spec: {
