@@ -1,5 +1,6 @@
-// What a fresh local cluster needs before hostflow can serve it: the CRDs in deploy/crds (the
-// TaskRun, the Lock), the Lock policy, and the engine namespace. Idempotent, so it also runs
+// What a fresh local cluster needs before hostflow can serve it: the CRDs in deploy/crds (hostflow's
+// own, and in upstream/ those of Tekton, Cluster API, MCO and metal3), the Lock policy, and the
+// engine namespace. Idempotent, so it also runs
 // against a resumed cluster.
 import {
   ApiextensionsV1Api,
@@ -18,7 +19,7 @@ import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
 import { upsert } from './upsert.js';
 
-const CRD_DIR = join(REPO_ROOT, 'deploy/crds');
+const CRD_DIRS = ['deploy/crds', 'deploy/crds/upstream'].map((dir) => join(REPO_ROOT, dir));
 
 /**
  * Installs every CRD and the Lock policy, which exempts `engineIdentity` (the user the local
@@ -28,10 +29,12 @@ export async function installClusterResources(
   kc: KubeConfig,
   engineIdentity: string,
 ): Promise<void> {
-  for (const file of readdirSync(CRD_DIR)
-    .filter((f) => f.endsWith('.yaml'))
-    .sort()) {
-    await installCrd(kc, join(CRD_DIR, file));
+  for (const dir of CRD_DIRS) {
+    for (const file of readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+      .sort()) {
+      await installCrd(kc, join(dir, file));
+    }
   }
   await installLockPolicy(kc, [engineIdentity]);
 }

@@ -1,4 +1,4 @@
-// Cluster API Machines (cluster.x-k8s.io/v1beta1, deploy/crds/capi-machine.yaml) and hostflow's
+// Cluster API Machines (cluster.x-k8s.io/v1beta1, deploy/crds/upstream/capi-machine.yaml) and hostflow's
 // own infrastructure kind (deploy/crds/hostflow-machine.yaml): API coordinates, the annotations
 // and finalizer Cluster API defines, its v1beta1 condition types and reasons, and the fields
 // hostflow reads and writes. Shared by the bridge, activities and workflows.

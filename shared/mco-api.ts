@@ -1,4 +1,4 @@
-// The Machine Config Operator's API as hostflow serves it (deploy/crds/mco-*.yaml): pools of
+// The Machine Config Operator's API as hostflow serves it (deploy/crds/upstream/mco-*.yaml): pools of
 // nodes, the MachineConfigs whose osImageURL overrides a pool's OS image, and the annotations by
 // which each node says where its update stands. Names and values are MCO's, so tools that read
 // them (`oc get mcp`, dashboards watching node annotations) keep working.
