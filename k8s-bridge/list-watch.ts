@@ -38,8 +38,17 @@ const WATCH_TIMEOUT_S = 25;
 const WATCHDOG_SLACK_MS = 30_000;
 const MAX_BACKOFF_MS = 30_000;
 
+/** Every running ListWatch in this process, for the bridge's readiness probe. */
+const running = new Set<ListWatch<unknown>>();
+
+/** The names of the running list+watch loops that have not completed a first full list yet. */
+export function unsyncedListWatches(): string[] {
+  return [...running].filter((w) => !w.synced).map((w) => w.name);
+}
+
 export class ListWatch<T> {
   private stopped = false;
+  private listedOnce = false;
   private current?: AbortController;
   private wake?: () => void;
   private lastListAt = 0;
@@ -51,6 +60,24 @@ export class ListWatch<T> {
 
   /** Runs until stop(). Never throws: errors are logged and retried with back-off. */
   async run(): Promise<void> {
+    running.add(this as ListWatch<unknown>);
+    try {
+      await this.loop();
+    } finally {
+      running.delete(this as ListWatch<unknown>);
+    }
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** A full list has completed at least once: the handlers have seen every object. */
+  get synced(): boolean {
+    return this.listedOnce;
+  }
+
+  private async loop(): Promise<void> {
     let failures = 0;
     let resourceVersion: string | undefined;
     while (!this.stopped) {
@@ -97,6 +124,7 @@ export class ListWatch<T> {
     } while (continueToken && !this.stopped);
     await this.options.onListDone();
     this.lastListAt = Date.now();
+    this.listedOnce = true;
     return resourceVersion;
   }
 

@@ -34,6 +34,9 @@ const OtpEnvSchema = z.object({
 
 export type OtpSettings = z.infer<typeof OtpEnvSchema>;
 
+/** The environment variables the OTP service reads besides the shared ones (SETTING_NAMES). */
+export const OTP_SETTING_NAMES: readonly string[] = Object.keys(OtpEnvSchema.shape);
+
 export function loadOtpSettings(env: NodeJS.ProcessEnv = process.env): OtpSettings {
   const parsed = OtpEnvSchema.safeParse(env);
   if (!parsed.success) {

@@ -7,6 +7,8 @@ import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
 import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
 import { MachineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
+import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
+import { serveHealth } from './health-server.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
@@ -66,6 +68,22 @@ async function main(): Promise<void> {
   provisionings.start();
   machines.start();
   rollouts.start();
+  // Ready once every watch has listed everything and Temporal answers: a new replica behind a
+  // rolling update then has its index before the old one goes.
+  const health = settings.HOSTFLOW_HEALTH_ADDRESS
+    ? await serveHealth(
+        {
+          live: () => undefined,
+          ready: async () => {
+            const unsynced = unsyncedListWatches();
+            if (unsynced.length > 0) return `not yet listed: ${unsynced.join(', ')}`;
+            await temporal.workflowService.getSystemInfo({});
+            return undefined;
+          },
+        },
+        settings.HOSTFLOW_HEALTH_ADDRESS,
+      )
+    : undefined;
   console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -79,6 +97,7 @@ async function main(): Promise<void> {
     rollouts.stop(),
   ]);
   metricsServer?.close();
+  health?.close();
   await connection.close();
 }
 

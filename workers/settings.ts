@@ -38,6 +38,8 @@ const EnvSchema = z.object({
     .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a Kubernetes namespace name')
     .optional(),
   HOSTFLOW_METRICS_ADDRESS: hostPort.optional(),
+  /** GET /healthz and /readyz for the worker's and the bridge's probes. */
+  HOSTFLOW_HEALTH_ADDRESS: hostPort.optional(),
   /** The OTP service as the worker reaches it, and the files to trust and authenticate to it. */
   HOSTFLOW_OTP_URL: z.string().url().startsWith('https://', 'must be an https:// URL').optional(),
   HOSTFLOW_OTP_CA_FILE: z.string().optional(),
@@ -103,6 +105,9 @@ const EnvSchema = z.object({
 });
 
 export type Settings = z.infer<typeof EnvSchema>;
+
+/** Every environment variable the worker and the bridge read. */
+export const SETTING_NAMES: readonly string[] = Object.keys(EnvSchema.shape);
 
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const parsed = EnvSchema.safeParse(env);

@@ -10,13 +10,14 @@ import { WORKFLOW_ID } from '../platform-config/contract.js';
 import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/types.js';
 import { collectNow } from '../shared/messages.js';
 import { KIND, SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
+import { serveHealth, type HealthChecks } from './health-server.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
 export async function createWorker(
   settings: Settings,
-): Promise<{ worker: Worker; close(): Promise<void> }> {
+): Promise<{ worker: Worker; client: Client; close(): Promise<void> }> {
   const kc = kubeConfig(settings);
   const options = temporalConnection(settings);
   const [connection, clientConnection] = await Promise.all([
@@ -72,6 +73,7 @@ export async function createWorker(
   await startGarbageCollection(client, settings);
   return {
     worker,
+    client,
     close: async () => {
       await Promise.all([connection.close(), clientConnection.close()]);
     },
@@ -133,6 +135,25 @@ async function startGarbageCollection(client: Client, settings: Settings): Promi
   });
 }
 
+/**
+ * Live while the worker runs or drains (a failed worker exits on its own); ready while it polls
+ * and Temporal answers, so a rollout waits for new workers to reach the server.
+ */
+function workerHealth(worker: Worker, client: Client): HealthChecks {
+  return {
+    live: () => {
+      const state = worker.getState();
+      return ['FAILED', 'STOPPED'].includes(state) ? `worker is ${state}` : undefined;
+    },
+    ready: async () => {
+      const state = worker.getState();
+      if (state !== 'RUNNING') return `worker is ${state}`;
+      await client.workflowService.getSystemInfo({});
+      return undefined;
+    },
+  };
+}
+
 function otpDelivery(settings: Settings): OtpDelivery | undefined {
   const {
     HOSTFLOW_OTP_URL: url,
@@ -161,11 +182,15 @@ async function main(): Promise<void> {
       },
     });
   }
-  const { worker, close } = await createWorker(settings);
+  const { worker, client, close } = await createWorker(settings);
+  const health = settings.HOSTFLOW_HEALTH_ADDRESS
+    ? await serveHealth(workerHealth(worker, client), settings.HOSTFLOW_HEALTH_ADDRESS)
+    : undefined;
   console.log(
     `hostflow worker polling ${settings.TEMPORAL_ADDRESS} namespace ${settings.TEMPORAL_NAMESPACE} task queue ${settings.HOSTFLOW_TASK_QUEUE}`,
   );
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
+  health?.close();
   await close();
 }
 

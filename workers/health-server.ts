@@ -1,0 +1,49 @@
+// GET /healthz (liveness) and GET /readyz (readiness) for the Deployments' probes. Each check
+// answers undefined when healthy or the reason it is not, which the probe's body then shows.
+import { createServer, type Server } from 'node:http';
+
+export interface HealthChecks {
+  /** Is the process still doing its job? A failure makes the kubelet restart it. */
+  live(): Promise<string | undefined> | string | undefined;
+  /** Can it serve now? A failure only takes it out of rotation until it recovers. */
+  ready(): Promise<string | undefined> | string | undefined;
+}
+
+const CHECK_TIMEOUT_MS = 4_000;
+
+export async function serveHealth(checks: HealthChecks, address: string): Promise<Server> {
+  const split = address.lastIndexOf(':');
+  const server = createServer((req, res) => {
+    const check =
+      req.url === '/healthz' ? checks.live : req.url === '/readyz' ? checks.ready : undefined;
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !check) {
+      res
+        .writeHead(404, { 'Content-Type': 'text/plain' })
+        .end('not found: GET /healthz or GET /readyz\n');
+      return;
+    }
+    withTimeout(Promise.resolve().then(() => check.call(checks))).then(
+      (problem) =>
+        res
+          .writeHead(problem ? 503 : 200, { 'Content-Type': 'text/plain' })
+          .end(problem ? `${problem}\n` : 'ok\n'),
+      (err: Error) => res.writeHead(503, { 'Content-Type': 'text/plain' }).end(`${err.message}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(new Error(`health endpoint ${address}: ${err.message}`)));
+    server.listen(Number(address.slice(split + 1)), address.slice(0, split), resolve);
+  });
+  return server;
+}
+
+function withTimeout<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`check did not answer within ${CHECK_TIMEOUT_MS} ms`)),
+      CHECK_TIMEOUT_MS,
+    );
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
