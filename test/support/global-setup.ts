@@ -1,7 +1,6 @@
 // Starts the shared real components once for the whole suite: Temporal dev server (in memory),
 // kube-apiserver + etcd with the TaskRun CRD, and moto. Test files start their own workers,
 // bridges and SSH hosts. A component that cannot start fails the run, naming it.
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +15,7 @@ import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
 import { freePort } from '../../local-stack/ports.js';
 import { startMoto } from '../../local-stack/moto.js';
 import { startTemporalDevServer } from '../../local-stack/temporal.js';
-import { WORKFLOWS_PATH } from '../../workers/worker.js';
+import { bundleWorkflows } from '../../workers/bundle-workflows.js';
 import { TEST_ENV } from './env.js';
 
 interface Started {
@@ -48,7 +47,8 @@ export default async function globalSetup(): Promise<void> {
     }).then(track),
     startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
     startMoto({ logDir }).then(track),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger }),
+    // The same bundle the container image builds and its workers load.
+    bundleWorkflows(quietLogger),
   ]);
   function track<T extends Started>(component: T): T {
     started.push(component);
@@ -66,7 +66,7 @@ export default async function globalSetup(): Promise<void> {
     await ensureNamespace(kc, 'hostflow-lock-probe', { engineNamespace: true });
     await waitForLockPolicy(kc, 'hostflow-lock-probe');
     const bundlePath = join(stateDir, 'workflow-bundle.js');
-    writeFileSync(bundlePath, bundle.code);
+    writeFileSync(bundlePath, bundle);
     process.env[TEST_ENV.kubeconfig] = kube.kubeconfigPath;
     process.env[TEST_ENV.temporalAddress] = temporal.address;
     process.env[TEST_ENV.temporalNamespace] = temporal.namespace;
