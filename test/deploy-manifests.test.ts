@@ -1,0 +1,252 @@
+// The production manifests (deploy/base and the example overlay) as kubectl renders them: the
+// real API server accepts every object (server-side dry run, so admission and the CRDs' schemas
+// run), and each Deployment is one a platform team can run: non-root, read-only root filesystem,
+// probes, resources, replicas kept apart, a PodDisruptionBudget. RBAC is checked for real in
+// deploy-rbac.test.ts.
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1Deployment,
+  V1NetworkPolicy,
+  V1PodDisruptionBudget,
+  V1Role,
+  V1RoleBinding,
+  V1Service,
+} from '@kubernetes/client-node';
+import { OTP_SETTING_NAMES } from '../otp-server/main.js';
+import { SETTING_NAMES } from '../workers/settings.js';
+import {
+  kubectl,
+  manifestFile,
+  named,
+  ofKind,
+  renderManifests,
+  type Manifest,
+} from './support/manifests.js';
+
+const ENGINE_NAMESPACE = 'multi-platform-controller';
+const COMPONENTS = ['worker', 'bridge', 'otp'] as const;
+
+let objects: Manifest[];
+const deployments = () => ofKind(objects, 'Deployment') as unknown as V1Deployment[];
+const deploymentOf = (component: string) =>
+  deployments().find(
+    (d) => d.spec?.selector.matchLabels?.['app.kubernetes.io/component'] === component,
+  )!;
+
+beforeAll(async () => {
+  objects = await renderManifests('deploy/overlays/example');
+});
+
+describe('the example overlay', () => {
+  it('is accepted object by object by the API server (kubectl apply --dry-run=server)', async () => {
+    // `kubectl apply -k` on a new cluster creates the Namespaces first, then what goes in them.
+    // A dry run cannot, so they are applied for real first (idempotent).
+    await kubectl(['apply', '-f', manifestFile(ofKind(objects, 'Namespace'))]);
+    const { stdout } = await kubectl(['apply', '--dry-run=server', '-f', manifestFile(objects)]);
+    const lines = stdout.trim().split('\n');
+    expect(lines).toHaveLength(objects.length);
+    for (const line of lines)
+      expect(line).toMatch(/ (created|configured|unchanged) \(server dry run\)$/);
+    expect(new Set(objects.map((o) => o.kind))).toEqual(
+      new Set([
+        'CustomResourceDefinition',
+        'Namespace',
+        'ValidatingAdmissionPolicy',
+        'ValidatingAdmissionPolicyBinding',
+        'ServiceAccount',
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'Role',
+        'RoleBinding',
+        'ConfigMap',
+        'Secret',
+        'Service',
+        'Deployment',
+        'PodDisruptionBudget',
+        'NetworkPolicy',
+      ]),
+    );
+    const crds = ofKind(objects, 'CustomResourceDefinition').map((c) => c.metadata.name);
+    expect(crds.sort()).toEqual([
+      'clusters.bpa.akraino.org',
+      'hostflowmachines.infrastructure.hostflow.dev',
+      'locks.kotas.tech',
+      'provisionings.bpa.akraino.org',
+      'softwares.bpa.akraino.org',
+    ]);
+    expect(deployments().map((d) => d.spec!.template.spec!.containers[0]!.image)).toEqual(
+      Array(3).fill('registry.example.com/platform/hostflow:0.1.0'),
+    );
+  });
+
+  it('also installs the CRDs of Tekton, Cluster API, MCO and metal3 for clusters that lack them', async () => {
+    const upstream = await renderManifests('deploy/crds/upstream');
+    expect(upstream.map((c) => c.metadata.name).sort()).toEqual([
+      'baremetalhosts.metal3.io',
+      'machineconfigpools.machineconfiguration.openshift.io',
+      'machineconfigs.machineconfiguration.openshift.io',
+      'machines.cluster.x-k8s.io',
+      'taskruns.tekton.dev',
+    ]);
+    const { stdout } = await kubectl(['apply', '--dry-run=server', '-f', manifestFile(upstream)]);
+    expect(stdout.trim().split('\n')).toHaveLength(upstream.length);
+  });
+
+  it('runs each component as non-root on a read-only root filesystem, probed, sized, spread and budgeted', () => {
+    expect(
+      deployments()
+        .map((d) => d.metadata!.name)
+        .sort(),
+    ).toEqual(['hostflow-bridge', 'hostflow-otp', 'hostflow-worker']);
+    const budgets = ofKind(objects, 'PodDisruptionBudget') as unknown as V1PodDisruptionBudget[];
+    for (const component of COMPONENTS) {
+      const deployment = deploymentOf(component);
+      const pod = deployment.spec!.template;
+      const labels = pod.metadata!.labels!;
+      expect(labels['app.kubernetes.io/component']).toBe(component);
+      expect(deployment.spec!.replicas).toBeGreaterThanOrEqual(2);
+      expect(pod.spec!.serviceAccountName).toBe(`hostflow-${component}`);
+      expect(pod.spec!.securityContext).toMatchObject({ runAsNonRoot: true });
+      expect(pod.spec!.securityContext!.runAsUser).toBeGreaterThan(0);
+      const antiAffinity =
+        pod.spec!.affinity!.podAntiAffinity!.preferredDuringSchedulingIgnoredDuringExecution!;
+      expect(antiAffinity[0]!.podAffinityTerm.topologyKey).toBe('kubernetes.io/hostname');
+      expect(antiAffinity[0]!.podAffinityTerm.labelSelector!.matchLabels).toEqual({
+        'app.kubernetes.io/component': component,
+      });
+      const [container, ...others] = pod.spec!.containers;
+      expect(others).toEqual([]);
+      expect(container!.securityContext).toMatchObject({
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      });
+      // A read-only root still needs a writable /tmp (HOME in the image).
+      const tmp = container!.volumeMounts!.find((m) => m.mountPath === '/tmp');
+      expect(pod.spec!.volumes!.find((v) => v.name === tmp?.name)?.emptyDir).toBeDefined();
+      expect(container!.resources!.requests).toHaveProperty('cpu');
+      expect(container!.resources!.requests).toHaveProperty('memory');
+      expect(container!.resources!.limits).toHaveProperty('memory');
+      expect(container!.readinessProbe!.httpGet!.path).toBe('/readyz');
+      expect(container!.livenessProbe!.httpGet!.path).toBe('/healthz');
+      // Probes name a port the container declares.
+      const ports = container!.ports!.map((p) => p.name);
+      expect(ports).toContain(container!.readinessProbe!.httpGet!.port);
+      expect(ports).toContain(container!.livenessProbe!.httpGet!.port);
+      const budget = budgets.filter(
+        (b) => b.spec!.selector!.matchLabels?.['app.kubernetes.io/component'] === component,
+      );
+      expect(budget).toHaveLength(1);
+      expect(budget[0]!.spec!.minAvailable).toBe(1);
+    }
+  });
+
+  it('gives each component its own ServiceAccount: the bridge only reads, the OTP service only its Secrets', () => {
+    const accounts = ofKind(objects, 'ServiceAccount').map(
+      (a) => `${a.metadata.namespace}/${a.metadata.name}`,
+    );
+    expect(accounts.sort()).toEqual(
+      COMPONENTS.map((c) => `${ENGINE_NAMESPACE}/hostflow-${c}`).sort(),
+    );
+    const rulesOf = (account: string) => {
+      const subjectOf = (b: V1RoleBinding | V1ClusterRoleBinding) =>
+        b.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === account);
+      const clusterBindings = (
+        ofKind(objects, 'ClusterRoleBinding') as unknown as V1ClusterRoleBinding[]
+      ).filter(subjectOf);
+      const bindings = (ofKind(objects, 'RoleBinding') as unknown as V1RoleBinding[]).filter(
+        subjectOf,
+      );
+      return {
+        cluster: clusterBindings.flatMap(
+          (b) => (named(objects, 'ClusterRole', b.roleRef.name) as unknown as V1ClusterRole).rules!,
+        ),
+        namespaced: bindings.flatMap(
+          (b) => (named(objects, b.roleRef.kind, b.roleRef.name) as unknown as V1Role).rules!,
+        ),
+      };
+    };
+    const bridge = rulesOf('hostflow-bridge');
+    for (const rule of [...bridge.cluster, ...bridge.namespaced])
+      expect(rule.verbs.every((v) => ['get', 'list', 'watch'].includes(v))).toBe(true);
+    expect(bridge.namespaced.flatMap((r) => r.resources)).toEqual(['configmaps']);
+
+    const otp = rulesOf('hostflow-otp');
+    expect(otp.cluster).toEqual([]);
+    expect(otp.namespaced).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
+    ]);
+    for (const binding of ofKind(objects, 'RoleBinding'))
+      expect(binding.metadata.namespace).toBe(ENGINE_NAMESPACE);
+
+    // Nobody may escalate: no wildcards, no RBAC or impersonation rights.
+    const worker = rulesOf('hostflow-worker');
+    for (const rule of [...worker.cluster, ...worker.namespaced, ...bridge.cluster]) {
+      expect(rule.verbs).not.toContain('*');
+      expect(rule.resources).not.toContain('*');
+      expect(rule.apiGroups).not.toContain('rbac.authorization.k8s.io');
+      expect(rule.verbs).not.toContain('impersonate');
+      expect(rule.verbs).not.toContain('escalate');
+    }
+    // The Lock policy lets the worker, and only it, change what it locked itself.
+    for (const policy of ofKind(objects, 'ValidatingAdmissionPolicy')) {
+      const spec = policy.spec as { variables: Array<{ name: string; expression: string }> };
+      expect(spec.variables.find((v) => v.name === 'engineIdentities')!.expression).toBe(
+        `['system:serviceaccount:${ENGINE_NAMESPACE}:hostflow-worker']`,
+      );
+    }
+  });
+
+  it('takes the Temporal connection from a Secret, and sets only settings the processes read', () => {
+    const secret = named(
+      objects,
+      'Secret',
+      objects.find((o) => o.kind === 'Secret')!.metadata.name,
+    );
+    expect(secret.metadata.name).toMatch(/^hostflow-temporal-/); // kustomize's content hash
+    const temporal = Object.keys(secret.data as Record<string, string>);
+    expect(temporal.sort()).toEqual(['TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE']);
+    const settings = ofKind(objects, 'ConfigMap')[0]!;
+    const known = new Set([...SETTING_NAMES, ...OTP_SETTING_NAMES]);
+    for (const name of [...temporal, ...Object.keys(settings.data as Record<string, string>)])
+      expect(known.has(name) ? name : `${name} (read by no process)`).toBe(name);
+    for (const component of ['worker', 'bridge']) {
+      const container = deploymentOf(component).spec!.template.spec!.containers[0]!;
+      expect(container.envFrom).toEqual([
+        { configMapRef: { name: settings.metadata.name } },
+        { secretRef: { name: secret.metadata.name } },
+      ]);
+    }
+    for (const component of COMPONENTS) {
+      const env = deploymentOf(component).spec!.template.spec!.containers[0]!.env ?? [];
+      for (const { name } of env)
+        expect(known.has(name) ? name : `${name} (read by no process)`).toBe(name);
+    }
+  });
+
+  it('serves the OTP endpoint through a Service, and admits traffic only to declared ports', () => {
+    const service = named(objects, 'Service', 'hostflow-otp') as unknown as V1Service;
+    expect(service.spec!.selector).toEqual({ 'app.kubernetes.io/component': 'otp' });
+    expect(service.spec!.ports).toEqual([{ name: 'https', port: 8443, targetPort: 'https' }]);
+    const settings = ofKind(objects, 'ConfigMap')[0]!.data as Record<string, string>;
+    expect(settings.HOSTFLOW_OTP_URL).toBe(
+      `https://hostflow-otp.${ENGINE_NAMESPACE}.svc:${service.spec!.ports![0]!.port}`,
+    );
+    const policies = ofKind(objects, 'NetworkPolicy') as unknown as V1NetworkPolicy[];
+    for (const component of COMPONENTS) {
+      const container = deploymentOf(component).spec!.template.spec!.containers[0]!;
+      const covering = policies.filter((p) => {
+        const { matchLabels, matchExpressions } = p.spec!.podSelector!;
+        return (
+          matchLabels?.['app.kubernetes.io/component'] === component ||
+          matchExpressions?.some((e) => e.values?.includes(component))
+        );
+      });
+      expect(covering).toHaveLength(1);
+      const admitted = covering[0]!.spec!.ingress!.flatMap((i) => i.ports!.map((p) => p.port));
+      expect(admitted.sort()).toEqual(container.ports!.map((p) => p.containerPort).sort());
+    }
+  });
+});
