@@ -68,21 +68,7 @@ export async function createWorkerIdentity(
       },
     });
   await bindConfigMaps();
-  const token = await core.createNamespacedServiceAccountToken({
-    name,
-    namespace: engineNamespace,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const cluster = kc.getCurrentCluster()!;
-  const restricted = new KubeConfig();
-  restricted.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token: token.status!.token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name,
-  });
-  const kubeconfigPath = join(testEnv('stateDir'), `${name}.kubeconfig`);
-  writeFileSync(kubeconfigPath, restricted.exportConfig(), { mode: 0o600 });
+  const kubeconfigPath = await serviceAccountKubeconfig(kc, engineNamespace, name);
   return {
     kubeconfigPath,
     revokeConfigMaps: async () => {
@@ -96,6 +82,31 @@ export async function createWorkerIdentity(
       await rbac.deleteClusterRole({ name }).catch(() => undefined);
     },
   };
+}
+
+/** A token for the ServiceAccount (TokenRequest API) and a kubeconfig file that uses it. */
+export async function serviceAccountKubeconfig(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<string> {
+  const token = await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const cluster = kc.getCurrentCluster()!;
+  const user = `${namespace}-${name}`;
+  const restricted = new KubeConfig();
+  restricted.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: user, token: token.status!.token }],
+    contexts: [{ name: user, cluster: cluster.name, user }],
+    currentContext: user,
+  });
+  const kubeconfigPath = join(testEnv('stateDir'), `${user}.kubeconfig`);
+  writeFileSync(kubeconfigPath, restricted.exportConfig(), { mode: 0o600 });
+  return kubeconfigPath;
 }
 
 /**

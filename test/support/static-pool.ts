@@ -46,10 +46,22 @@ export interface StaticPool {
   dispose(): Promise<void>;
 }
 
+export interface ProcessIdentities {
+  worker: string;
+  bridge: string;
+  otp: string;
+}
+
 export async function createStaticPool(
   prefix: string,
   hostCount = 2,
-  env: { worker?: NodeJS.ProcessEnv; bridge?: NodeJS.ProcessEnv; longNamespace?: boolean } = {},
+  env: {
+    worker?: NodeJS.ProcessEnv;
+    bridge?: NodeJS.ProcessEnv;
+    longNamespace?: boolean;
+    /** Who each process is in the cluster (kubeconfig files), made once the scope exists. */
+    identities?: (scope: TestScope) => Promise<ProcessIdentities>;
+  } = {},
 ): Promise<StaticPool> {
   const sfx = uniqueSuffix();
   const platform = `linux/${prefix}-${sfx}`;
@@ -69,15 +81,19 @@ export async function createStaticPool(
     freePort(),
   ]);
   const metricsEnv = (port: number) => ({ HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${port}` });
+  const identities = await env.identities?.(scope);
+  const kubeconfigEnv = (kind: 'worker' | 'bridge') =>
+    identities ? { KUBECONFIG: identities[kind] } : {};
   const otpOptions = {
     stateDir: join(testEnv('stateDir'), `otp-${prefix}-${sfx}`),
-    kubeconfig: testEnv('kubeconfig'),
+    kubeconfig: identities?.otp ?? testEnv('kubeconfig'),
     namespace: scope.engineNamespace,
     logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
     metricsAddress: `127.0.0.1:${otpMetrics}`,
     port: await freePort(),
   };
-  let workerExtraEnv: NodeJS.ProcessEnv = env.worker ?? {};
+  let workerExtraEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('worker'), ...env.worker };
+  const bridgeEnv = { ...kubeconfigEnv('bridge'), ...env.bridge };
   try {
     pool = await startSshHosts({
       count: hostCount,
@@ -95,7 +111,7 @@ export async function createStaticPool(
       ...workerExtraEnv,
     });
     started.push({ stop: () => worker.stop() });
-    bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...env.bridge });
+    bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...bridgeEnv });
   } catch (err) {
     await undo();
     throw err;
@@ -145,10 +161,10 @@ export async function createStaticPool(
     restartWorker,
     stopBridge: () => bridge.stop(),
     async startBridge() {
-      bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...env.bridge });
+      bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...bridgeEnv });
     },
     async restartWorkerWith(env) {
-      workerExtraEnv = env;
+      workerExtraEnv = { ...kubeconfigEnv('worker'), ...env };
       await restartWorker();
     },
     async killOtp() {
