@@ -14,6 +14,9 @@ import type {
   V1RoleBinding,
   V1Service,
 } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
 import { SETTING_NAMES } from '../workers/settings.js';
 import {
@@ -219,6 +222,12 @@ describe('the example overlay', () => {
         { secretRef: { name: secret.metadata.name } },
       ]);
     }
+    // The image's own defaults too.
+    const dockerfile = readFileSync(join(REPO_ROOT, 'deploy/image/Dockerfile'), 'utf8');
+    const imageSettings = [...dockerfile.matchAll(/\b((?:HOSTFLOW|TEMPORAL)_[A-Z_]+)=/g)];
+    expect(imageSettings.length).toBeGreaterThan(0);
+    for (const [, name] of imageSettings)
+      expect(known.has(name!) ? name : `${name} (read by no process)`).toBe(name);
     for (const component of COMPONENTS) {
       const env = deploymentOf(component).spec!.template.spec!.containers[0]!.env ?? [];
       for (const { name } of env)
