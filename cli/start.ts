@@ -21,6 +21,7 @@ import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
 import { DEMO_DYNAMIC_PLATFORM, DEMO_POOL_PLATFORM, startDemoCloud } from './demo-cloud.js';
 import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { DEMO_POOL, startDemoNodes } from './demo-nodes.js';
+import { prettyLine } from './pretty-log.js';
 import { supervise, type Supervised } from './supervise.js';
 
 export interface StartOptions {
@@ -53,6 +54,8 @@ environment: TEMPORAL_* and KUBECONFIG as for the temporal CLI and kubectl;
 HOSTFLOW_NAMESPACE is the engine namespace holding host-config (default ${DEFAULT_ENGINE_NAMESPACE}).`;
 
 const DEMO_HOST_CONFIG = { 'local-platforms': 'linux/amd64' };
+/** The processes' names line up in the log lines shown (otp-server and lock-audit are longest). */
+const NAME_WIDTH = 'otp-server'.length;
 
 export async function runStart(options: StartOptions): Promise<number> {
   const stateDir = resolve(options.stateDir ?? LOCAL_STATE_DIR);
@@ -144,6 +147,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         kubeconfig: kubeconfigPath,
         logFile: join(logDir, 'lock-audit.log'),
         restart: true,
+        echo: (line) => console.log(prettyLine(line, 'lock-audit', NAME_WIDTH)),
       });
       stops.push(audit.stop);
       console.log('hostflow: starting the demo SSH hosts…');
@@ -195,6 +199,7 @@ export async function runStart(options: StartOptions): Promise<number> {
       const service = supervise('otp-server', otp.command, otp.args, {
         env: otp.env,
         logFile: join(logDir, 'otp-server.log'),
+        nameWidth: NAME_WIDTH,
       });
       stops.push(() => service.stop());
       await service.ready(new RegExp(otp.readyLine));
@@ -209,6 +214,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         {
           env,
           logFile: join(logDir, `${kind}.log`),
+          nameWidth: NAME_WIDTH,
         },
       ),
     );

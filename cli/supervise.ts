@@ -1,6 +1,7 @@
 // Keeps a process running under `hostflow start`: restarted with back-off whenever it exits
-// (see spawnManaged's `restart`), its last output shown.
+// (see spawnManaged's `restart`), its log lines shown as they come, readably (pretty-log.ts).
 import { spawnManaged, waitFor } from '../local-stack/process.js';
+import { prettyLine } from './pretty-log.js';
 
 export interface Supervised {
   ready(pattern: RegExp): Promise<void>;
@@ -11,9 +12,14 @@ export function supervise(
   name: string,
   command: string,
   args: string[],
-  options: { env: NodeJS.ProcessEnv; logFile: string },
+  options: { env: NodeJS.ProcessEnv; logFile: string; nameWidth?: number },
 ): Supervised {
-  const proc = spawnManaged(name, command, args, { ...options, restart: true });
+  const { nameWidth, ...spawnOptions } = options;
+  const proc = spawnManaged(name, command, args, {
+    ...spawnOptions,
+    restart: true,
+    echo: (line) => console.log(prettyLine(line, name, nameWidth)),
+  });
   return {
     ready: async (pattern) => {
       await waitFor(`${name} to start`, () => (pattern.test(proc.tail(50)) ? true : undefined), {

@@ -32,6 +32,7 @@ import {
 } from './bpa-observations.js';
 import type { ListWatch } from './list-watch.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
+import type { LineLog } from '../workers/logger.js';
 
 interface ClusterObject extends NamespacedObject {
   spec?: BpaClusterSpec;
@@ -44,7 +45,7 @@ export interface BpaIngestOptions {
   taskQueue: string;
   resyncMs: number;
   watchNamespace?: string;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 const keyOf = (o: NamespacedObject) => `${o.metadata.namespace}/${o.metadata.name}`;
@@ -60,7 +61,7 @@ export class BpaIngest {
   private readonly memberWatches: Array<{ run(): Promise<void>; stop(): void }>;
   private readonly clustersListed: Promise<void>;
   private running?: Promise<unknown>;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
 
   constructor(private readonly options: BpaIngestOptions) {
     this.log = options.log ?? ((m) => console.log(m));
@@ -238,6 +239,7 @@ export class BpaIngest {
       this.sent.delete(how.workflowId); // told again at the next change or relist
       this.log(
         `${kind} ${namespace}/${name}: could not signal ${how.workflowId}: ${innermostMessage(err)}`,
+        'warn',
       );
       return false;
     }

@@ -18,6 +18,7 @@ import { KIND, SA } from '../shared/search-attributes.js';
 import type { TaskRunWorkflow } from '../shared/types.js';
 import { ListWatch } from './list-watch.js';
 import { matchContract, type ContractTaskRun, type TaskRunObject } from './taskrun-contract.js';
+import type { LineLog } from '../workers/logger.js';
 
 export interface BridgeOptions {
   kubeConfig: KubeConfig;
@@ -30,7 +31,7 @@ export interface BridgeOptions {
   metrics?: Registry;
   /** Concurrent Temporal calls; bounds the burst after a restart. */
   concurrency?: number;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 interface Indexed {
@@ -51,7 +52,7 @@ export class Bridge {
   private runningBeforeList?: Array<{ uid: string; namespace: string; name: string }>;
   private readonly limit: ReturnType<typeof pLimit>;
   private readonly listWatch: ListWatch<TaskRunObject>;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
   private running?: Promise<void>;
   private readonly metrics?: BridgeMetrics;
 
@@ -134,7 +135,7 @@ export class Bridge {
       }
     } catch (err) {
       this.runningBeforeList = undefined; // sweep skipped this round
-      this.log(`listing running TaskRun workflows failed: ${(err as Error).message}`);
+      this.log(`listing running TaskRun workflows failed: ${(err as Error).message}`, 'warn');
     }
   }
 
@@ -196,11 +197,16 @@ export class Bridge {
       try {
         await this.signalWithStart(taskRun, state);
         this.metrics?.signals.inc({ state, result: 'ok' });
+        this.log(`signalled ${describe(taskRun)} (${state})`, 'debug', logFields(taskRun));
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
           // Leave the index alone, so the next resync tries again.
           this.metrics?.signals.inc({ state, result: 'error' });
-          this.log(`signal ${describe(taskRun)} (${state}) failed: ${(err as Error).message}`);
+          this.log(
+            `signal ${describe(taskRun)} (${state}) failed: ${(err as Error).message}`,
+            'warn',
+            logFields(taskRun),
+          );
           return;
         }
         // Its workflow has already finished: nothing more to tell it.
@@ -231,6 +237,7 @@ export class Bridge {
         if (!(err instanceof WorkflowNotFoundError)) {
           this.log(
             `signal deletion of ${entry.namespace}/${entry.name} failed: ${(err as Error).message}`,
+            'warn',
           );
           return;
         }
@@ -289,4 +296,13 @@ export class Bridge {
 
 function describe(t: { namespace: string; name: string }): string {
   return `TaskRun ${t.namespace}/${t.name}`;
+}
+
+/** The same fields as the worker's lines about this TaskRun, to search both at once. */
+function logFields(t: ContractTaskRun): Record<string, string> {
+  return {
+    k8sNamespace: t.namespace,
+    k8sName: t.name,
+    workflowId: WORKFLOW_ID.taskRun(t.namespace, t.name, t.uid),
+  };
 }

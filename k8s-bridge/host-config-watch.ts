@@ -7,6 +7,7 @@ import { hostConfigObserved } from '../shared/messages.js';
 import type { HostConfigWorkflow } from '../shared/types.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { ListWatch } from './list-watch.js';
+import type { LineLog } from '../workers/logger.js';
 
 export interface HostConfigWatchOptions {
   kubeConfig: KubeConfig;
@@ -15,14 +16,14 @@ export interface HostConfigWatchOptions {
   taskQueue: string;
   engineNamespace: string;
   resyncMs: number;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 export class HostConfigWatch {
   private readonly listWatch: ListWatch<V1ConfigMap>;
   private lastSent?: string;
   private running?: Promise<void>;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
 
   constructor(private readonly options: HostConfigWatchOptions) {
     this.log = options.log ?? ((m) => console.log(m));
@@ -100,7 +101,10 @@ export class HostConfigWatch {
       });
       this.lastSent = resourceVersion;
     } catch (err) {
-      this.log(`signal host-config change (${resourceVersion}) failed: ${(err as Error).message}`);
+      this.log(
+        `signal host-config change (${resourceVersion}) failed: ${(err as Error).message}`,
+        'warn',
+      );
     }
   }
 }

@@ -2,6 +2,7 @@
 // objects; this one pages through lists, backs off on failure, relists on 410 Gone, restarts
 // a silent watch, and relists periodically so missed events are caught (level-triggered).
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import type { LineLog } from '../workers/logger.js';
 
 export interface ListPage<T> {
   items: T[];
@@ -26,7 +27,7 @@ export interface ListWatchOptions<T> extends ListWatchHandlers<T> {
   watchParams?: Record<string, string>;
   list(continueToken: string | undefined): Promise<ListPage<T>>;
   resyncMs: number;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 /**
@@ -52,7 +53,7 @@ export class ListWatch<T> {
   private current?: AbortController;
   private wake?: () => void;
   private lastListAt = 0;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
 
   constructor(private readonly options: ListWatchOptions<T>) {
     this.log = options.log ?? ((m) => console.log(m));
@@ -93,7 +94,10 @@ export class ListWatch<T> {
         if (this.stopped) break;
         failures++;
         const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures, 8));
-        this.log(`${this.options.name}: ${(err as Error).message}; retrying in ${delay} ms`);
+        this.log(
+          `${this.options.name}: ${(err as Error).message}; retrying in ${delay} ms`,
+          'warn',
+        );
         resourceVersion = undefined;
         await this.sleep(delay);
       }
@@ -168,7 +172,10 @@ export class ListWatch<T> {
             // Events are handled in order, one at a time.
             chain = chain.then(() =>
               Promise.resolve(this.options.onEvent(type as 'ADDED', object)).catch((err) =>
-                this.log(`${this.options.name}: event handler failed: ${(err as Error).message}`),
+                this.log(
+                  `${this.options.name}: event handler failed: ${(err as Error).message}`,
+                  'warn',
+                ),
               ),
             );
           },
@@ -181,7 +188,7 @@ export class ListWatch<T> {
         }, reject);
       watchdog = setInterval(() => {
         if (Date.now() - lastSeen > timeoutSeconds * 1000 + WATCHDOG_SLACK_MS) {
-          this.log(`${this.options.name}: watch silent for too long; restarting it`);
+          this.log(`${this.options.name}: watch silent for too long; restarting it`, 'warn');
           this.current?.abort();
         }
       }, 5_000);

@@ -5,6 +5,7 @@ import { LOCK_API } from '../shared/lock-api.js';
 import { innermostMessage } from '../shared/failures.js';
 import { ListWatch } from './list-watch.js';
 import type { LockObject, LockStatusWriter } from './lock-status.js';
+import type { LineLog } from '../workers/logger.js';
 
 export interface LockWatchOptions {
   kubeConfig: KubeConfig;
@@ -12,7 +13,7 @@ export interface LockWatchOptions {
   status: LockStatusWriter;
   /** How often every Lock is looked at again (namespace labels are not watched). */
   resyncMs: number;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 export class LockWatch {
@@ -26,7 +27,10 @@ export class LockWatch {
         await options.status.reconcile(lock);
       } catch (err) {
         // The next event or relist tries again.
-        log(`Lock ${lock.metadata.namespace}/${lock.metadata.name}: ${innermostMessage(err)}`);
+        log(
+          `Lock ${lock.metadata.namespace}/${lock.metadata.name}: ${innermostMessage(err)}`,
+          'warn',
+        );
       }
     };
     const { group, version, plural } = LOCK_API;

@@ -11,6 +11,7 @@ import { machineObserved, type MachineObservation } from '../shared/messages.js'
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { ListWatch } from './list-watch.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
+import type { LineLog } from '../workers/logger.js';
 
 export interface MachineObject extends NamespacedObject {
   spec?: MachineSpec;
@@ -23,7 +24,7 @@ export interface MachineIngestOptions {
   taskQueue: string;
   resyncMs: number;
   watchNamespace?: string;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 export function machineObservation(item: MachineObject, gone: boolean): MachineObservation {
@@ -50,7 +51,7 @@ export class MachineIngest {
   /** What each workflow was sent last: an unchanged Machine is not resent, except on relist. */
   private readonly sent = new Map<string, string>();
   private running?: Promise<void>;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
 
   constructor(private readonly options: MachineIngestOptions) {
     this.log = options.log ?? ((m) => console.log(m));
@@ -108,6 +109,7 @@ export class MachineIngest {
       this.sent.delete(workflowId); // told again at the next change or relist
       this.log(
         `Machine ${namespace}/${name}: could not signal ${workflowId}: ${innermostMessage(err)}`,
+        'warn',
       );
     }
   }

@@ -3,6 +3,7 @@
 // ones that vanished meanwhile as gone, so nothing missed while the bridge was down is lost.
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { ListWatch } from './list-watch.js';
+import type { LineLog } from '../workers/logger.js';
 
 export interface NamespacedObject {
   metadata: {
@@ -21,7 +22,7 @@ export interface ResourceWatchOptions {
   custom: CustomObjectsApi;
   resyncMs: number;
   watchNamespace?: string;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 export function resourceWatch<T extends NamespacedObject>(

@@ -24,6 +24,7 @@ import { effectiveOsImage } from '../shared/os-image.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { ListWatch } from './list-watch.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
+import type { LineLog } from '../workers/logger.js';
 
 interface PoolObject extends NamespacedObject {
   spec?: MachineConfigPoolSpec;
@@ -37,7 +38,7 @@ export interface RolloutIngestOptions {
   taskQueue: string;
   engineNamespace: string;
   resyncMs: number;
-  log?: (message: string) => void;
+  log?: LineLog;
 }
 
 export class RolloutIngest {
@@ -49,7 +50,7 @@ export class RolloutIngest {
   private stopped = false;
   private readonly watches: ListWatch<NamespacedObject>[];
   private running?: Promise<unknown>;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
 
   constructor(private readonly options: RolloutIngestOptions) {
     this.log = options.log ?? ((m) => console.log(m));
@@ -177,6 +178,7 @@ export class RolloutIngest {
       const delayMs = Math.min(30_000, 1_000 * 2 ** (failures - 1));
       this.log(
         `MachineConfigPool ${name}: could not signal ${workflowId}: ${innermostMessage(err)}; again in ${delayMs / 1000}s`,
+        'warn',
       );
       const timer = setTimeout(() => {
         this.retries.delete(timer);

@@ -51,6 +51,8 @@ export interface LockAuditOptions {
   resyncSeconds?: number;
   logFile?: string;
   restart?: boolean;
+  /** Each line of its output as it comes (`hostflow start` shows them). */
+  echo?: (line: string) => void;
 }
 
 export interface LockAudit {
@@ -81,6 +83,7 @@ export async function startLockAudit(
       },
       logFile: options.logFile,
       restart: options.restart,
+      echo: options.echo,
     },
   );
   await waitFor(

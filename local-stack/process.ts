@@ -26,6 +26,11 @@ export interface SpawnOptions {
   restart?: boolean;
   /** With `restart`: always wait this long instead (a host's boot time, not a crash loop). */
   restartDelayMs?: number;
+  /**
+   * Each whole line of output as it comes (`hostflow start` shows them); a crash is then
+   * reported without repeating its last lines.
+   */
+  echo?: (line: string) => void;
 }
 
 const TAIL_LINES = 200;
@@ -50,9 +55,8 @@ export function spawnManaged(
       const delay = options.restartDelayMs ?? Math.min(MAX_BACKOFF_MS, 1000 * 2 ** restarts++);
       // A planned restart (a host's reboot) is no news; a crash is, with what it said last.
       if (options.restartDelayMs === undefined) {
-        console.error(
-          `hostflow: ${name} exited (code ${code}); restarting in ${delay} ms. Last output:\n${child.tail(15)}`,
-        );
+        const last = options.echo ? '' : ` Last output:\n${child.tail(15)}`;
+        console.error(`hostflow: ${name} exited (code ${code}); restarting in ${delay} ms.${last}`);
       }
       setTimeout(() => {
         if (stopping) return finished(code);
@@ -105,6 +109,18 @@ function spawnOnce(
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
+  if (options.echo) {
+    const echo = options.echo;
+    for (const stream of [child.stdout, child.stderr]) {
+      let partial = ''; // a line split across chunks is shown once whole
+      stream?.on('data', (chunk: Buffer) => {
+        const lines = (partial + chunk.toString('utf8')).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) if (line) echo(line);
+      });
+      stream?.on('end', () => partial && echo(partial));
+    }
+  }
   let spawnError: Error | undefined;
   const exited = new Promise<number | null>((resolve) => {
     child.on('error', (err) => {

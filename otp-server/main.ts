@@ -5,6 +5,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { Histogram } from 'prom-client';
+import { createLogger, lineLog, type LineLog, type Logger } from '../workers/logger.js';
 import { createRegistry, serveMetrics } from '../workers/metrics-server.js';
 import { kubeConfig, loadSettings } from '../workers/settings.js';
 import { createSealer, readSealingKey } from './sealing.js';
@@ -47,7 +48,7 @@ export function loadOtpSettings(env: NodeJS.ProcessEnv = process.env): OtpSettin
 }
 
 /** Deletes expired records now and every `intervalMs`, one sweep at a time. */
-function startSweeper(store: OtpStore, intervalMs: number, log: (line: string) => void) {
+function startSweeper(store: OtpStore, intervalMs: number, log: LineLog) {
   let sweeping = false;
   const sweep = (): void => {
     if (sweeping) return;
@@ -56,7 +57,7 @@ function startSweeper(store: OtpStore, intervalMs: number, log: (line: string) =
       .sweep()
       .then(
         (n) => n > 0 && log(`swept ${n} expired OTP record(s)`),
-        (err) => log(`sweep failed: ${errorGist(err)}`),
+        (err) => log(`sweep failed: ${errorGist(err)}`, 'warn'),
       )
       .finally(() => (sweeping = false));
   };
@@ -65,10 +66,10 @@ function startSweeper(store: OtpStore, intervalMs: number, log: (line: string) =
   return { stop: () => clearInterval(timer) };
 }
 
-async function main(): Promise<void> {
+async function main(logger: Logger): Promise<void> {
   const base = loadSettings(); // KUBECONFIG, HOSTFLOW_KUBE_CONTEXT, HOSTFLOW_NAMESPACE
   const settings = loadOtpSettings();
-  const log = (line: string): void => console.log(`otp-server ${new Date().toISOString()} ${line}`);
+  const log = lineLog(logger);
   const sealer = createSealer(readSealingKey(settings.HOSTFLOW_OTP_SEALING_KEY_FILE));
   const kc = kubeConfig(base);
   const store = new KubeOtpStore(kc.makeApiClient(CoreV1Api), base.HOSTFLOW_NAMESPACE, sealer);
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
     ? await serveMetrics(registry, base.HOSTFLOW_METRICS_ADDRESS)
     : undefined;
   const sweeper = startSweeper(store, settings.HOSTFLOW_OTP_SWEEP_SECONDS * 1000, log);
-  store.ready().catch((err) => log(`store not reachable yet: ${errorGist(err)}`));
+  store.ready().catch((err) => log(`store not reachable yet: ${errorGist(err)}`, 'warn'));
   log(
     `listening on ${server.url} (redeem ${server.url}/otp), records in namespace ${base.HOSTFLOW_NAMESPACE}, sealing key ${sealer.keyId}`,
   );
@@ -120,8 +121,9 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err) => {
-    console.error(`hostflow otp-server: ${(err as Error).message}`);
+  const logger = createLogger('otp-server');
+  main(logger).catch((err) => {
+    logger.error(`hostflow otp-server: ${(err as Error).message}`);
     process.exit(1);
   });
 }

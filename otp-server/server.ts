@@ -14,6 +14,7 @@ import { discardRest, readLimited } from './http-body.js';
 import { statusCode, transportFailure } from '../shared/kube-errors.js';
 import { errorGist, TOKEN_PATTERN, type OtpStore } from './store.js';
 import { watchFiles, type WatchedFiles } from './watched-files.js';
+import type { LineLog } from '../workers/logger.js';
 
 export const MAX_KEY_BYTES = 16 * 1024;
 const MAX_OTP_BYTES = 1024;
@@ -29,7 +30,7 @@ export interface OtpServerOptions {
   store: OtpStore;
   ttlSeconds: number;
   reloadIntervalMs: number;
-  log: (line: string) => void;
+  log: LineLog;
   /** Called once per finished request, for metrics (route is `(other)` for unknown paths). */
   observe?: (route: string, status: string, seconds: number) => void;
 }
@@ -78,7 +79,8 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
         server.setSecureContext({ cert, key });
         log(`tls certificate loaded (serial ${new X509Certificate(cert!).serialNumber})`);
       },
-      (err) => log(`tls certificate not reloaded, keeping the previous one: ${err.message}`),
+      (err) =>
+        log(`tls certificate not reloaded, keeping the previous one: ${err.message}`, 'warn'),
     ),
   );
   let storeTokenDigest: Buffer = Buffer.alloc(0);
@@ -91,7 +93,7 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
         if (token.length < 16) throw new Error(`${options.storeTokenFile}: store token too short`);
         storeTokenDigest = digest(token);
       },
-      (err) => log(`store token not reloaded, keeping the previous one: ${err.message}`),
+      (err) => log(`store token not reloaded, keeping the previous one: ${err.message}`, 'warn'),
     ),
   );
 
@@ -138,7 +140,7 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
           await store.ready();
           return text(200, 'ready');
         } catch (err) {
-          log(`not ready: ${errorGist(err)}`);
+          log(`not ready: ${errorGist(err)}`, 'warn');
           return text(503, 'OTP store unreachable');
         }
       },
@@ -178,7 +180,7 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
         reply = text(405, 'method not allowed', { Allow: route.methods.join(', ') });
       } else reply = await route.handle(req, readBody);
     } catch (err) {
-      log(`${req.method} ${logged} failed: ${errorGist(err)}`);
+      log(`${req.method} ${logged} failed: ${errorGist(err)}`, 'warn');
       // The store's Kubernetes API answered with an error, or did not answer at all.
       reply =
         statusCode(err) !== undefined || transportFailure(err) !== undefined
@@ -199,7 +201,7 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
   };
   const onRequest = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res, expectsContinue).catch((err) => {
-      log(`request handling failed: ${errorGist(err)}`);
+      log(`request handling failed: ${errorGist(err)}`, 'error');
       res.destroy();
     });
   };

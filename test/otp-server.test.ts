@@ -506,10 +506,16 @@ describe('logs', () => {
   it('have one line per request and never a key or an OTP', async () => {
     await a.stop();
     const logs = fx.logFiles.map((file) => readFileSync(file, 'utf8')).join('\n');
-    expect(logs).toMatch(/ POST \/store 201 \d+\.\dms$/m);
-    expect(logs).toMatch(/ POST \/otp 200 \d+\.\dms$/m);
-    expect(logs).toMatch(/ POST \/otp 404 \d+\.\dms$/m);
-    expect(logs).toMatch(/ POST \(other\) 404 \d+\.\dms$/m);
+    // JSON lines (workers/logger.ts): the request line is each record's msg.
+    const messages = logs
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as { msg: string }).msg)
+      .join('\n');
+    expect(messages).toMatch(/^POST \/store 201 \d+\.\dms$/m);
+    expect(messages).toMatch(/^POST \/otp 200 \d+\.\dms$/m);
+    expect(messages).toMatch(/^POST \/otp 404 \d+\.\dms$/m);
+    expect(messages).toMatch(/^POST \(other\) 404 \d+\.\dms$/m);
     expect(logs).not.toContain('PRIVATE KEY');
     expect(secretMaterial.length).toBeGreaterThan(20);
     for (const secret of secretMaterial) {

@@ -9,11 +9,13 @@ import { MachineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
 import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
 import { serveHealth } from './health-server.js';
+import { createLogger, lineLog, type Logger } from './logger.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
 
-async function main(): Promise<void> {
+async function main(logger: Logger): Promise<void> {
   const settings = loadSettings();
+  const log = lineLog(logger);
   const kc = kubeConfig(settings);
   const connection = await Connection.connect(temporalConnection(settings));
   const temporal = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     engineNamespace: settings.HOSTFLOW_NAMESPACE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+    log,
   });
   const bridge = new Bridge({
     kubeConfig: kc,
@@ -37,6 +40,7 @@ async function main(): Promise<void> {
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
     metrics: registry,
+    log,
   });
   const provisionings = new BpaIngest({
     kubeConfig: kc,
@@ -45,6 +49,7 @@ async function main(): Promise<void> {
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+    log,
   });
   const machines = new MachineIngest({
     kubeConfig: kc,
@@ -53,6 +58,7 @@ async function main(): Promise<void> {
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+    log,
   });
   const rollouts = new RolloutIngest({
     kubeConfig: kc,
@@ -62,6 +68,7 @@ async function main(): Promise<void> {
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     engineNamespace: settings.HOSTFLOW_NAMESPACE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+    log,
   });
   bridge.start();
   hostConfig.start();
@@ -84,7 +91,7 @@ async function main(): Promise<void> {
         settings.HOSTFLOW_HEALTH_ADDRESS,
       )
     : undefined;
-  console.log(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
+  logger.info(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
@@ -102,8 +109,9 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err) => {
-    console.error(`hostflow bridge: ${(err as Error).message}`);
+  const logger = createLogger('bridge');
+  main(logger).catch((err) => {
+    logger.error(`hostflow bridge: ${(err as Error).message}`);
     process.exit(1);
   });
 }

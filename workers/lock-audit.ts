@@ -16,6 +16,7 @@ import { LockWatch } from '../k8s-bridge/lock-watch.js';
 import { readLimited } from '../otp-server/http-body.js';
 import { watchFiles } from '../otp-server/watched-files.js';
 import { innermostMessage } from '../shared/failures.js';
+import { createLogger, lineLog, type Logger } from './logger.js';
 import { createRegistry, serveMetrics } from './metrics-server.js';
 import { kubeConfig, loadSettings } from './settings.js';
 
@@ -36,7 +37,7 @@ const MAX_BATCH_BYTES = 32 * 1024 * 1024;
 const RELOAD_MS = 10_000;
 const digest = (value: string | Buffer): Buffer => createHash('sha256').update(value).digest();
 
-async function main(): Promise<void> {
+async function main(log: Logger): Promise<void> {
   const parsed = LockAuditEnv.safeParse(process.env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
@@ -71,6 +72,7 @@ async function main(): Promise<void> {
     custom: kc.makeApiClient(CustomObjectsApi),
     status,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
+    log: lineLog(log),
   });
   const denials = new LockDenials();
 
@@ -81,7 +83,7 @@ async function main(): Promise<void> {
     [env.HOSTFLOW_LOCK_AUDIT_TLS_CERT_FILE, env.HOSTFLOW_LOCK_AUDIT_TLS_KEY_FILE],
     RELOAD_MS,
     ([cert, key]) => server.setSecureContext({ cert, key }),
-    (err) => console.error(`lock-audit: tls certificate not reloaded: ${err.message}`),
+    (err) => log.warn(`lock-audit: tls certificate not reloaded: ${err.message}`),
   );
   let tokenDigest: Buffer = Buffer.alloc(0);
   const token = watchFiles(
@@ -92,7 +94,7 @@ async function main(): Promise<void> {
       if (value.length < 16) throw new Error(`${env.HOSTFLOW_LOCK_AUDIT_TOKEN_FILE}: too short`);
       tokenDigest = digest(value);
     },
-    (err) => console.error(`lock-audit: token not reloaded: ${err.message}`),
+    (err) => log.warn(`lock-audit: token not reloaded: ${err.message}`),
   );
   const authorized = (req: IncomingMessage): boolean => {
     const match = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '');
@@ -123,13 +125,13 @@ async function main(): Promise<void> {
     reply(res, 200, `${found.length} lock denials`);
     if (found.length > 0) {
       await status.recordDenials(found).catch((err: unknown) => {
-        console.error(`lock-audit: Lock status not written: ${innermostMessage(err)}`);
+        log.warn(`lock-audit: Lock status not written: ${innermostMessage(err)}`);
       });
     }
   };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     receive(req, res).catch((err: unknown) => {
-      console.error(`lock-audit: ${innermostMessage(err)}`);
+      log.error(`lock-audit: ${innermostMessage(err)}`);
       if (!res.headersSent) reply(res, 500, 'internal error');
     });
   });
@@ -144,7 +146,7 @@ async function main(): Promise<void> {
     server.listen(port, host, resolve);
   });
   watch.start();
-  console.log(
+  log.info(
     `hostflow lock-audit receiving audit events on https://${env.HOSTFLOW_LOCK_AUDIT_LISTEN}/audit`,
   );
   await new Promise<void>((resolve) => {
@@ -159,8 +161,9 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err) => {
-    console.error(`hostflow lock-audit: ${(err as Error).message}`);
+  const log = createLogger('lock-audit');
+  main(log).catch((err) => {
+    log.error(`hostflow lock-audit: ${(err as Error).message}`);
     process.exit(1);
   });
 }

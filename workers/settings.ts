@@ -5,6 +5,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { z } from 'zod';
 import { shareConnections } from './kube-connections.js';
+import { LOG_LEVELS } from './logger.js';
 import { DEFAULT_ENGINE_NAMESPACE, TASK_QUEUE } from '../platform-config/contract.js';
 
 const hostPort = z
@@ -102,6 +103,10 @@ const EnvSchema = z.object({
       return urls;
     }),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
+  /** Every process's log level (workers/logger.ts reads it before the settings are loaded). */
+  HOSTFLOW_LOG_LEVEL: z
+    .enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })
+    .default('info'),
 });
 
 export type Settings = z.infer<typeof EnvSchema>;

@@ -10,13 +10,17 @@ import { WORKFLOW_ID } from '../platform-config/contract.js';
 import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/types.js';
 import { collectNow } from '../shared/messages.js';
 import { KIND, SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
+import { activityLogFields } from './activity-log-fields.js';
 import { serveHealth, type HealthChecks } from './health-server.js';
+import { createLogger, type Logger } from './logger.js';
 import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
+import { temporalLogger } from './temporal-logger.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
 export async function createWorker(
   settings: Settings,
+  log: Logger,
 ): Promise<{ worker: Worker; client: Client; close(): Promise<void> }> {
   const kc = kubeConfig(settings);
   const options = temporalConnection(settings);
@@ -62,6 +66,7 @@ export async function createWorker(
     namespace: settings.TEMPORAL_NAMESPACE,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     activities,
+    interceptors: { activity: [activityLogFields] },
     // Most activities wait on the network (SSH, the allocator's answer), not the CPU: a slot
     // held by a TaskRun waiting for its allocator must not keep deliveries from starting.
     maxConcurrentActivityTaskExecutions: settings.HOSTFLOW_MAX_CONCURRENT_ACTIVITIES,
@@ -69,7 +74,7 @@ export async function createWorker(
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
       : { workflowsPath: WORKFLOWS_PATH }),
   });
-  await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE);
+  await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE, log);
   await startGarbageCollection(client, settings);
   return {
     worker,
@@ -85,13 +90,17 @@ export async function createWorker(
  * and over, so the worker refuses to start and says how to register it. Where the namespace's
  * attributes cannot be listed (no permission), it goes on with a warning.
  */
-async function checkSearchAttributes(client: Client, namespace: string): Promise<void> {
+async function checkSearchAttributes(
+  client: Client,
+  namespace: string,
+  log: Logger,
+): Promise<void> {
   let present: string[];
   try {
     const listed = await client.connection.operatorService.listSearchAttributes({ namespace });
     present = Object.keys(listed.customAttributes ?? {});
   } catch (err) {
-    console.warn(`hostflow worker: cannot list search attributes: ${(err as Error).message}`);
+    log.warn(`hostflow worker: cannot list search attributes: ${(err as Error).message}`);
     return;
   }
   const missing = Object.values(SA).filter((key) => !present.includes(key.name));
@@ -173,20 +182,23 @@ function otpDelivery(settings: Settings): OtpDelivery | undefined {
   return { client, publicRedeemUrl: publicRedeem };
 }
 
-async function main(): Promise<void> {
+async function main(log: Logger): Promise<void> {
   const settings = loadSettings();
-  if (settings.HOSTFLOW_METRICS_ADDRESS) {
-    Runtime.install({
-      telemetryOptions: {
-        metrics: { prometheus: { bindAddress: settings.HOSTFLOW_METRICS_ADDRESS } },
-      },
-    });
-  }
-  const { worker, client, close } = await createWorker(settings);
+  // The SDK's logs, workflows' and activities' `log`, and Temporal core's warnings, as JSON lines.
+  Runtime.install({
+    logger: temporalLogger(log),
+    telemetryOptions: {
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(settings.HOSTFLOW_METRICS_ADDRESS
+        ? { metrics: { prometheus: { bindAddress: settings.HOSTFLOW_METRICS_ADDRESS } } }
+        : {}),
+    },
+  });
+  const { worker, client, close } = await createWorker(settings, log);
   const health = settings.HOSTFLOW_HEALTH_ADDRESS
     ? await serveHealth(workerHealth(worker, client), settings.HOSTFLOW_HEALTH_ADDRESS)
     : undefined;
-  console.log(
+  log.info(
     `hostflow worker polling ${settings.TEMPORAL_ADDRESS} namespace ${settings.TEMPORAL_NAMESPACE} task queue ${settings.HOSTFLOW_TASK_QUEUE}`,
   );
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
@@ -195,8 +207,9 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err) => {
-    console.error(`hostflow worker: ${(err as Error).message}`);
+  const log = createLogger('worker');
+  main(log).catch((err) => {
+    log.error(`hostflow worker: ${(err as Error).message}`);
     process.exit(1);
   });
 }
