@@ -2,19 +2,29 @@
 // The `hostflow` command: `start` runs the engine (on a local stack by default).
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { REPLAY_USAGE, runReplay } from './replay.js';
+import { HOST_USAGE, runHost } from './host.js';
+import { DESCRIBE_USAGE, describeCommand } from './describe.js';
+import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { RETRY_USAGE, runRetry } from './retry.js';
 import { runStart, START_USAGE, type StartOptions } from './start.js';
+import { STATUS_USAGE, statusCommand } from './status.js';
 
 const USAGE = `usage: hostflow <command> [options]
 
 commands:
   start    run the engine: Temporal, Kubernetes API, bridge and worker
-  replay   replay a recorded workflow history against this code
+  status   every platform's slots, queue, unhealthy hosts and VMs, from the allocators
+  describe a TaskRun's workflow: phase, host, steps and last error (describe taskrun NS/NAME)
+  replay   replay a workflow history (from a file or the server) against this code
   retry    resume a Failed Provisioning at the step that failed, or a Failed Software
+           (or TaskRun)
+  host     drain a static host for maintenance, or undrain it
 ${START_USAGE}
+${STATUS_USAGE}
+${DESCRIBE_USAGE}
 ${REPLAY_USAGE}
-${RETRY_USAGE}`;
+${RETRY_USAGE}
+${HOST_USAGE}`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -22,8 +32,11 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
-  if (command === 'replay') return replay(rest);
+  if (command === 'status') return statusCommand(rest);
+  if (command === 'describe') return describeCommand(rest);
+  if (command === 'replay') return replayCommand(rest);
   if (command === 'retry') return retry(rest);
+  if (command === 'host') return host(rest);
   if (command !== 'start') {
     console.error(`hostflow: unknown command "${command}"\n\n${USAGE}`);
     return 2;
@@ -70,23 +83,6 @@ export async function main(argv: string[]): Promise<number> {
   return runStart(options);
 }
 
-async function replay(args: string[]): Promise<number> {
-  try {
-    const { values, positionals } = parseArgs({
-      args,
-      strict: true,
-      allowPositionals: true,
-      options: { 'workflow-id': { type: 'string' } },
-    });
-    if (!values['workflow-id'] || positionals.length > 1)
-      throw new Error('--workflow-id ID is required, with at most one history file');
-    return await runReplay(values['workflow-id'], positionals[0]);
-  } catch (err) {
-    console.error(`hostflow replay: ${(err as Error).message}\n${REPLAY_USAGE}`);
-    return 2;
-  }
-}
-
 async function retry(args: string[]): Promise<number> {
   try {
     const { values, positionals } = parseArgs({
@@ -104,6 +100,15 @@ async function retry(args: string[]): Promise<number> {
     });
   } catch (err) {
     console.error(`hostflow retry: ${(err as Error).message}\n${RETRY_USAGE}`);
+    return 2;
+  }
+}
+
+async function host(args: string[]): Promise<number> {
+  try {
+    return await runHost(args);
+  } catch (err) {
+    console.error(`hostflow host: ${(err as Error).message}\n${HOST_USAGE}`);
     return 2;
   }
 }

@@ -1,31 +1,77 @@
-// `hostflow replay`: runs a recorded workflow history against this code. On-call uses it to
-// check a fix before resetting a workflow; CI uses it to catch non-deterministic changes.
-import { Client, Connection } from '@temporalio/client';
+// `hostflow replay`: runs a workflow's history against this code, from a file or fetched from
+// the Temporal server. On-call uses it to check a fix before resetting a workflow; CI uses it to
+// catch non-deterministic changes.
+import { WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import { WORKFLOWS_PATH } from '../workers/worker.js';
-import { loadSettings, temporalConnection } from '../workers/settings.js';
+import { UsageError, runCommand, withTemporal } from './oncall.js';
+import { waitingFor } from './progress.js';
 
 export const REPLAY_USAGE = `
 replay options:
-  hostflow replay --workflow-id ID [HISTORY.json]
-      HISTORY.json as written by \`temporal workflow show -w ID -o json\`; without it, the
-      history is fetched from the Temporal server in TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE.
-      Exits 0 when the history replays deterministically, 1 with the divergence otherwise.`;
+  hostflow replay WORKFLOW-ID [--run-id RUN-ID]
+      Fetches the history from the Temporal server in TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE
+      (the latest run, or RUN-ID; a running workflow replays as far as it got).
+  hostflow replay --workflow-id WORKFLOW-ID [HISTORY.json]
+      HISTORY.json as written by \`temporal workflow show -w ID -o json\`; without it, as above.
+      With --workflow-id a positional argument is always a file, without it always a workflow ID.
+  Exits 0 when the history replays deterministically, 1 with the divergence otherwise.`;
 
-export async function runReplay(workflowId: string, file: string | undefined): Promise<number> {
-  const history = file ? parseHistoryFile(file) : await fetchHistory(workflowId);
+const COMMAND = 'hostflow replay';
+/** gRPC's NOT_FOUND: what fetching the history of an unknown workflow answers. */
+const NOT_FOUND = 5;
+
+export function replayCommand(args: string[]): Promise<number> {
+  return runCommand(COMMAND, REPLAY_USAGE, async () => {
+    const { values, positionals } = parse(args);
+    if (positionals.length > 1) {
+      throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
+    }
+    const flagged = values['workflow-id'];
+    const workflowId = flagged ?? positionals[0];
+    const file = flagged !== undefined ? positionals[0] : undefined;
+    if (!workflowId) throw new UsageError('give the WORKFLOW-ID to replay');
+    if (file !== undefined && values['run-id'] !== undefined) {
+      throw new UsageError('--run-id picks a run on the server; a history file is one run already');
+    }
+    return runReplay(workflowId, file, values['run-id']);
+  });
+}
+
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      strict: true,
+      allowPositionals: true,
+      options: { 'workflow-id': { type: 'string' }, 'run-id': { type: 'string' } },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+export async function runReplay(
+  workflowId: string,
+  file: string | undefined,
+  runId?: string,
+): Promise<number> {
+  const history = file ? parseHistoryFile(file) : await fetchHistory(workflowId, runId);
   const workflowBundle = process.env.HOSTFLOW_WORKFLOW_BUNDLE
     ? { workflowBundle: { codePath: process.env.HOSTFLOW_WORKFLOW_BUNDLE } }
     : { workflowsPath: WORKFLOWS_PATH };
   Runtime.install({ logger: new DefaultLogger('WARN') });
   try {
-    await Worker.runReplayHistory(workflowBundle, history, workflowId);
+    await waitingFor(COMMAND, `${workflowId} to replay`, () =>
+      Worker.runReplayHistory(workflowBundle, history, workflowId),
+    );
   } catch (err) {
-    console.error(`hostflow replay: ${workflowId} does not replay: ${(err as Error).message}`);
+    console.error(`${COMMAND}: ${workflowId} does not replay: ${(err as Error).message}`);
     return 1;
   }
-  console.log(`hostflow replay: ${workflowId} replays deterministically`);
+  console.log(`${COMMAND}: ${workflowId} replays deterministically`);
   return 0;
 }
 
@@ -37,13 +83,21 @@ function parseHistoryFile(file: string): unknown {
   }
 }
 
-async function fetchHistory(workflowId: string) {
-  const settings = loadSettings();
-  const connection = await Connection.connect(temporalConnection(settings));
-  try {
-    const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
-    return await client.workflow.getHandle(workflowId).fetchHistory();
-  } finally {
-    await connection.close();
-  }
+async function fetchHistory(workflowId: string, runId: string | undefined) {
+  return withTemporal(COMMAND, async ({ client, settings }) => {
+    try {
+      return await waitingFor(COMMAND, `the history of ${workflowId}`, () =>
+        client.workflow.getHandle(workflowId, runId).fetchHistory(),
+      );
+    } catch (err) {
+      const missing =
+        err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === NOT_FOUND);
+      if (!missing) throw err;
+      throw new Error(
+        `there is no workflow ${workflowId}${runId ? ` with run ${runId}` : ''} in Temporal ` +
+          `namespace ${settings.TEMPORAL_NAMESPACE}`,
+        { cause: err },
+      );
+    }
+  });
 }

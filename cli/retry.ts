@@ -1,12 +1,14 @@
-// `hostflow retry provisioning|software <ns>/<name>`: on-call resumes a Failed Provisioning from
+// `hostflow retry provisioning|software|taskrun <ns>/<name>`: on-call resumes a Failed Provisioning from
 // the step that failed, or has a Software install again where it failed, once the cause is fixed
 // (or has a Refused one looked at again). It writes the
 // retry annotation, as `kubectl annotate` would, so the request is in the resource's history and
-// the bridge delivers it like any change; the workflow keeps both runs in its history.
+// the bridge delivers it like any change; the workflow keeps both runs in its history. A TaskRun
+// is retried through its workflow instead (retry-taskrun.ts), which can refuse at once.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { PROVISIONING_API, RETRY_ANNOTATION, SOFTWARE_API } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { loadKubeConfig } from '../workers/settings.js';
+import { runRetryTaskRun } from './retry-taskrun.js';
 
 export const RETRY_USAGE = `
 retry options:
@@ -14,12 +16,17 @@ retry options:
       Resumes a Failed Provisioning at the step that failed (fix the cause first), or looks at a
       Refused one again. Same as: kubectl annotate provisioning NAME ${RETRY_ANNOTATION}=<now> --overwrite
   hostflow retry software NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
-      Installs a Failed Software again on the nodes where it failed.`;
+      Installs a Failed Software again on the nodes where it failed.
+  hostflow retry taskrun NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
+      Serves a Failed TaskRun that still runs again (fix the cause first, e.g. a host's admin
+      key): its error Secret is deleted and it asks for a host anew. Refused, saying why, for a
+      TaskRun that is not failed or has completed. Temporal is reached via TEMPORAL_ADDRESS etc.`;
 
 /** What can be retried: the resource, as messages name it, and its kubectl short name. */
 const KINDS = {
   provisioning: { api: PROVISIONING_API, kind: 'Provisioning', short: 'bpa', sample: 'bpa-sample' },
   software: { api: SOFTWARE_API, kind: 'Software', short: 'sw', sample: 'software-sample' },
+  taskrun: { api: undefined, kind: 'TaskRun', short: 'tr', sample: 'my-build' },
 } as const;
 type RetryKind = keyof typeof KINDS;
 
@@ -40,7 +47,7 @@ export function parseRetryTarget(options: RetryOptions): {
 } {
   if (!options.kind || !Object.hasOwn(KINDS, options.kind)) {
     throw new Error(
-      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning" or "software"`,
+      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning", "software" or "taskrun"`,
     );
   }
   const kind = options.kind as RetryKind;
@@ -55,6 +62,7 @@ export function parseRetryTarget(options: RetryOptions): {
 
 export async function runRetry(options: RetryOptions): Promise<number> {
   const { kind, namespace, name } = parseRetryTarget(options);
+  if (kind === 'taskrun') return runRetryTaskRun({ ...options, namespace, name });
   const { api, kind: what, short } = KINDS[kind];
   const kc = loadKubeConfig(options.kubeconfig, options.context, {
     context: '--context',

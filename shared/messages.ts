@@ -35,6 +35,20 @@ export interface TaskRunStatus {
 
 export const taskRunStatus = defineQuery<TaskRunStatus>('status');
 
+/** What `hostflow retry taskrun` hears back: the error it clears, and that serving starts again. */
+export interface TaskRunRetryOutcome {
+  /** The error the build had been answered with (its Secret is deleted). */
+  previousError: string;
+  /** Retries of this TaskRun so far, this one included. */
+  retry: number;
+}
+
+/**
+ * Serve a Failed TaskRun that still runs again, once its cause is fixed: its error Secret is
+ * deleted and provisioning starts over. Validated: refused unless the TaskRun is Failed and running.
+ */
+export const retryTaskRun = defineUpdate<TaskRunRetryOutcome, []>('retryTaskRun');
+
 /** Allocator → TaskRun workflow, for a request that had to wait. */
 export const slotGranted = defineSignal<[{ requestId: string; host: Host }]>('slotGranted');
 export const slotExhausted = defineSignal<[{ requestId: string; reason: string }]>('slotExhausted');
@@ -79,6 +93,29 @@ export const hostOutcome = defineSignal<[{ host: string; ok: boolean }]>('hostOu
 export const hostConfigChanged = defineSignal<[]>('hostConfigChanged');
 
 export const allocatorState = defineQuery<unknown>('allocatorState');
+
+/** `hostflow host drain|undrain`: take a static host out of rotation, or put it back. */
+export interface HostDrainInput {
+  host: string;
+  drained: boolean;
+}
+
+/** The host as it is once the update applied. */
+export interface HostDrainOutcome {
+  platform: string;
+  host: string;
+  drained: boolean;
+  /** False when the host already was in that state. */
+  changed: boolean;
+  /** Builds still running on it (they finish; nothing new starts while drained). */
+  inUse: number;
+  capacity: number;
+  /** Waiters of the platform after the change (an undrain serves those it can at once). */
+  waiting: number;
+}
+
+/** Validated: an unknown host, or a platform whose hosts are cloud VMs, is rejected. */
+export const setHostDrained = defineUpdate<HostDrainOutcome, [HostDrainInput]>('setHostDrained');
 
 // ── host-config (`hostconfig/<engine namespace>`) ──────────────────────────────────────────
 

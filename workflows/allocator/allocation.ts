@@ -42,6 +42,12 @@ export interface AllocationState {
   health: Record<string, HostHealth>;
   /** Capacity can grow (a dynamic pool launches VMs): waiters queue instead of being exhausted. */
   elastic?: boolean;
+  /**
+   * Hosts an operator took out of rotation (`hostflow host drain`), sorted: they take no new
+   * work until undrained. Kept apart from `hosts`, which every config read rewrites, and kept
+   * while a host leaves the config, so a drain outlasts a config edit.
+   */
+  drained?: string[];
 }
 
 export interface QueueService {
@@ -230,12 +236,16 @@ export interface AllocationSummary {
     consecutiveFailures: number;
     /** For an unhealthy host: when its next probe is due. */
     probeInMs?: number;
+    /** Taken out of rotation by an operator: its builds finish, it gets no new ones. */
+    drained: boolean;
   }>;
   /** Waiting request ids, next first. */
   queue: string[];
   inUse: number;
   /** Slots of configured (not removed) hosts, healthy or not. */
   capacity: number;
+  /** Every drained host, configured or not (a drain outlasts the host leaving the config). */
+  drained: string[];
 }
 
 /** What the allocator shows operators (query, UI details, metrics). */
@@ -254,6 +264,7 @@ export function summary(state: AllocationState, now: number): AllocationSummary 
         health: health?.probing ? 'probing' : open ? 'unhealthy' : 'healthy',
         consecutiveFailures: health?.consecutiveFailures ?? 0,
         ...(open && !health.probing ? { probeInMs: Math.max(0, health.openUntil! - now) } : {}),
+        drained: isDrained(state, name),
       } as const;
     });
   return {
@@ -261,7 +272,26 @@ export function summary(state: AllocationState, now: number): AllocationSummary 
     queue: state.queue.map((waiter) => waiter.requestId),
     inUse: hosts.reduce((sum, host) => sum + host.inUse, 0),
     capacity: hosts.filter((h) => !h.removed).reduce((sum, host) => sum + host.capacity, 0),
+    drained: [...(state.drained ?? [])],
   };
+}
+
+/**
+ * Takes a host out of rotation (or puts it back): its holders keep their slots, no new request
+ * is granted on it while drained. Returns whether anything changed. Call `serveQueue` after an
+ * undrain: waiters the host can take are served at once.
+ */
+export function setDrained(state: AllocationState, host: string, drained: boolean): boolean {
+  const current = state.drained ?? [];
+  if (current.includes(host) === drained) return false;
+  const next = drained ? [...current, host].sort() : current.filter((name) => name !== host);
+  if (next.length > 0) state.drained = next;
+  else delete state.drained;
+  return true;
+}
+
+export function isDrained(state: AllocationState, host: string): boolean {
+  return state.drained?.includes(host) === true;
 }
 
 /** Drops the holds and queue places of other runs of the request's workflow (see `request`). */
@@ -295,6 +325,7 @@ function eligible(state: AllocationState, host: string, excluded: string[]): boo
   return (
     entry !== undefined &&
     !entry.removed &&
+    !isDrained(state, host) &&
     !excluded.includes(host) &&
     state.health[host]?.openUntil === undefined &&
     freeSlots(state, host) > 0

@@ -51,6 +51,7 @@ import {
   type AllocationState,
 } from './allocation.js';
 import { DependencyLocks, releaseAllLocks } from './dependency-locks.js';
+import { handleDrains } from './drain.js';
 import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
@@ -174,6 +175,15 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     if (trouble) trouble.retryAt = 0; // the fix may be this very change: read it now
   });
   setHandler(allocatorState, () => summary(state, Date.now()));
+  handleDrains({
+    platform,
+    state,
+    loaded: () => loaded,
+    cloudVms: () => pools.active,
+    changed: () => {
+      dirty = true;
+    },
+  });
 
   try {
     for (;;) {

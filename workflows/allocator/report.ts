@@ -27,7 +27,7 @@ export function report(
   const hosts = view.hosts
     .map(
       (h) =>
-        `${h.name} ${h.inUse}/${h.capacity}${h.health === 'healthy' ? '' : ` (${h.health})`}${h.removed ? ' (removed)' : ''}`,
+        `${h.name} ${h.inUse}/${h.capacity}${h.health === 'healthy' ? '' : ` (${h.health})`}${h.removed ? ' (removed)' : ''}${h.drained ? ' (drained)' : ''}`,
     )
     .join(', ');
   const waitingOn = trouble

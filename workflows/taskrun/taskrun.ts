@@ -32,6 +32,7 @@ import { cleanUpTaskRun } from './clean-up.js';
 import { serveFromOwnVm } from './cloud-vm.js';
 import { serveFromHostSlots } from './host-slot.js';
 import { taskRunKube } from './kubernetes.js';
+import { forgetFailure, handleRetries, retryPending } from './retry-failed.js';
 import type { TaskRun } from './types.js';
 
 /** v2: the TaskRun's own input is checked before anything is allocated for it. */
@@ -64,6 +65,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
   setHandler(askForSlotAgain, () => {
     run.pool.askAgain = true;
   });
+  handleRetries(run);
   const label = `TaskRun ${input.namespace}/${input.name}`;
 
   let outcome: TaskRunOutcome = {
@@ -71,18 +73,21 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     reason: 'the TaskRun ended before it was served',
   };
   try {
-    try {
-      if (!run.ended()) outcome = await serve(run);
-    } catch (err) {
-      if (isCancellation(err) || !patched(PATCH_ALWAYS_ANSWER)) throw err;
-      outcome = await answerUnexpected(run, err);
-    }
+    if (!run.ended()) outcome = await serveAnswering(run);
     if (run.unanswerable) return outcome; // nothing was allocated, and no Secret can exist
-    setCurrentDetails(
-      `${label} is ${status.phase === 'Ready' ? `served by ${status.host}` : 'failed'}; ` +
-        'waiting for it to complete or be deleted, then cleaning up.',
-    );
-    await condition(run.ended);
+    for (;;) {
+      setCurrentDetails(
+        `${label} is ${status.phase === 'Ready' ? `served by ${status.host}` : 'failed'}; ` +
+          'waiting for it to complete or be deleted, then cleaning up.',
+      );
+      run.answered = true;
+      await condition(() => run.ended() || retryPending(run));
+      run.answered = false;
+      if (run.ended()) break;
+      // Failed, and on-call fixed the cause and asked for a retry (retry-failed.ts).
+      await forgetFailure(run);
+      outcome = await serveAnswering(run);
+    }
   } finally {
     // Clean-up must happen even when the workflow itself is cancelled.
     if (!run.unanswerable)
@@ -95,6 +100,16 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
       });
   }
   return outcome;
+}
+
+/** Serves the TaskRun; a failure nothing else handled still answers the build. */
+async function serveAnswering(run: TaskRun): Promise<TaskRunOutcome> {
+  try {
+    return await serve(run);
+  } catch (err) {
+    if (isCancellation(err) || !patched(PATCH_ALWAYS_ANSWER)) throw err;
+    return answerUnexpected(run, err);
+  }
 }
 
 async function serve(run: TaskRun): Promise<TaskRunOutcome> {

@@ -36,4 +36,8 @@ export interface TaskRun {
   cloud?: CloudPlatform;
   /** No Secret can ever be written for this TaskRun (its name is too long): nothing to clean. */
   unanswerable?: boolean;
+  /** Answered and waiting for the TaskRun to end: the one moment a retry can be taken. */
+  answered?: boolean;
+  /** Retries asked for by hand (`hostflow retry taskrun`); `pending` until serving starts again. */
+  retries?: { count: number; pending: boolean };
 }

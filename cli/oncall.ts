@@ -1,0 +1,99 @@
+// What the on-call commands (status, describe, replay) share: the engine's own settings from the
+// environment, one Temporal client, `-o text|json`, and exit codes — 2 for a usage error (with
+// the command's usage), 1 for anything that went wrong after the arguments were understood.
+import { Client, Connection } from '@temporalio/client';
+import { loadSettings, temporalConnection, type Settings } from '../workers/settings.js';
+import { waitingFor } from './progress.js';
+
+/** Bad arguments: the command prints the message and its usage, and exits 2. */
+export class UsageError extends Error {}
+
+export const OUTPUT_FORMATS = ['text', 'json'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+export const OUTPUT_OPTION = { output: { type: 'string', short: 'o' } } as const;
+
+export function outputFormat(value: string | undefined): OutputFormat {
+  if (value === undefined) return 'text';
+  if ((OUTPUT_FORMATS as readonly string[]).includes(value)) return value as OutputFormat;
+  throw new UsageError(`unknown output format "${value}": use -o json, or -o text (the default)`);
+}
+
+export interface TemporalContext {
+  client: Client;
+  settings: Settings;
+  /** Runs `fn` with every Temporal call in it bounded, so a silent server cannot hang on-call. */
+  bounded<T>(ms: number, fn: () => Promise<T>): Promise<T>;
+}
+
+/** Connects as the engine does (TEMPORAL_* settings), runs `fn`, and closes the connection. */
+export async function withTemporal<T>(
+  command: string,
+  fn: (ctx: TemporalContext) => Promise<T>,
+): Promise<T> {
+  const settings = loadSettings();
+  const where = `Temporal at ${settings.TEMPORAL_ADDRESS}`;
+  const connection = await waitingFor(command, where, () =>
+    Connection.connect(temporalConnection(settings)),
+  ).catch((err: unknown) => {
+    throw new Error(
+      `cannot reach ${where} (TEMPORAL_ADDRESS, TEMPORAL_TLS*, TEMPORAL_API_KEY): ${(err as Error).message}`,
+      { cause: err },
+    );
+  });
+  try {
+    const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+    return await fn({
+      client,
+      settings,
+      bounded: (ms, work) => connection.withDeadline(Date.now() + ms, work),
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Runs a command: usage errors exit 2 with the usage, other errors exit 1 with their message. */
+export async function runCommand(
+  command: string,
+  usage: string,
+  run: () => Promise<number>,
+): Promise<number> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`${command}: ${err.message}\n${usage}`);
+      return 2;
+    }
+    console.error(`${command}: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+/** A visibility-query string literal (values here are validated names, quoted all the same). */
+export function quoted(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/** `3 s`, `4 min 5 s`, `2 h 10 min`: how long, for people. */
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return ms < 1000 && ms > 0 ? `${Math.round(ms)} ms` : `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
+  return m % 60 ? `${Math.floor(m / 60)} h ${m % 60} min` : `${Math.floor(m / 60)} h`;
+}
+
+/** Rows as aligned columns, for the human output. */
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
