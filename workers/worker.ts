@@ -18,6 +18,15 @@ import { temporalLogger } from './temporal-logger.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
+/**
+ * Bucket edges for the engine's histograms (workflows/metrics.ts), in seconds. The SDK's
+ * defaults are millisecond edges (50 … 10000), which put every wait under 50 s in one bucket.
+ */
+const HISTOGRAM_BUCKETS_SECONDS: Record<string, number[]> = {
+  hostflow_allocation_wait_seconds: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+  hostflow_provisioning_seconds: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+};
+
 export async function createWorker(
   settings: Settings,
   log: Logger,
@@ -190,7 +199,14 @@ async function main(log: Logger): Promise<void> {
     telemetryOptions: {
       logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
       ...(settings.HOSTFLOW_METRICS_ADDRESS
-        ? { metrics: { prometheus: { bindAddress: settings.HOSTFLOW_METRICS_ADDRESS } } }
+        ? {
+            metrics: {
+              prometheus: {
+                bindAddress: settings.HOSTFLOW_METRICS_ADDRESS,
+                histogramBucketOverrides: HISTOGRAM_BUCKETS_SECONDS,
+              },
+            },
+          }
         : {}),
     },
   });
