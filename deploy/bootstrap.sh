@@ -11,6 +11,8 @@ declare -A need=(
   [/usr/sbin/sshd]=openssh-server [ssh-keygen]=openssh-client [sudo]=sudo [openssl]=openssl
   [ip]=iproute2 [nsenter]=util-linux [python3]=python3
 )
+# Debian's Chromium, which the UI test drives headless (playwright-core downloads no browser).
+need[/usr/bin/chromium]=chromium
 missing=()
 for cmd in "${!need[@]}"; do command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}"); done
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then missing+=(python3-venv); fi

@@ -7,6 +7,8 @@ export const TEST_ENV = {
   kubeconfig: 'HOSTFLOW_TEST_KUBECONFIG',
   temporalAddress: 'HOSTFLOW_TEST_TEMPORAL_ADDRESS',
   temporalNamespace: 'HOSTFLOW_TEST_TEMPORAL_NAMESPACE',
+  /** The dev server's web UI, e.g. http://127.0.0.1:41234, for the browser tests. */
+  temporalUi: 'HOSTFLOW_TEST_TEMPORAL_UI',
   motoEndpoint: 'HOSTFLOW_TEST_MOTO_ENDPOINT',
   workflowBundle: 'HOSTFLOW_TEST_WORKFLOW_BUNDLE',
   stateDir: 'HOSTFLOW_TEST_STATE_DIR',

@@ -70,6 +70,7 @@ export default async function globalSetup(): Promise<void> {
     process.env[TEST_ENV.kubeconfig] = kube.kubeconfigPath;
     process.env[TEST_ENV.temporalAddress] = temporal.address;
     process.env[TEST_ENV.temporalNamespace] = temporal.namespace;
+    process.env[TEST_ENV.temporalUi] = temporal.uiUrl;
     process.env[TEST_ENV.motoEndpoint] = moto.endpoint;
     process.env[TEST_ENV.workflowBundle] = bundlePath;
     process.env[TEST_ENV.stateDir] = stateDir;
