@@ -7,7 +7,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { checkPlatform } from '../platform-config/platform.js';
 import { setHostDrained, type HostDrainOutcome } from '../shared/messages.js';
-import { updateRefusal, withTemporal } from './temporal-connect.js';
+import { updateRefusal, withTemporal } from './oncall.js';
 
 export const HOST_USAGE = `
 host options:
@@ -63,7 +63,7 @@ export async function runHost(args: string[]): Promise<number> {
   const allocatorId = WORKFLOW_ID.allocator(platform);
   let outcome: HostDrainOutcome;
   try {
-    outcome = await withTemporal((client) =>
+    outcome = await withTemporal('hostflow host', ({ client }) =>
       client.workflow
         .getHandle(allocatorId)
         .executeUpdate(setHostDrained, { args: [{ host, drained }] }),

@@ -1,7 +1,7 @@
 // What the on-call commands (status, describe, replay) share: the engine's own settings from the
 // environment, one Temporal client, `-o text|json`, and exit codes — 2 for a usage error (with
 // the command's usage), 1 for anything that went wrong after the arguments were understood.
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { loadSettings, temporalConnection, type Settings } from '../workers/settings.js';
 import { waitingFor } from './progress.js';
 
@@ -51,6 +51,12 @@ export async function withTemporal<T>(
   } finally {
     await connection.close();
   }
+}
+
+/** The reason a workflow gave for refusing or failing an update, without the client's wrapping. */
+export function updateRefusal(err: unknown): string | undefined {
+  if (!(err instanceof WorkflowUpdateFailedError)) return undefined;
+  return err.cause instanceof Error ? err.cause.message : err.message;
 }
 
 /** Runs a command: usage errors exit 2 with the usage, other errors exit 1 with their message. */

@@ -11,7 +11,7 @@ import { statusCode } from '../shared/kube-errors.js';
 import { retryTaskRun, type TaskRunRetryOutcome } from '../shared/messages.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { loadKubeConfig } from '../workers/settings.js';
-import { updateRefusal, withTemporal } from './temporal-connect.js';
+import { updateRefusal, withTemporal } from './oncall.js';
 
 export interface TaskRunTarget {
   namespace: string;
@@ -58,7 +58,7 @@ export async function runRetryTaskRun(target: TaskRunTarget): Promise<number> {
   const workflowId = WORKFLOW_ID.taskRun(namespace, name, served.uid);
   let outcome: TaskRunRetryOutcome;
   try {
-    outcome = await withTemporal((client) =>
+    outcome = await withTemporal('hostflow retry', ({ client }) =>
       client.workflow.getHandle(workflowId).executeUpdate(retryTaskRun),
     );
   } catch (err) {
