@@ -259,6 +259,11 @@ function tsIso(ts: Ts | null | undefined): string | undefined {
   return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
+/** When the event happened, in epoch milliseconds. */
+export function eventMs(e: HistoryEvent): number {
+  return tsMs(e.eventTime as Ts) ?? 0;
+}
+
 function iso(e: HistoryEvent): string {
   return tsIso(e.eventTime as Ts) ?? new Date(0).toISOString();
 }
