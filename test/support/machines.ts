@@ -180,6 +180,18 @@ export class Machines {
   }
 
   /** The reasons of this Machine's Events, oldest first. */
+  /**
+   * Waits until the Machine's Events include every one of `reasons`, and returns them all. An
+   * Event is recorded after the status write it goes with, so a read right after a status
+   * change can come too early.
+   */
+  async eventsInclude(name: string, ...reasons: string[]): Promise<string[]> {
+    return waitFor(`Events ${reasons.join(', ')} on Machine ${name}`, async () => {
+      const seen = await this.eventReasons(name);
+      return reasons.every((r) => seen.includes(r)) ? seen : undefined;
+    });
+  }
+
   async eventReasons(name: string): Promise<string[]> {
     const events = await this.scope.kube.core.listNamespacedEvent({
       namespace: this.ns,
