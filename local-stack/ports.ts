@@ -1,18 +1,31 @@
 // Free loopback ports for components started by the project.
 import { createServer } from 'node:net';
 
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Below Linux's ephemeral range (32768–60999): a port the kernel hands out for port 0 can be
+ * taken by any process's outgoing connection between this check and the component's bind, which
+ * failed a CI run with EADDRINUSE. Nothing takes a port from this range unasked.
+ */
+const PORT_RANGE = { from: 20_000, to: 32_767 } as const;
+const ATTEMPTS = 50;
+
+/** A loopback port free right now, picked at random below the ephemeral range. */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
+    if (await bindable(port, host)) return port;
+  }
+  throw new Error(
+    `could not find a free port on ${host} in ${PORT_RANGE.from}-${PORT_RANGE.to} after ${ATTEMPTS} tries`,
+  );
+}
+
+function bindable(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not allocate a free port'));
-      });
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
 }
 
@@ -23,12 +36,7 @@ export async function assertPortsFree(
   host = '127.0.0.1',
 ): Promise<void> {
   for (const port of ports) {
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, host, () => server.close(() => resolve(true)));
-    });
-    if (!free) {
+    if (!(await bindable(port, host))) {
       throw new Error(
         `${component}: port ${host}:${port} is already in use. Is another hostflow (or temporal) running? ` +
           'Stop it, or point hostflow at it with the options below.',
