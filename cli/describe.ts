@@ -1,13 +1,13 @@
 // `hostflow describe taskrun <ns>/<name>`: the TaskRun's workflow (its most recent run, found by
 // the K8sNamespace and K8sName search attributes on this engine's task queue), what it says of
 // itself (status query, current details), and its history told as steps.
-import { parseArgs } from 'node:util';
 import { taskRunStatus, type TaskRunStatus } from '../shared/messages.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { describeText } from './describe-text.js';
 import {
   OUTPUT_OPTION,
   UsageError,
+  parseCommandArgs,
   outputFormat,
   quoted,
   runCommand,
@@ -58,7 +58,7 @@ export interface TaskRunDescription {
 
 export function describeCommand(args: string[]): Promise<number> {
   return runCommand('hostflow describe', DESCRIBE_USAGE, async () => {
-    const { values, positionals } = parse(args);
+    const { values, positionals } = parseCommandArgs(args, OUTPUT_OPTION);
     const [kind, target, ...extra] = positionals;
     if (!kind) throw new UsageError('say what to describe: taskrun NAMESPACE/NAME');
     if (!KINDS.includes(kind)) {
@@ -80,14 +80,6 @@ export function describeCommand(args: string[]): Promise<number> {
     console.log(format === 'json' ? JSON.stringify(found, null, 2) : describeText(found));
     return 0;
   });
-}
-
-function parse(args: string[]) {
-  try {
-    return parseArgs({ args, strict: true, allowPositionals: true, options: OUTPUT_OPTION });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
 }
 
 async function describeTaskRun(

@@ -2,6 +2,7 @@
 // environment, one Temporal client, `-o text|json`, and exit codes — 2 for a usage error (with
 // the command's usage), 1 for anything that went wrong after the arguments were understood.
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadSettings, temporalConnection, type Settings } from '../workers/settings.js';
 import { waitingFor } from './progress.js';
 
@@ -12,6 +13,18 @@ export const OUTPUT_FORMATS = ['text', 'json'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export const OUTPUT_OPTION = { output: { type: 'string', short: 'o' } } as const;
+
+/** The command's arguments (strict, with positionals); a parse error is a usage error. */
+export function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options']>>(
+  args: string[],
+  options: O,
+) {
+  try {
+    return parseArgs({ args, strict: true, allowPositionals: true, options });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
 
 export function outputFormat(value: string | undefined): OutputFormat {
   if (value === undefined) return 'text';

@@ -4,9 +4,8 @@
 import { WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { WORKFLOWS_PATH } from '../workers/worker.js';
-import { UsageError, runCommand, withTemporal } from './oncall.js';
+import { UsageError, parseCommandArgs, runCommand, withTemporal } from './oncall.js';
 import { waitingFor } from './progress.js';
 
 export const REPLAY_USAGE = `
@@ -25,7 +24,10 @@ const NOT_FOUND = 5;
 
 export function replayCommand(args: string[]): Promise<number> {
   return runCommand(COMMAND, REPLAY_USAGE, async () => {
-    const { values, positionals } = parse(args);
+    const { values, positionals } = parseCommandArgs(args, {
+      'workflow-id': { type: 'string' },
+      'run-id': { type: 'string' },
+    });
     if (positionals.length > 1) {
       throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
     }
@@ -38,19 +40,6 @@ export function replayCommand(args: string[]): Promise<number> {
     }
     return runReplay(workflowId, file, values['run-id']);
   });
-}
-
-function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      strict: true,
-      allowPositionals: true,
-      options: { 'workflow-id': { type: 'string' }, 'run-id': { type: 'string' } },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
 }
 
 export async function runReplay(

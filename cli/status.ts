@@ -2,7 +2,6 @@
 // of this engine are found by visibility (HostflowKind and the engine's task queue) and asked
 // their `allocatorState`; host-config adds the local platforms (no allocator) and the platforms
 // no TaskRun has asked for yet.
-import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { parseTaskRunWorkflowId } from '../platform-config/contract.js';
 import { allocatorState } from '../shared/messages.js';
@@ -12,6 +11,7 @@ import type { AllocationSummary } from '../workflows/allocator/allocation.js';
 import {
   OUTPUT_OPTION,
   UsageError,
+  parseCommandArgs,
   outputFormat,
   quoted,
   runCommand,
@@ -59,7 +59,11 @@ export interface EngineStatus {
 
 export function statusCommand(args: string[]): Promise<number> {
   return runCommand('hostflow status', STATUS_USAGE, async () => {
-    const { values, positionals } = parse(args);
+    const { values, positionals } = parseCommandArgs(args, {
+      ...OUTPUT_OPTION,
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+    });
     if (positionals.length > 0) {
       throw new UsageError(`status takes no arguments (got "${positionals.join(' ')}")`);
     }
@@ -70,19 +74,6 @@ export function statusCommand(args: string[]): Promise<number> {
     console.log(format === 'json' ? JSON.stringify(status, null, 2) : statusText(status));
     return status.problems.length > 0 ? 1 : 0;
   });
-}
-
-function parse(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      strict: true,
-      allowPositionals: true,
-      options: { ...OUTPUT_OPTION, kubeconfig: { type: 'string' }, context: { type: 'string' } },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
 }
 
 async function engineStatus(

@@ -3,17 +3,15 @@
 // workflow and the TaskRun), and none holds the OTP, the build's private key or the host's
 // admin key.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { LOG_LEVELS } from '../workers/logger.js';
 import { testEnv } from './support/env.js';
+import { redeemSecret } from './support/otp.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
-const run = promisify(execFile);
 let pool: StaticPool;
 
 beforeAll(async () => {
@@ -32,16 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await pool?.dispose();
 });
-
-/** The build task's side: its Secret's files and its exact curl command. */
-async function redeem(secret: Record<string, string>): Promise<string> {
-  const dir = mkdtempSync(join(testEnv('stateDir'), 'build-'));
-  for (const key of ['otp', 'otp-ca', 'otp-server']) writeFileSync(join(dir, key), secret[key]!);
-  const curl =
-    'curl --fail --silent --show-error --cacert otp-ca -XPOST -d @otp "$(cat otp-server)" > id_rsa';
-  await run('bash', ['-c', curl], { cwd: dir });
-  return readFileSync(join(dir, 'id_rsa'), 'utf8');
-}
 
 /** A key's body lines, each a leak on its own (a short last line could match by chance). */
 const keyLines = (pem: string): string[] =>
@@ -63,7 +51,7 @@ describe('process logs', () => {
     const { scope, hosts } = pool;
     const tr = await scope.taskRuns.create({ name: 'logged', platform: pool.platform });
     const secret = await scope.taskRuns.waitForSecret(tr.name);
-    const key = await redeem(secret);
+    const key = await redeemSecret(secret);
     expect(key).toContain('OPENSSH PRIVATE KEY');
     await scope.taskRuns.complete(tr.name);
     await scope.taskRuns.waitForSecretGone(tr.name);

@@ -2,22 +2,17 @@
 // host, redeems its key with the build task's own curl command, logs in with it, and
 // everything is removed again when the TaskRun completes.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { waitFor } from '../local-stack/process.js';
 import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
-import { testEnv } from './support/env.js';
 import { historyText } from './support/history-text.js';
 import { lockedByEngine, secretDeleter } from './support/secret-deleter.js';
 import { sshCommand } from './support/ssh.js';
 
 const sshExec = async (address: string, user: string, privateKey: string, command: string) =>
   (await sshCommand({ address, user, privateKey }, command)).stdout.trim();
+import { redeemSecret } from './support/otp.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
-const run = promisify(execFile);
 let pool: StaticPool;
 
 beforeAll(async () => {
@@ -28,23 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await pool?.dispose();
 });
-
-/** The build task's side: write the Secret's files and run its exact curl command. */
-async function redeem(secret: Record<string, string>): Promise<string> {
-  const dir = mkdtempSync(join(testEnv('stateDir'), 'build-'));
-  for (const key of ['otp', 'otp-ca', 'otp-server']) writeFileSync(join(dir, key), secret[key]!);
-  await run(
-    'bash',
-    [
-      '-c',
-      'curl --fail --silent --show-error --cacert otp-ca -XPOST -d @otp "$(cat otp-server)" > id_rsa',
-    ],
-    {
-      cwd: dir,
-    },
-  );
-  return readFileSync(join(dir, 'id_rsa'), 'utf8');
-}
 
 describe('a static-pool TaskRun', () => {
   it('gets a build user it can log in as with the redeemed key, and loses it on completion', async () => {
@@ -64,9 +42,9 @@ describe('a static-pool TaskRun', () => {
     expect(labels[LABELS.targetPlatform]).toBe(pool.platform.replace('/', '-'));
     expect(labels[LABELS.waitingForPlatform]).toBeUndefined();
 
-    const key = await redeem(secret);
+    const key = await redeemSecret(secret);
     expect(key).toContain('OPENSSH PRIVATE KEY');
-    await expect(redeem(secret)).rejects.toThrow(); // one time only
+    await expect(redeemSecret(secret)).rejects.toThrow(); // one time only
     expect(await sshExec(address, user, key, 'whoami && cd "$HOME/build" && touch ok && pwd')).toBe(
       `${user}\n${secret['user-dir']}`,
     );
@@ -103,7 +81,7 @@ describe('a static-pool TaskRun', () => {
     const { scope } = pool;
     const tr = await scope.taskRuns.create({ name: 'scanned', platform: pool.platform });
     const secret = await scope.taskRuns.waitForSecret(tr.name);
-    const key = await redeem(secret);
+    const key = await redeemSecret(secret);
     await scope.taskRuns.complete(tr.name);
     await scope.taskRuns.waitForSecretGone(tr.name);
 

@@ -4,7 +4,14 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -182,4 +189,14 @@ export function redeemWithCurl(dir: string): Promise<{ exitCode: number; stderr:
       resolve({ exitCode: err ? (typeof code === 'number' ? code : -1) : 0, stderr });
     });
   });
+}
+
+/** The build task's side of a served TaskRun: its Secret's files, its curl command, the key. */
+export async function redeemSecret(secret: Record<string, string>): Promise<string> {
+  const dir = mkdtempSync(join(testEnv('stateDir'), 'build-'));
+  for (const key of ['otp', 'otp-ca', 'otp-server']) writeFileSync(join(dir, key), secret[key]!);
+  const { exitCode, stderr } = await redeemWithCurl(dir);
+  if (exitCode !== 0)
+    throw new Error(`redeeming the OTP failed (curl exit ${exitCode}): ${stderr}`);
+  return readFileSync(join(dir, 'id_rsa'), 'utf8');
 }
