@@ -10,7 +10,7 @@ import {
   installClusterResources,
   waitForLockPolicy,
 } from '../local-stack/cluster-setup.js';
-import { LOCAL_PORTS } from '../local-stack/defaults.js';
+import { ENGINE_NODE_FLAGS, LOCAL_PORTS } from '../local-stack/defaults.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
@@ -210,7 +210,7 @@ export async function runStart(options: StartOptions): Promise<number> {
       supervise(
         kind,
         process.execPath,
-        ['--enable-source-maps', join(REPO_ROOT, `dist/workers/${kind}.js`)],
+        [...ENGINE_NODE_FLAGS, join(REPO_ROOT, `dist/workers/${kind}.js`)],
         {
           env,
           logFile: join(logDir, `${kind}.log`),

@@ -1,6 +1,7 @@
 // hostflow's own processes (worker, bridge) started as deployed: `node dist/workers/<kind>.js`
 // with settings in the environment. Used by the tests and the benchmarks.
 import { join } from 'node:path';
+import { ENGINE_NODE_FLAGS } from './defaults.js';
 import { REPO_ROOT } from './paths.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 
@@ -22,7 +23,7 @@ export async function startEngineProcess(
   const proc = spawnManaged(
     name,
     process.execPath,
-    ['--enable-source-maps', join(REPO_ROOT, `dist/workers/${kind}.js`)],
+    [...ENGINE_NODE_FLAGS, join(REPO_ROOT, `dist/workers/${kind}.js`)],
     {
       env: { ...process.env, ...env },
       logFile: options.logFile,

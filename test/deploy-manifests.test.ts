@@ -16,6 +16,7 @@ import type {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ENGINE_NODE_FLAGS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
 import { SETTING_NAMES } from '../workers/settings.js';
@@ -228,6 +229,14 @@ describe('the example overlay', () => {
     expect(imageSettings.length).toBeGreaterThan(0);
     for (const [, name] of imageSettings)
       expect(known.has(name!) ? name : `${name} (read by no process)`).toBe(name);
+    // The image runs its processes with the Node flags the local stack and the tests use.
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
+    expect(JSON.parse(entrypoint ?? '[]')).toEqual([
+      '/usr/bin/tini',
+      '--',
+      'node',
+      ...ENGINE_NODE_FLAGS,
+    ]);
     for (const component of COMPONENTS) {
       const env = deploymentOf(component).spec!.template.spec!.containers[0]!.env ?? [];
       for (const { name } of env)

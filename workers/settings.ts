@@ -103,6 +103,14 @@ const EnvSchema = z.object({
       return urls;
     }),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
+  /**
+   * Workflows kept in the worker's memory between their tasks. A TaskRun's workflow has a task
+   * when its build starts and when it ends; one evicted in between is replayed from its short
+   * history (16–55 events). About 50 KB each, so 1,000 bound the cache to about 50 MB, where
+   * the SDK's default grows with the heap limit (2,395 on a 4 GB heap). The busiest workflows,
+   * the allocators, stay in it: it evicts the least recently used.
+   */
+  HOSTFLOW_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(1000),
   /** Every process's log level (workers/logger.ts reads it before the settings are loaded). */
   HOSTFLOW_LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })

@@ -79,6 +79,7 @@ export async function createWorker(
     // Most activities wait on the network (SSH, the allocator's answer), not the CPU: a slot
     // held by a TaskRun waiting for its allocator must not keep deliveries from starting.
     maxConcurrentActivityTaskExecutions: settings.HOSTFLOW_MAX_CONCURRENT_ACTIVITIES,
+    maxCachedWorkflows: settings.HOSTFLOW_MAX_CACHED_WORKFLOWS,
     ...(settings.HOSTFLOW_WORKFLOW_BUNDLE
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
       : { workflowsPath: WORKFLOWS_PATH }),

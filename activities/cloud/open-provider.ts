@@ -6,7 +6,7 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { awsCredentialsFromSecret } from './aws-credentials.js';
-import { AwsProvider } from './aws.js';
+import type { AwsProvider } from './aws.js';
 import { readCloudSecret } from './cloud-secret.js';
 import { IamTokenSource } from './ibm-iam.js';
 import { IbmpProvider } from './ibmp.js';
@@ -40,7 +40,9 @@ export function providerOpener(
         config.awsSecret,
         `${prefix}aws-secret`,
       );
-      return new AwsProvider({
+      // Loaded on first use: the AWS SDK adds about 50 MB to a worker that serves no AWS platform.
+      const { AwsProvider: Provider } = await loadAws();
+      return new Provider({
         configName: cloud.configName,
         config,
         credentials,
@@ -75,3 +77,6 @@ export function providerOpener(
       : new IbmpProvider({ ...options, config: provider.config });
   };
 }
+
+let aws: Promise<{ AwsProvider: typeof AwsProvider }> | undefined;
+const loadAws = () => (aws ??= import('./aws.js'));
