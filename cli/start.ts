@@ -206,11 +206,11 @@ export async function runStart(options: StartOptions): Promise<number> {
       Object.assign(env, otp.workerEnv);
     }
 
-    const processes: Supervised[] = ['worker', 'bridge'].map((kind) =>
+    const processes: Supervised[] = (['worker', 'bridge'] as const).map((kind) =>
       supervise(
         kind,
         process.execPath,
-        [...ENGINE_NODE_FLAGS, join(REPO_ROOT, `dist/workers/${kind}.js`)],
+        [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, `dist/workers/${kind}.js`)],
         {
           env,
           logFile: join(logDir, `${kind}.log`),

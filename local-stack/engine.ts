@@ -23,7 +23,7 @@ export async function startEngineProcess(
   const proc = spawnManaged(
     name,
     process.execPath,
-    [...ENGINE_NODE_FLAGS, join(REPO_ROOT, `dist/workers/${kind}.js`)],
+    [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, `dist/workers/${kind}.js`)],
     {
       env: { ...process.env, ...env },
       logFile: options.logFile,

@@ -229,14 +229,15 @@ describe('the example overlay', () => {
     expect(imageSettings.length).toBeGreaterThan(0);
     for (const [, name] of imageSettings)
       expect(known.has(name!) ? name : `${name} (read by no process)`).toBe(name);
-    // The image runs its processes with the Node flags the local stack and the tests use.
+    // The worker and the bridge run with the Node flags the local stack and the tests use.
     const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
-    expect(JSON.parse(entrypoint ?? '[]')).toEqual([
-      '/usr/bin/tini',
-      '--',
-      'node',
-      ...ENGINE_NODE_FLAGS,
-    ]);
+    expect(JSON.parse(entrypoint ?? '[]')).toEqual(['/usr/bin/tini', '--', 'node']);
+    for (const kind of ['worker', 'bridge'] as const) {
+      expect(deploymentOf(kind).spec!.template.spec!.containers[0]!.args).toEqual([
+        ...ENGINE_NODE_FLAGS[kind],
+        `dist/workers/${kind}.js`,
+      ]);
+    }
     for (const component of COMPONENTS) {
       const env = deploymentOf(component).spec!.template.spec!.containers[0]!.env ?? [];
       for (const { name } of env)
