@@ -4,13 +4,33 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const BENCHES = ['local-burst', 'static-burst', 'dynamic-burst', 'chaos'] as const;
+interface Bench {
+  name: string;
+  /** The script under bench/, when not `name`: a variant of another bench. */
+  script?: string;
+  env?: Record<string, string>;
+}
 
-function runBench(name: string): Promise<{ line?: string; error?: string }> {
-  const script = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
+const BENCHES: readonly Bench[] = [
+  { name: 'local-burst' },
+  {
+    name: 'local-burst-scaled',
+    script: 'local-burst',
+    env: { BENCH_WORKERS: '2', BENCH_BRIDGES: '2' },
+  },
+  { name: 'static-burst' },
+  { name: 'dynamic-burst' },
+  { name: 'bridge-scale' },
+  { name: 'chaos' },
+];
+const NAMES = BENCHES.map((b) => b.name);
+
+function runBench({ name, script, env }: Bench): Promise<{ line?: string; error?: string }> {
+  const path = fileURLToPath(new URL(`./${script ?? name}.js`, import.meta.url));
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', script], {
+    const child = spawn(process.execPath, ['--enable-source-maps', path], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     });
     let stdout = '';
     let stderr = '';
@@ -31,21 +51,21 @@ function runBench(name: string): Promise<{ line?: string; error?: string }> {
 
 async function main(): Promise<number> {
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
-  const unknown = only?.filter((name) => !(BENCHES as readonly string[]).includes(name)) ?? [];
+  const unknown = only?.filter((name) => !NAMES.includes(name)) ?? [];
   if (unknown.length > 0) {
     console.error(
-      `bench all: unknown bench ${unknown.join(', ')}; the benches are ${BENCHES.join(', ')}`,
+      `bench all: unknown bench ${unknown.join(', ')}; the benches are ${NAMES.join(', ')}`,
     );
     return 2;
   }
   let failed = 0;
-  for (const name of BENCHES.filter((b) => !only || only.includes(b))) {
-    console.error(`bench all: running ${name}`);
-    const { line, error } = await runBench(name);
+  for (const bench of BENCHES.filter((b) => !only || only.includes(b.name))) {
+    console.error(`bench all: running ${bench.name}`);
+    const { line, error } = await runBench(bench);
     if (line) console.log(line);
     else {
       failed++;
-      console.log(JSON.stringify({ bench: name, error }));
+      console.log(JSON.stringify({ bench: bench.name, error }));
     }
   }
   return failed > 0 ? 1 : 0;

@@ -2,13 +2,13 @@
 // delay. Prints one JSON line with the engine's own overhead: "instance reachable → Secret
 // present" and "TaskRun completed → TerminateInstances called" (p50/p99). Targets: ≤ 1.5 s at
 // p50, and terminate issued ≤ 2 s after completion. The original added up to a 60 s poll here.
-import { Watch } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { ANNOTATIONS, SECRET_PREFIX } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
+import { keepWatching } from './watch.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 20);
 const MAX_INSTANCES = Number(process.env.BENCH_MAX_INSTANCES ?? 10);
@@ -53,9 +53,9 @@ async function main(): Promise<void> {
       completedAt.set(name, performance.now());
       await completeTaskRun(stack.custom, stack.namespace, name);
     };
-    const watch = await new Watch(stack.kc).watch(
+    const watch = keepWatching(
+      stack.kc,
       `/api/v1/namespaces/${stack.namespace}/secrets`,
-      {},
       (type: string, obj: { metadata?: { name?: string } }) => {
         const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
         if (!name || !created.has(name)) return;
@@ -67,7 +67,6 @@ async function main(): Promise<void> {
           if (goneAt.size === COUNT) allDone();
         }
       },
-      () => undefined,
     );
     const names = Array.from({ length: COUNT }, (_, i) => `vm-${i}`);
     const start = performance.now();
@@ -84,7 +83,7 @@ async function main(): Promise<void> {
       ),
     );
     await done;
-    watch.abort();
+    watch.stop();
     const end = performance.now();
 
     const overhead = names.flatMap((n) => {

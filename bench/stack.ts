@@ -2,7 +2,7 @@
 // With `sshHosts`, also a static pool: real sshd hosts, their admin keys as Secrets, their
 // host-config entries, and the OTP service the worker delivers build users' keys through.
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
@@ -14,6 +14,7 @@ import { startOtpService, type OtpService } from '../local-stack/otp-service.js'
 import { startSshHosts, type SshHost } from '../local-stack/ssh-hosts.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
 import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
+import { bundleWorkflows } from '../workers/bundle-workflows.js';
 import { awsPlatformConfig } from './aws-platform-config.js';
 
 export interface StaticPoolOptions {
@@ -34,6 +35,15 @@ export interface CloudOptions {
   onProxiedCall: (params: URLSearchParams, at: number) => void;
 }
 
+export interface EngineOptions {
+  /** Worker processes on the one task queue (default 1): scale-out benches. */
+  workers?: number;
+  /** Bridge replicas watching the same TaskRuns (default 1). */
+  bridges?: number;
+  /** Extra settings for every bridge, e.g. its metrics and health addresses. */
+  bridgeEnv?: NodeJS.ProcessEnv;
+}
+
 export interface BenchStack {
   kc: KubeConfig;
   core: CoreV1Api;
@@ -41,8 +51,13 @@ export interface BenchStack {
   namespace: string;
   engineNamespace: string;
   temporal: { address: string; namespace: string };
+  /** The first of `workers` and of `bridges`. */
   worker: EngineProcess;
   bridge: EngineProcess;
+  workers: EngineProcess[];
+  bridges: EngineProcess[];
+  /** Starts one more bridge (e.g. after stopping one), stopped with the stack. */
+  startBridge(name: string, extraEnv?: NodeJS.ProcessEnv): Promise<EngineProcess>;
   /** Only with a static pool. */
   sshHosts: SshHost[];
   otp?: OtpService;
@@ -59,6 +74,7 @@ export async function startBenchStack(
   hostConfig: Record<string, string>,
   staticPool?: StaticPoolOptions,
   cloud?: CloudOptions,
+  engine: EngineOptions = {},
 ): Promise<BenchStack> {
   const dir = mkdtempSync(join(tmpdir(), 'hostflow-bench-'));
   const logDir = join(dir, 'logs');
@@ -212,23 +228,42 @@ export async function startBenchStack(
       KUBECONFIG: kube.kubeconfigPath,
       HOSTFLOW_NAMESPACE: engineNamespace,
     };
-    const [worker, bridge] = await step(
-      settled(
+    // Workers load a bundle built ahead, as the image's do, not webpack at their start.
+    const workflowBundle = join(dir, 'workflow-bundle.js');
+    writeFileSync(workflowBundle, await step(bundleWorkflows()));
+    const workerEnv = {
+      ...env,
+      HOSTFLOW_WORKFLOW_BUNDLE: workflowBundle,
+      ...otp?.workerEnv,
+      ...(awsEndpoint ? { HOSTFLOW_AWS_ENDPOINT: awsEndpoint } : {}),
+    };
+    // One of each keeps the names (and log files) `worker` and `bridge`; more are numbered.
+    const named = (kind: string, count: number) =>
+      Array.from({ length: count }, (_, i) => (count === 1 ? kind : `${kind}-${i + 1}`));
+    const startBridge = (name: string, extraEnv: NodeJS.ProcessEnv = {}) =>
+      track(
+        SERVICES,
+        startEngineProcess(
+          'bridge',
+          { ...env, ...engine.bridgeEnv, ...extraEnv },
+          { name, logFile: join(logDir, `${name}.log`) },
+        ),
+      );
+    const started = await Promise.allSettled([
+      ...named('worker', engine.workers ?? 1).map((name) =>
         track(
           SERVICES,
-          startEngineProcess(
-            'worker',
-            {
-              ...env,
-              ...otp?.workerEnv,
-              ...(awsEndpoint ? { HOSTFLOW_AWS_ENDPOINT: awsEndpoint } : {}),
-            },
-            { logFile: join(logDir, 'worker.log') },
-          ),
+          startEngineProcess('worker', workerEnv, { name, logFile: join(logDir, `${name}.log`) }),
         ),
-        track(SERVICES, startEngineProcess('bridge', env, { logFile: join(logDir, 'bridge.log') })),
       ),
-    );
+      ...named('bridge', engine.bridges ?? 1).map((name) => startBridge(name)),
+    ]);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    if (interrupted) throw new Error(`${interrupted} while starting the stack`);
+    const engines = started.map((r) => (r as PromiseFulfilledResult<EngineProcess>).value);
+    const workers = engines.slice(0, engine.workers ?? 1);
+    const bridges = engines.slice(workers.length);
     running = true;
     return {
       kc,
@@ -237,8 +272,11 @@ export async function startBenchStack(
       namespace,
       engineNamespace,
       temporal: { address: temporal.address, namespace: temporal.namespace },
-      worker,
-      bridge,
+      worker: workers[0]!,
+      bridge: bridges[0]!,
+      workers,
+      bridges,
+      startBridge,
       sshHosts,
       otp,
       stop: stopAll,

@@ -1,0 +1,41 @@
+// A watch that outlives quiet spells: client-node's Watch ends after 30 s without an event (its
+// inactivity timeout), and a bench whose slowest TaskRun is served after such a spell would
+// wait for its Secret forever. This one watches again from the last resourceVersion it saw.
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
+
+interface Watched {
+  metadata?: { name?: string; resourceVersion?: string };
+}
+
+export function keepWatching<T extends Watched>(
+  kc: KubeConfig,
+  path: string,
+  onEvent: (type: string, object: T) => void,
+): { stop(): void } {
+  let stopped = false;
+  let resourceVersion: string | undefined;
+  let current: AbortController | undefined;
+  const start = async (): Promise<void> => {
+    if (stopped) return;
+    try {
+      current = await new Watch(kc).watch(
+        path,
+        resourceVersion ? { resourceVersion } : {},
+        (type: string, object: T) => {
+          resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
+          onEvent(type, object);
+        },
+        () => void setTimeout(start, 100),
+      );
+    } catch {
+      setTimeout(start, 1000); // the API server is busy or restarting: try again
+    }
+  };
+  void start();
+  return {
+    stop: () => {
+      stopped = true;
+      current?.abort();
+    },
+  };
+}
