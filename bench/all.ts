@@ -21,6 +21,7 @@ const BENCHES: readonly Bench[] = [
   { name: 'static-burst' },
   { name: 'dynamic-burst' },
   { name: 'bridge-scale' },
+  { name: 'worker-soak' },
   { name: 'chaos' },
 ];
 const NAMES = BENCHES.map((b) => b.name);

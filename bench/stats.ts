@@ -23,3 +23,10 @@ export function peakRssMb(pid: number): number {
   const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
   return Math.round(kb / 1024);
 }
+
+/** Resident set now (VmRSS) of a live process, in MB. */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return Math.round(kb / 1024);
+}

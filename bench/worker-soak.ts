@@ -1,0 +1,101 @@
+// Benchmark: does the worker's memory stay flat across a long run? BENCH_ROUNDS rounds (6) of
+// BENCH_TASKRUNS local-platform TaskRuns (500): each round creates them, waits for every
+// Secret, completes them and waits for every Secret to go, then deletes them. Prints one JSON
+// line with the worker's and the bridge's RSS after each round. Flat means the second half's
+// range is no higher than the first's: the workflow cache (HOSTFLOW_MAX_CACHED_WORKFLOWS) bounds what the worker
+// keeps, and closed workflows leave it.
+import pLimit from 'p-limit';
+import { SECRET_PREFIX } from '../platform-config/contract.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
+import { startBenchStack } from './stack.js';
+import { peakRssMb, rssMb } from './stats.js';
+import { benchTaskRun, completeTaskRun } from './taskruns.js';
+import { keepWatching } from './watch.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+const COUNT = Number(process.env.BENCH_TASKRUNS ?? 500);
+const CONCURRENCY = 32;
+
+async function main(): Promise<void> {
+  if (!Number.isInteger(ROUNDS) || ROUNDS < 2 || !Number.isInteger(COUNT) || COUNT < 1) {
+    throw new Error('BENCH_ROUNDS must be a whole number ≥ 2 and BENCH_TASKRUNS ≥ 1');
+  }
+  const stack = await startBenchStack({ 'local-platforms': 'linux/amd64' });
+  try {
+    const { custom, namespace } = stack;
+    const added = new Set<string>();
+    const deleted = new Set<string>();
+    let wake = () => undefined as void;
+    const watch = keepWatching(
+      stack.kc,
+      `/api/v1/namespaces/${namespace}/secrets`,
+      (type: string, obj: { metadata?: { name?: string } }) => {
+        const name = obj.metadata?.name;
+        if (!name?.startsWith(SECRET_PREFIX)) return;
+        if (type === 'ADDED') added.add(name);
+        else if (type === 'DELETED') deleted.add(name);
+        wake();
+      },
+    );
+    const until = (done: () => boolean) =>
+      new Promise<void>((resolve) => {
+        wake = () => (done() ? resolve() : undefined);
+        wake();
+      });
+    const limit = pLimit(CONCURRENCY);
+    const all = (names: string[], act: (name: string) => Promise<unknown>) =>
+      Promise.all(names.map((name) => limit(() => act(name))));
+    const rounds: Array<{ seconds: number; workerRssMb: number; bridgeRssMb: number }> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const started = Date.now();
+      const names = Array.from({ length: COUNT }, (_, i) => `soak-${round}-${i}`);
+      const secrets = names.map((name) => SECRET_PREFIX + name);
+      await all(names, (name) =>
+        custom.createNamespacedCustomObject({
+          ...TASKRUN_API,
+          namespace,
+          body: benchTaskRun(name, namespace, 'linux/amd64'),
+        }),
+      );
+      await until(() => secrets.every((s) => added.has(s)));
+      await all(names, (name) => completeTaskRun(custom, namespace, name));
+      await until(() => secrets.every((s) => deleted.has(s)));
+      await all(names, (name) =>
+        custom.deleteNamespacedCustomObject({ ...TASKRUN_API, namespace, name }),
+      );
+      rounds.push({
+        seconds: Math.round((Date.now() - started) / 100) / 10,
+        workerRssMb: rssMb(stack.worker.pid),
+        bridgeRssMb: rssMb(stack.bridge.pid),
+      });
+      console.error(`bench worker-soak: round ${round + 1}/${ROUNDS}`, rounds.at(-1));
+    }
+    watch.stop();
+    // RSS after each round, as [lowest, highest] per half of the run: a leak lifts the second
+    // half's range; V8's heap growing and collecting shows as a sawtooth within the same range.
+    const worker = rounds.map((r) => r.workerRssMb);
+    const range = (values: number[]) => [Math.min(...values), Math.max(...values)];
+    const half = Math.floor(ROUNDS / 2);
+    console.log(
+      JSON.stringify({
+        bench: 'worker-soak',
+        rounds: ROUNDS,
+        taskRunsPerRound: COUNT,
+        afterEachRound: rounds,
+        workerRssMbRange: {
+          firstHalf: range(worker.slice(0, half)),
+          secondHalf: range(worker.slice(half)),
+        },
+        peakRssMb: { worker: peakRssMb(stack.worker.pid), bridge: peakRssMb(stack.bridge.pid) },
+        targets: { secondHalfMaxAtMostFirstHalfMax: true, workerRssMb: 200 },
+      }),
+    );
+  } finally {
+    await stack.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(`bench worker-soak: ${(err as Error).message}`);
+  process.exit(1);
+});
