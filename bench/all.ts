@@ -19,6 +19,7 @@ const BENCHES: readonly Bench[] = [
     env: { BENCH_WORKERS: '2', BENCH_BRIDGES: '2' },
   },
   { name: 'static-burst' },
+  { name: 'allocator-grants' },
   { name: 'dynamic-burst' },
   { name: 'bridge-scale' },
   { name: 'worker-soak' },

@@ -1,0 +1,101 @@
+// Benchmark: the static allocator alone. Sends BENCH_REQUESTS slot requests (400) to
+// `allocator/<platform>` as the worker's requestSlot activity does (an Update with start),
+// BENCH_INFLIGHT (8) at a time, over 4 sshd hosts × 8 slots; each granted slot is released at
+// once (the releaseSlot signal), so slots never run out. Prints grants per second, the latency of
+// a request, and the requests Temporal refused. No TaskRun workflows exist, so nothing else
+// competes for Temporal: this is the allocator's own rate, not a burst's. Target (issue 14):
+// ≥ 100 grants per second. Temporal accepts at most 10 updates in flight per workflow (its
+// history.maxInFlightUpdates): BENCH_INFLIGHT=64 shows what happens above that.
+import { Client, Connection } from '@temporalio/client';
+import pLimit from 'p-limit';
+import { createTemporalActivities } from '../activities/temporal/workflows.js';
+import { TASK_QUEUE, WORKFLOW_ID } from '../platform-config/contract.js';
+import { releaseSlot } from '../shared/messages.js';
+import { slotRequestId } from '../shared/slot-requests.js';
+import { startBenchStack } from './stack.js';
+import { summarize } from './stats.js';
+
+const PLATFORM = 'linux/bench';
+const HOSTS = 4;
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
+const IN_FLIGHT = Number(process.env.BENCH_INFLIGHT ?? 8);
+const SLOTS_PER_HOST = 8;
+
+async function main(): Promise<void> {
+  if (!Number.isInteger(REQUESTS) || REQUESTS < HOSTS || !Number.isInteger(IN_FLIGHT)) {
+    throw new Error(`BENCH_REQUESTS (≥ ${HOSTS}) and BENCH_INFLIGHT must be whole numbers`);
+  }
+  const stack = await startBenchStack(
+    {},
+    { sshHosts: HOSTS, platform: PLATFORM, concurrency: SLOTS_PER_HOST },
+  );
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  try {
+    const client = new Client({ connection, namespace: stack.temporal.namespace });
+    const { requestSlot } = createTemporalActivities({ client, taskQueue: TASK_QUEUE });
+    const requestIds = Array.from({ length: REQUESTS }, (_, i) =>
+      slotRequestId(`bench-request-${i}`, 0, 'run'),
+    );
+    const ask = (requestId: string) =>
+      requestSlot({
+        platform: PLATFORM,
+        requestId,
+        workflowId: requestId.split('#')[0]!,
+        excluded: [],
+      });
+    await ask(slotRequestId('bench-warm-up', 0, 'run')); // starts the allocator, reads its config
+
+    const allocator = client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM));
+    const limit = pLimit(IN_FLIGHT);
+    const latency: number[] = [];
+    let granted = 0;
+    const failures: string[] = [];
+    const outcomes: Record<string, number> = {};
+    const start = performance.now();
+    await Promise.all(
+      requestIds.map((requestId) =>
+        limit(async () => {
+          const asked = performance.now();
+          try {
+            const outcome = await ask(requestId);
+            latency.push(performance.now() - asked);
+            if (outcome.status === 'granted') {
+              granted++;
+              await allocator.signal(releaseSlot, { requestId });
+            }
+            outcomes[outcome.status] = (outcomes[outcome.status] ?? 0) + 1;
+            if (outcome.status === 'exhausted') failures.push(outcome.reason);
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
+        }),
+      ),
+    );
+    const grantSeconds = (performance.now() - start) / 1000;
+
+    const history = await allocator.fetchHistory();
+    console.log(
+      JSON.stringify({
+        bench: 'allocator-grants',
+        requests: REQUESTS,
+        inFlight: IN_FLIGHT,
+        granted,
+        outcomes,
+        failed: failures.length,
+        ...(failures.length ? { firstFailure: failures[0] } : {}),
+        grantsPerSec: Math.round((granted / grantSeconds) * 10) / 10,
+        requestMs: summarize(latency),
+        allocatorHistoryEvents: history.events?.length ?? 0,
+        targets: { grantsPerSec: 100 },
+      }),
+    );
+  } finally {
+    await connection.close();
+    await stack.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(`bench allocator-grants: ${(err as Error).message}`);
+  process.exit(1);
+});
