@@ -10,7 +10,7 @@
 // Nothing triggers a relist on demand in the process, hence the restart and the short interval.
 // BENCH_BRIDGE_NODE_OPTIONS (e.g. --max-semi-space-size=1) is the bridges' NODE_OPTIONS, to
 // try V8 heap settings against the same figures.
-import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
@@ -18,6 +18,7 @@ import type { EngineProcess } from '../local-stack/engine.js';
 import { SECRET_PREFIX } from '../platform-config/contract.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { startBenchStack } from './stack.js';
+import { keepWatching } from './watch.js';
 import { peakRssMb } from './stats.js';
 import { benchTaskRun } from './taskruns.js';
 import { ordinaryTaskRun, ordinaryTaskRunStatus } from './tekton-taskrun.js';
@@ -48,17 +49,17 @@ async function main(): Promise<void> {
     const secrets = new Set<string>();
     let allServed!: () => void;
     const servedAll = new Promise<void>((r) => (allServed = r));
-    const watch = await new Watch(stack.kc).watch(
+    const watch = keepWatching(
+      stack.kc,
       `/api/v1/namespaces/${stack.namespace}/secrets`,
-      {},
       (type: string, obj: { metadata?: { name?: string } }) => {
         const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
         if (type !== 'ADDED' || !name || !served.has(name)) return;
         secrets.add(name);
         if (secrets.size === served.size) allServed();
       },
-      () => undefined,
     );
+    await watch.ready;
 
     const limit = pLimit(CREATE_CONCURRENCY);
     const start = Date.now();
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
     const createdAt = Date.now();
     await servedAll;
     const servedAt = Date.now();
-    watch.abort();
+    watch.stop();
     const stored = await stack.custom.getNamespacedCustomObject({
       ...TASKRUN_API,
       namespace: stack.namespace,

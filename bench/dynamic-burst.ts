@@ -68,6 +68,7 @@ async function main(): Promise<void> {
         }
       },
     );
+    await watch.ready;
     const names = Array.from({ length: COUNT }, (_, i) => `vm-${i}`);
     const start = performance.now();
     await Promise.all(

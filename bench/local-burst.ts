@@ -5,7 +5,6 @@
 // (DESIGN.md section 9): p50 ≤ 250 ms, p99 ≤ 1 s. BENCH_WORKERS=2 BENCH_BRIDGES=2 runs the same
 // burst scaled out (bench `local-burst-scaled`): workers share the task queue, and the bridges
 // both watch every TaskRun and signal idempotently (signalWithStart), with no leader election.
-import { Watch } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
@@ -13,6 +12,7 @@ import { SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
 import { cpuByProcess, cpuSpent } from './cpu.js';
 import { historyStages } from './history-stages.js';
 import { startBenchStack } from './stack.js';
+import { keepWatching } from './watch.js';
 import { peakRssMb, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
@@ -45,9 +45,9 @@ async function main(): Promise<void> {
     let allCleaned!: () => void;
     const served = new Promise<void>((r) => (allServed = r));
     const cleaned = new Promise<void>((r) => (allCleaned = r));
-    const watch = await new Watch(stack.kc).watch(
+    const watch = keepWatching(
+      stack.kc,
       `/api/v1/namespaces/${stack.namespace}/secrets`,
-      {},
       (type: string, obj: { metadata?: { name?: string } }) => {
         const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
         if (!name) return;
@@ -59,8 +59,8 @@ async function main(): Promise<void> {
           if (secretGoneAt.size === COUNT) allCleaned();
         }
       },
-      () => undefined,
     );
+    await watch.ready;
 
     const limit = pLimit(CREATE_CONCURRENCY);
     const names = Array.from({ length: COUNT }, (_, i) => `burst-${i}`);
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
       ),
     );
     await cleaned;
-    watch.abort();
+    watch.stop();
     const cpuAtCleaned = cpuByProcess(processes);
 
     const connection = await Connection.connect({ address: stack.temporal.address });

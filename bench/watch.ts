@@ -11,8 +11,10 @@ export function keepWatching<T extends Watched>(
   kc: KubeConfig,
   path: string,
   onEvent: (type: string, object: T) => void,
-): { stop(): void } {
+): { ready: Promise<void>; stop(): void } {
   let stopped = false;
+  let connected!: () => void;
+  const ready = new Promise<void>((resolve) => (connected = resolve));
   let resourceVersion: string | undefined;
   let current: AbortController | undefined;
   const start = async (): Promise<void> => {
@@ -27,12 +29,14 @@ export function keepWatching<T extends Watched>(
         },
         () => void setTimeout(start, 100),
       );
+      connected(); // events from here on are seen: the caller may start what it times
     } catch {
       setTimeout(start, 1000); // the API server is busy or restarting: try again
     }
   };
   void start();
   return {
+    ready,
     stop: () => {
       stopped = true;
       current?.abort();

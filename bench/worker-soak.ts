@@ -37,6 +37,7 @@ async function main(): Promise<void> {
         wake();
       },
     );
+    await watch.ready;
     const until = (done: () => boolean) =>
       new Promise<void>((resolve) => {
         wake = () => (done() ? resolve() : undefined);
