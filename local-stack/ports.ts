@@ -8,15 +8,23 @@ import { createServer } from 'node:net';
  */
 const PORT_RANGE = { from: 20_000, to: 32_767 } as const;
 const ATTEMPTS = 50;
+/**
+ * Test files run in parallel, one jest worker each: two could pick the same port before either
+ * bound it (CI: EADDRINUSE). Each worker, and its children, picks from a share of its own.
+ */
+const SHARES = 8;
+const SHARE = Math.floor((PORT_RANGE.to - PORT_RANGE.from) / SHARES);
+const share = Number(process.env.JEST_WORKER_ID ?? 0) % SHARES;
 
 /** A loopback port free right now, picked at random below the ephemeral range. */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const from = PORT_RANGE.from + share * SHARE;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
+    const port = from + Math.floor(Math.random() * SHARE);
     if (await bindable(port, host)) return port;
   }
   throw new Error(
-    `could not find a free port on ${host} in ${PORT_RANGE.from}-${PORT_RANGE.to} after ${ATTEMPTS} tries`,
+    `could not find a free port on ${host} in ${from}-${from + SHARE - 1} after ${ATTEMPTS} tries`,
   );
 }
 
