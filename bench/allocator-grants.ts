@@ -1,11 +1,12 @@
 // Benchmark: the static allocator alone. Sends BENCH_REQUESTS slot requests (400) to
 // `allocator/<platform>` as the worker's requestSlot activity does (an Update with start),
-// BENCH_INFLIGHT (8) at a time, over 4 sshd hosts × 8 slots; each granted slot is released at
+// BENCH_INFLIGHT (8) at a time, over 4 sshd hosts × 8 slots (more hosts when more are in flight); each granted slot is released at
 // once (the releaseSlot signal), so slots never run out. Prints grants per second, the latency of
 // a request, and the requests Temporal refused. No TaskRun workflows exist, so nothing else
 // competes for Temporal: this is the allocator's own rate, not a burst's. Target (issue 14):
 // ≥ 100 grants per second. Temporal accepts at most 10 updates in flight per workflow (its
 // history.maxInFlightUpdates): BENCH_INFLIGHT=64 shows what happens above that.
+import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { createTemporalActivities } from '../activities/temporal/workflows.js';
@@ -16,10 +17,12 @@ import { startBenchStack } from './stack.js';
 import { summarize } from './stats.js';
 
 const PLATFORM = 'linux/bench';
-const HOSTS = 4;
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
 const IN_FLIGHT = Number(process.env.BENCH_INFLIGHT ?? 8);
-const SLOTS_PER_HOST = 8;
+const SLOTS_PER_HOST = 8; // the most a static host may have
+// Enough hosts that a request rarely finds every slot granted and not yet released (it would be
+// queued, and its grant signalled to a requester that does not exist here).
+const HOSTS = Math.max(4, Math.ceil((2 * IN_FLIGHT) / SLOTS_PER_HOST));
 
 async function main(): Promise<void> {
   if (!Number.isInteger(REQUESTS) || REQUESTS < HOSTS || !Number.isInteger(IN_FLIGHT)) {
@@ -34,7 +37,8 @@ async function main(): Promise<void> {
     const client = new Client({ connection, namespace: stack.temporal.namespace });
     const { requestSlot } = createTemporalActivities({ client, taskQueue: TASK_QUEUE });
     const requestIds = Array.from({ length: REQUESTS }, (_, i) =>
-      slotRequestId(`bench-request-${i}`, 0, 'run'),
+      // A run id of Temporal's form: the allocator signals a queued request's run by it.
+      slotRequestId(`bench-request-${i}`, 0, randomUUID()),
     );
     const ask = (requestId: string) =>
       requestSlot({
@@ -43,9 +47,10 @@ async function main(): Promise<void> {
         workflowId: requestId.split('#')[0]!,
         excluded: [],
       });
-    await ask(slotRequestId('bench-warm-up', 0, 'run')); // starts the allocator, reads its config
+    await ask(slotRequestId('bench-warm-up', 0, randomUUID())); // starts the allocator, reads its config
 
     const allocator = client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM));
+    const firstRunId = (await allocator.describe()).runId;
     const limit = pLimit(IN_FLIGHT);
     const latency: number[] = [];
     let granted = 0;
@@ -74,11 +79,13 @@ async function main(): Promise<void> {
     const grantSeconds = (performance.now() - start) / 1000;
 
     const history = await allocator.fetchHistory();
+    const { priority, runId } = await allocator.describe();
     console.log(
       JSON.stringify({
         bench: 'allocator-grants',
         requests: REQUESTS,
         inFlight: IN_FLIGHT,
+        slots: HOSTS * SLOTS_PER_HOST,
         granted,
         outcomes,
         failed: failures.length,
@@ -86,6 +93,8 @@ async function main(): Promise<void> {
         grantsPerSec: Math.round((granted / grantSeconds) * 10) / 10,
         requestMs: summarize(latency),
         allocatorHistoryEvents: history.events?.length ?? 0,
+        // Kept across continue-as-new (over 5,000 events; BENCH_REQUESTS=1200 shows it).
+        allocator: { priorityKey: priority?.priorityKey, continuedAsNew: runId !== firstRunId },
         targets: { grantsPerSec: 100 },
       }),
     );

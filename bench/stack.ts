@@ -89,7 +89,9 @@ export async function startBenchStack(
       // Every step runs even when one fails.
       for (const layer of [...layers].reverse())
         await Promise.allSettled(layer.map((stop) => stop()));
-      rmSync(dir, { recursive: true, force: true });
+      // BENCH_KEEP=1 keeps the logs (and state) to read after a surprising figure.
+      if (process.env.BENCH_KEEP === '1') console.error(`bench: kept ${dir}`);
+      else rmSync(dir, { recursive: true, force: true });
     })());
   let running = false;
   let interrupted: NodeJS.Signals | undefined;

@@ -147,9 +147,9 @@ async function main(): Promise<void> {
         }),
       ),
     );
-    const allocatorEvents =
-      (await client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM)).fetchHistory()).events
-        ?.length ?? NaN;
+    const allocatorHistory =
+      (await client.workflow.getHandle(WORKFLOW_ID.allocator(PLATFORM)).fetchHistory()).events ??
+      [];
     const leftoverUsers = (
       await Promise.all(stack.sshHosts.map((h) => h.exec(['getent', 'passwd'])))
     ).flatMap((r) => r.stdout.split('\n').filter((line) => /^u-[0-9a-f]{12}:/.test(line)));
@@ -178,6 +178,7 @@ async function main(): Promise<void> {
           all: latency(names),
         },
         freeSlotBreakdownMs: breakdown,
+        allocatorWorkflowTasksMs: workflowTaskTimes(allocatorHistory),
         throughputPerSec: Math.round((COUNT / ((end - start) / 1000)) * 10) / 10,
         completedToCleanedMs: summarize(
           names.map((n) => secretGoneAt.get(n)! - completedAt.get(n)!),
@@ -185,7 +186,7 @@ async function main(): Promise<void> {
         historyEvents: {
           p50: summarize(historySorted).p50,
           max: historySorted[historySorted.length - 1],
-          allocator: allocatorEvents,
+          allocator: allocatorHistory.length,
         },
         leftoverBuildUsers: leftoverUsers.length,
         peakRssMb: {
@@ -222,6 +223,8 @@ interface Phases {
   toWorkflowStart: number;
   /** The allocator's answer (granted or queued), through its update. */
   requestSlot: number;
+  /** requestSlot scheduled → picked up by the worker. */
+  requestQueued: number;
   /** deliverBuildUser scheduled → picked up by the worker. */
   deliverQueued: number;
   /** deliverBuildUser running: SSH provisioning, OTP store, Secret write. */
@@ -232,8 +235,6 @@ interface Phases {
 
 /** Where a TaskRun's time to its Secret went, from its workflow history. */
 function phases(events: HistoryEvent[], createdAt: number): Phases {
-  const ms = (e: HistoryEvent | undefined) =>
-    e?.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : NaN;
   const byId = new Map(events.map((e) => [Number(e.eventId), e]));
   const activity = (type: string) => {
     const scheduled = events.find(
@@ -268,10 +269,31 @@ function phases(events: HistoryEvent[], createdAt: number): Phases {
     toWorkflowStart:
       ms(events.find((e) => e.eventType === EVENT.started)) - (performance.timeOrigin + createdAt),
     requestSlot: request.completed - request.scheduled,
+    requestQueued: request.started - request.scheduled,
     deliverQueued: deliver.started - deliver.scheduled,
     deliverRun: deliver.completed - deliver.started,
     workflowTasks,
   };
+}
+
+const ms = (e: HistoryEvent | undefined) =>
+  e?.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : NaN;
+
+/** How long a workflow's tasks waited in their queue, and ran, and how many there were. */
+function workflowTaskTimes(events: HistoryEvent[]) {
+  const byId = new Map(events.map((e) => [Number(e.eventId), e]));
+  const queued: number[] = [];
+  const ran: number[] = [];
+  for (const e of events) {
+    if (e.eventType !== EVENT.workflowTaskCompleted) continue;
+    const attrs = e.workflowTaskCompletedEventAttributes;
+    const started = byId.get(Number(attrs?.startedEventId));
+    ran.push(ms(e) - ms(started));
+    queued.push(ms(started) - ms(byId.get(Number(attrs?.scheduledEventId))));
+  }
+  const { p50: queuedP50, p99: queuedP99 } = summarize(queued);
+  const { p50: ranP50, p99: ranP99 } = summarize(ran);
+  return { count: ran.length, queuedP50, queuedP99, ranP50, ranP99 };
 }
 
 function envInt(name: string, fallback: number): number {

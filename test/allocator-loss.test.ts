@@ -23,6 +23,17 @@ afterAll(async () => {
 const allocator = () =>
   pool.scope.temporal.client.workflow.getHandle(WORKFLOW_ID.allocator(pool.platform));
 
+/** The activities a run of the allocator scheduled, by type. */
+async function activitiesOf(runId: string): Promise<string[]> {
+  const { events } = await pool.scope.temporal.client.workflow
+    .getHandle(WORKFLOW_ID.allocator(pool.platform), runId)
+    .fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    return name ? [name] : [];
+  });
+}
+
 async function currentDetails(): Promise<string> {
   const meta = (await allocator().query('__temporal_workflow_metadata')) as {
     currentDetails?: string;
@@ -42,6 +53,11 @@ describe('a static allocator that is lost', () => {
     await waitFor('the third TaskRun in line', async () =>
       (await pool.allocator()).queue.length === 1 ? true : undefined,
     );
+
+    // The platform's first allocator: no one can hold a slot yet, so it did not look for holders.
+    const first = (await allocator().describe()).runId;
+    expect(await activitiesOf(first)).toContain('hadEarlierRun');
+    expect(await activitiesOf(first)).not.toContain('platformTaskRuns');
 
     await allocator().terminate('test: the allocator is lost');
     // The next request starts a new allocator: it must know both slots are taken.
@@ -71,6 +87,8 @@ describe('a static allocator that is lost', () => {
       await sampler;
     }
     expect(most).toBeLessThanOrEqual(2); // never more builds on the host than its concurrency
+    const rebuilt = (await allocator().describe()).runId;
+    expect(await activitiesOf(rebuilt)).toContain('platformTaskRuns');
     for (const name of ['waited', 'after-loss']) await scope.taskRuns.complete(name);
     for (const name of ['hold-a', 'hold-b', 'waited', 'after-loss']) {
       await scope.taskRuns.waitForSecretGone(name);

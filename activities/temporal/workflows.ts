@@ -1,7 +1,12 @@
 // Temporal adapter: what workflows cannot do themselves (send updates, look at other
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WORKFLOW_ID, claimById, parseTaskRunWorkflowId } from '../../platform-config/contract.js';
+import {
+  ALLOCATOR_PRIORITY,
+  WORKFLOW_ID,
+  claimById,
+  parseTaskRunWorkflowId,
+} from '../../platform-config/contract.js';
 import type { TaskRunRef } from '../../shared/types.js';
 import {
   hostConfigChanged,
@@ -31,6 +36,7 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
         taskQueue,
         args: [{ platform, ...(resyncSeconds ? { sweepSeconds: resyncSeconds } : {}) }],
         workflowIdConflictPolicy: 'USE_EXISTING',
+        priority: ALLOCATOR_PRIORITY,
         typedSearchAttributes: [
           { key: SA.kind, value: KIND.allocator },
           { key: SA.platform, value: platform },
@@ -72,6 +78,18 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
         }
       }
       return [...closed];
+    },
+
+    /**
+     * Whether a workflow id had a run before this one (of any status): an allocator that had
+     * none cannot have granted a slot, so there is nothing to rebuild.
+     */
+    async hadEarlierRun(input: { workflowId: string; runId: string }): Promise<boolean> {
+      const query = `WorkflowId = ${quoted(input.workflowId)}`;
+      for await (const execution of client.workflow.list({ query })) {
+        if (execution.runId !== input.runId) return true;
+      }
+      return false;
     },
 
     /**

@@ -3,7 +3,7 @@
 // from the running TaskRun workflows of its platform before it grants anything, and asks the
 // ones that were waiting to ask again; and a holder whose run ended without giving its slot
 // back (terminated by hand) is found and freed within the sweep period.
-import { getExternalWorkflowHandle, sleep } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import { askForSlotAgain } from '../../shared/messages.js';
 import {
   VM_SLOTS_HOST,
@@ -16,6 +16,12 @@ import { release, type AllocationState } from './allocation.js';
 
 /** How long a rebuild lets visibility catch up before it trusts what it sees. */
 const VISIBILITY_SETTLE_MS = 3_000;
+/**
+ * v3: a platform's first allocator (its workflow id never ran before) grants at once: nothing
+ * can hold a slot yet. Before, a first burst waited out VISIBILITY_SETTLE_MS whenever TaskRuns
+ * that had not sent their request yet were already visible.
+ */
+export const PATCH_FIRST_RUN_REBUILDS_NOTHING = 'allocator-first-run-rebuilds-nothing';
 /** Phases in which a TaskRun has asked for a slot but holds none. */
 const NOT_HOLDING = ['Allocating', 'Waiting', 'Done'];
 
@@ -30,6 +36,10 @@ export async function rebuildHolders(
   /** Workflows whose request is waiting for this rebuild: they hold nothing yet. */
   requesting: string[],
 ): Promise<void> {
+  if (patched(PATCH_FIRST_RUN_REBUILDS_NOTHING)) {
+    const { workflowId, runId } = workflowInfo();
+    if (!(await temporal.hadEarlierRun({ workflowId, runId }))) return;
+  }
   let found = await temporal.platformTaskRuns({ platform });
   // Only the builds asking right now (a platform's first burst): nothing to rebuild, no wait.
   if (found.every((taskRun) => requesting.includes(taskRun.workflowId))) return;
