@@ -12,6 +12,7 @@ import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
 import type { TaskRunDescription } from '../cli/describe.js';
 import type { EngineStatus } from '../cli/status.js';
 import { engineEnv } from './support/engine.js';
+import { testEnv } from './support/env.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
 const run = promisify(execFile);
@@ -57,11 +58,15 @@ interface Result {
 
 /** `hostflow <args>` as on-call runs it, with the engine's environment. */
 async function hostflow(...args: string[]): Promise<Result> {
+  return hostflowWith({ ...process.env, ...engineEnv(pool.scope) }, ...args);
+}
+
+async function hostflowWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
   try {
     const { stdout, stderr } = await run(
       process.execPath,
       [join(REPO_ROOT, 'dist/cli/hostflow.js'), ...args],
-      { env: { ...process.env, ...engineEnv(pool.scope) } },
+      { env },
     );
     return { code: 0, stdout, stderr };
   } catch (err) {
@@ -251,6 +256,24 @@ describe('bad arguments', () => {
     expect(result.code).toBe(code);
     expect(result.stderr).toMatch(message);
     expect(result.stdout).toBe('');
+  });
+
+  it('says there is no kubeconfig, instead of failing on localhost:8080', async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...engineEnv(pool.scope),
+      HOME: testEnv('stateDir'), // no .kube/config there
+    };
+    delete env.KUBECONFIG;
+    delete env.KUBERNETES_SERVICE_HOST;
+    const result = await hostflowWith(env, 'status');
+    // What Temporal knows is still shown; what needs the cluster is named as not looked at.
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('allocator/linux/');
+    expect(result.stdout).toMatch(
+      /could not look at everything:\n {2}no kubeconfig: set --kubeconfig or KUBECONFIG/,
+    );
+    expect(result.stdout).not.toMatch(/HTTP protocol/);
   });
 
   it('says when a TaskRun has no workflow', async () => {

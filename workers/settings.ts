@@ -1,6 +1,8 @@
 // Process settings from the environment, validated up front so a typo fails at start with the
 // variable's name instead of later with a confusing connection error.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { z } from 'zod';
@@ -187,6 +189,15 @@ export function kubeConfig(settings: Settings): KubeConfig {
   return shareConnections(kc);
 }
 
+/** Where client-node's loadFromDefault looks: $KUBECONFIG, ~/.kube/config, or in-cluster. */
+function defaultKubeConfigExists(): boolean {
+  return (
+    Boolean(process.env.KUBECONFIG) ||
+    existsSync(join(homedir(), '.kube', 'config')) ||
+    Boolean(process.env.KUBERNETES_SERVICE_HOST)
+  );
+}
+
 /**
  * The kubeconfig at `file` (else the default one) at `context` (else its current one); errors
  * name the setting or flag (`names`) that chose them.
@@ -198,7 +209,12 @@ export function loadKubeConfig(
 ): KubeConfig {
   const kc = new KubeConfig();
   if (file) kc.loadFromFile(file);
-  else kc.loadFromDefault();
+  else if (!defaultKubeConfigExists()) {
+    // client-node would fall back to http://localhost:8080 and fail later, confusingly.
+    throw new Error(
+      `no kubeconfig: set ${names.file} (none at ~/.kube/config, and not running in a cluster)`,
+    );
+  } else kc.loadFromDefault();
   if (context) {
     if (!kc.getContextObject(context)) {
       const known =
