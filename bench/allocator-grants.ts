@@ -1,7 +1,7 @@
 // Benchmark: the static allocator alone. Sends BENCH_REQUESTS slot requests (400) to
 // `allocator/<platform>` as the worker's requestSlot activity does (an Update with start),
-// BENCH_INFLIGHT (8) at a time, over 4 sshd hosts × 8 slots (more hosts when more are in flight); each granted slot is released at
-// once (the releaseSlot signal), so slots never run out. Prints grants per second, the latency of
+// BENCH_INFLIGHT (8) at a time, over 4 sshd hosts × 8 slots (more hosts when more are in
+// flight); each granted slot is released at once (the releaseSlot signal), so slots never run out. Prints grants per second, the latency of
 // a request, and the requests Temporal refused. No TaskRun workflows exist, so nothing else
 // competes for Temporal: this is the allocator's own rate, not a burst's. Target (issue 14):
 // ≥ 100 grants per second. Temporal accepts at most 10 updates in flight per workflow (its
@@ -12,9 +12,9 @@ import pLimit from 'p-limit';
 import { createTemporalActivities } from '../activities/temporal/workflows.js';
 import { TASK_QUEUE, WORKFLOW_ID } from '../platform-config/contract.js';
 import { releaseSlot } from '../shared/messages.js';
-import { slotRequestId } from '../shared/slot-requests.js';
+import { slotRequestId, workflowIdOfRequest } from '../shared/slot-requests.js';
 import { startBenchStack } from './stack.js';
-import { summarize } from './stats.js';
+import { perSecond, summarize } from './stats.js';
 
 const PLATFORM = 'linux/bench';
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       requestSlot({
         platform: PLATFORM,
         requestId,
-        workflowId: requestId.split('#')[0]!,
+        workflowId: workflowIdOfRequest(requestId),
         excluded: [],
       });
     await ask(slotRequestId('bench-warm-up', 0, randomUUID())); // starts the allocator, reads its config
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
         }),
       ),
     );
-    const grantSeconds = (performance.now() - start) / 1000;
+    const grantMs = performance.now() - start;
 
     const history = await allocator.fetchHistory();
     const { priority, runId } = await allocator.describe();
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
         outcomes,
         failed: failures.length,
         ...(failures.length ? { firstFailure: failures[0] } : {}),
-        grantsPerSec: Math.round((granted / grantSeconds) * 10) / 10,
+        grantsPerSec: perSecond(granted, grantMs),
         requestMs: summarize(latency),
         allocatorHistoryEvents: history.events?.length ?? 0,
         // Kept across continue-as-new (over 5,000 events; BENCH_REQUESTS=1200 shows it).

@@ -15,10 +15,9 @@ import pLimit from 'p-limit';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import type { EngineProcess } from '../local-stack/engine.js';
-import { SECRET_PREFIX } from '../platform-config/contract.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { startBenchStack } from './stack.js';
-import { keepWatching } from './watch.js';
+import { watchTaskRunSecrets } from './watch.js';
 import { peakRssMb } from './stats.js';
 import { benchTaskRun } from './taskruns.js';
 import { ordinaryTaskRun, ordinaryTaskRunStatus } from './tekton-taskrun.js';
@@ -49,16 +48,11 @@ async function main(): Promise<void> {
     const secrets = new Set<string>();
     let allServed!: () => void;
     const servedAll = new Promise<void>((r) => (allServed = r));
-    const watch = keepWatching(
-      stack.kc,
-      `/api/v1/namespaces/${stack.namespace}/secrets`,
-      (type: string, obj: { metadata?: { name?: string } }) => {
-        const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
-        if (type !== 'ADDED' || !name || !served.has(name)) return;
-        secrets.add(name);
-        if (secrets.size === served.size) allServed();
-      },
-    );
+    const watch = watchTaskRunSecrets(stack.kc, stack.namespace, (type, name) => {
+      if (type !== 'ADDED' || !served.has(name)) return;
+      secrets.add(name);
+      if (secrets.size === served.size) allServed();
+    });
     await watch.ready;
 
     const limit = pLimit(CREATE_CONCURRENCY);

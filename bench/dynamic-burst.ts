@@ -4,11 +4,11 @@
 // p50, and terminate issued ≤ 2 s after completion. The original added up to a 60 s poll here.
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { ANNOTATIONS, SECRET_PREFIX } from '../platform-config/contract.js';
+import { ANNOTATIONS } from '../platform-config/contract.js';
 import { startBenchStack } from './stack.js';
-import { peakRssMb, summarize } from './stats.js';
+import { peakRssMb, perSecond, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
-import { keepWatching } from './watch.js';
+import { watchTaskRunSecrets } from './watch.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 20);
 const MAX_INSTANCES = Number(process.env.BENCH_MAX_INSTANCES ?? 10);
@@ -53,21 +53,16 @@ async function main(): Promise<void> {
       completedAt.set(name, performance.now());
       await completeTaskRun(stack.custom, stack.namespace, name);
     };
-    const watch = keepWatching(
-      stack.kc,
-      `/api/v1/namespaces/${stack.namespace}/secrets`,
-      (type: string, obj: { metadata?: { name?: string } }) => {
-        const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
-        if (!name || !created.has(name)) return;
-        if (type === 'ADDED' && !secretAt.has(name)) {
-          secretAt.set(name, performance.now());
-          void limit(() => finish(name));
-        } else if (type === 'DELETED') {
-          goneAt.set(name, performance.now());
-          if (goneAt.size === COUNT) allDone();
-        }
-      },
-    );
+    const watch = watchTaskRunSecrets(stack.kc, stack.namespace, (type, name) => {
+      if (!created.has(name)) return;
+      if (type === 'ADDED' && !secretAt.has(name)) {
+        secretAt.set(name, performance.now());
+        void limit(() => finish(name));
+      } else if (type === 'DELETED') {
+        goneAt.set(name, performance.now());
+        if (goneAt.size === COUNT) allDone();
+      }
+    });
     await watch.ready;
     const names = Array.from({ length: COUNT }, (_, i) => `vm-${i}`);
     const start = performance.now();
@@ -104,7 +99,7 @@ async function main(): Promise<void> {
         reachableToSecretMs: summarize(overhead),
         completedToTerminateCalledMs: summarize(terminate),
         createdToSecretMs: summarize(names.map((n) => secretAt.get(n)! - created.get(n)!)),
-        throughputPerSec: Math.round((COUNT / ((end - start) / 1000)) * 10) / 10,
+        throughputPerSec: perSecond(COUNT, end - start),
         measured: { reachable: overhead.length, terminated: terminate.length },
         peakRssMb: { worker: peakRssMb(stack.worker.pid), bridge: peakRssMb(stack.bridge.pid) },
         targets: { reachableToSecretP50Ms: 1500, completedToTerminateMs: 2000 },

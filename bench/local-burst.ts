@@ -8,12 +8,12 @@
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { cpuByProcess, cpuSpent } from './cpu.js';
 import { historyStages } from './history-stages.js';
 import { startBenchStack } from './stack.js';
-import { keepWatching } from './watch.js';
-import { peakRssMb, summarize } from './stats.js';
+import { watchTaskRunSecrets } from './watch.js';
+import { peakRssMb, perSecond, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 500);
@@ -45,21 +45,15 @@ async function main(): Promise<void> {
     let allCleaned!: () => void;
     const served = new Promise<void>((r) => (allServed = r));
     const cleaned = new Promise<void>((r) => (allCleaned = r));
-    const watch = keepWatching(
-      stack.kc,
-      `/api/v1/namespaces/${stack.namespace}/secrets`,
-      (type: string, obj: { metadata?: { name?: string } }) => {
-        const name = obj.metadata?.name?.slice(SECRET_PREFIX.length);
-        if (!name) return;
-        if (type === 'ADDED' && !secretAt.has(name)) {
-          secretAt.set(name, Date.now());
-          if (secretAt.size === COUNT) allServed();
-        } else if (type === 'DELETED') {
-          secretGoneAt.set(name, Date.now());
-          if (secretGoneAt.size === COUNT) allCleaned();
-        }
-      },
-    );
+    const watch = watchTaskRunSecrets(stack.kc, stack.namespace, (type, name) => {
+      if (type === 'ADDED' && !secretAt.has(name)) {
+        secretAt.set(name, Date.now());
+        if (secretAt.size === COUNT) allServed();
+      } else if (type === 'DELETED') {
+        secretGoneAt.set(name, Date.now());
+        if (secretGoneAt.size === COUNT) allCleaned();
+      }
+    });
     await watch.ready;
 
     const limit = pLimit(CREATE_CONCURRENCY);
@@ -112,6 +106,7 @@ async function main(): Promise<void> {
     ).finally(() => connection.close());
 
     const latency = names.map((n) => secretAt.get(n)! - created.get(n)!);
+    const createdPerSec = perSecond(COUNT, createdBy - start);
     const cleanup = names.map((n) => secretGoneAt.get(n)! - completedAt.get(n)!);
     console.log(
       JSON.stringify({
@@ -119,7 +114,7 @@ async function main(): Promise<void> {
         ...(SCALED ? { workers: WORKERS, bridges: BRIDGES } : {}),
         taskRuns: COUNT,
         createdToSecretMs: summarize(latency),
-        createdPerSec: perSecond(COUNT, createdBy - start),
+        createdPerSec,
         throughputPerSec: perSecond(COUNT, end - start),
         completedToSecretDeletedMs: summarize(cleanup),
         ...where,
@@ -135,7 +130,7 @@ async function main(): Promise<void> {
           p50Ms: 250,
           p99Ms: 1000,
           cleanupP50Ms: 500,
-          throughputPerSec: perSecond(COUNT, createdBy - start),
+          throughputPerSec: createdPerSec,
           workerRssMb: 200,
           bridgeRssMb: 100,
         },
@@ -150,7 +145,3 @@ main().catch((err) => {
   console.error(`bench local-burst: ${(err as Error).message}`);
   process.exit(1);
 });
-
-function perSecond(count: number, ms: number): number {
-  return Math.round((count / (ms / 1000)) * 10) / 10;
-}

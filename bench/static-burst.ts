@@ -12,8 +12,9 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { LABELS, SECRET_KEYS, SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
+import { eventMs } from '../cli/timeline.js';
 import { startBenchStack } from './stack.js';
-import { peakRssMb, summarize } from './stats.js';
+import { peakRssMb, perSecond, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
 const PLATFORM = 'linux/bench';
@@ -179,7 +180,7 @@ async function main(): Promise<void> {
         },
         freeSlotBreakdownMs: breakdown,
         allocatorWorkflowTasksMs: workflowTaskTimes(allocatorHistory),
-        throughputPerSec: Math.round((COUNT / ((end - start) / 1000)) * 10) / 10,
+        throughputPerSec: perSecond(COUNT, end - start),
         completedToCleanedMs: summarize(
           names.map((n) => secretGoneAt.get(n)! - completedAt.get(n)!),
         ),
@@ -276,8 +277,8 @@ function phases(events: HistoryEvent[], createdAt: number): Phases {
   };
 }
 
-const ms = (e: HistoryEvent | undefined) =>
-  e?.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : NaN;
+/** When an event happened (NaN for one the history lacks). */
+const ms = (e: HistoryEvent | undefined) => (e?.eventTime ? eventMs(e) : NaN);
 
 /** How long a workflow's tasks waited in their queue, and ran, and how many there were. */
 function workflowTaskTimes(events: HistoryEvent[]) {

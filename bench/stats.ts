@@ -1,4 +1,4 @@
-// Percentiles and process memory for the benchmarks' one-line JSON reports.
+// Percentiles, rates and process memory for the benchmarks' one-line JSON reports.
 import { readFileSync } from 'node:fs';
 
 export function percentile(sorted: number[], p: number): number {
@@ -18,15 +18,18 @@ export function summarize(values: number[]) {
 }
 
 /** Peak resident set (VmHWM) of a live process, in MB. */
-export function peakRssMb(pid: number): number {
+export const peakRssMb = (pid: number): number => statusMb(pid, 'VmHWM');
+
+/** Resident set now (VmRSS) of a live process, in MB. */
+export const rssMb = (pid: number): number => statusMb(pid, 'VmRSS');
+
+function statusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
   return Math.round(kb / 1024);
 }
 
-/** Resident set now (VmRSS) of a live process, in MB. */
-export function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
-  return Math.round(kb / 1024);
+/** `count` in `ms`, per second, to one decimal. */
+export function perSecond(count: number, ms: number): number {
+  return Math.round((count / (ms / 1000)) * 10) / 10;
 }

@@ -2,6 +2,7 @@
 // inactivity timeout), and a bench whose slowest TaskRun is served after such a spell would
 // wait for its Secret forever. This one watches again from the last resourceVersion it saw.
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import { SECRET_PREFIX } from '../platform-config/contract.js';
 
 interface Watched {
   metadata?: { name?: string; resourceVersion?: string };
@@ -42,4 +43,16 @@ export function keepWatching<T extends Watched>(
       current?.abort();
     },
   };
+}
+
+/** The TaskRun Secrets (`multi-platform-ssh-<TaskRun>`) of a namespace, by their TaskRun's name. */
+export function watchTaskRunSecrets(
+  kc: KubeConfig,
+  namespace: string,
+  onEvent: (type: string, taskRun: string) => void,
+): { ready: Promise<void>; stop(): void } {
+  return keepWatching(kc, `/api/v1/namespaces/${namespace}/secrets`, (type, secret: Watched) => {
+    const name = secret.metadata?.name;
+    if (name?.startsWith(SECRET_PREFIX)) onEvent(type, name.slice(SECRET_PREFIX.length));
+  });
 }

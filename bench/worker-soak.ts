@@ -5,12 +5,11 @@
 // range is no higher than the first's: the workflow cache (HOSTFLOW_MAX_CACHED_WORKFLOWS) bounds what the worker
 // keeps, and closed workflows leave it.
 import pLimit from 'p-limit';
-import { SECRET_PREFIX } from '../platform-config/contract.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, rssMb } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
-import { keepWatching } from './watch.js';
+import { watchTaskRunSecrets } from './watch.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 500);
@@ -26,17 +25,11 @@ async function main(): Promise<void> {
     const added = new Set<string>();
     const deleted = new Set<string>();
     let wake = () => undefined as void;
-    const watch = keepWatching(
-      stack.kc,
-      `/api/v1/namespaces/${namespace}/secrets`,
-      (type: string, obj: { metadata?: { name?: string } }) => {
-        const name = obj.metadata?.name;
-        if (!name?.startsWith(SECRET_PREFIX)) return;
-        if (type === 'ADDED') added.add(name);
-        else if (type === 'DELETED') deleted.add(name);
-        wake();
-      },
-    );
+    const watch = watchTaskRunSecrets(stack.kc, namespace, (type, name) => {
+      if (type === 'ADDED') added.add(name);
+      else if (type === 'DELETED') deleted.add(name);
+      wake();
+    });
     await watch.ready;
     const until = (done: () => boolean) =>
       new Promise<void>((resolve) => {
@@ -50,7 +43,6 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const started = Date.now();
       const names = Array.from({ length: COUNT }, (_, i) => `soak-${round}-${i}`);
-      const secrets = names.map((name) => SECRET_PREFIX + name);
       await all(names, (name) =>
         custom.createNamespacedCustomObject({
           ...TASKRUN_API,
@@ -58,9 +50,9 @@ async function main(): Promise<void> {
           body: benchTaskRun(name, namespace, 'linux/amd64'),
         }),
       );
-      await until(() => secrets.every((s) => added.has(s)));
+      await until(() => names.every((name) => added.has(name)));
       await all(names, (name) => completeTaskRun(custom, namespace, name));
-      await until(() => secrets.every((s) => deleted.has(s)));
+      await until(() => names.every((name) => deleted.has(name)));
       await all(names, (name) =>
         custom.deleteNamespacedCustomObject({ ...TASKRUN_API, namespace, name }),
       );
