@@ -71,6 +71,7 @@ const HOST_DIRS: Array<[string, number]> = [
   ['var/log.work', 0o755],
   ['home', 0o755],
   ['root', 0o700],
+  ['var-lib-hostflow', 0o755],
   ['run', 0o755],
 ];
 const TOOLS: Array<[string, string]> = [
@@ -95,6 +96,9 @@ S=/run/${STATE_MOUNT}
 for d in etc var/log; do
   mount -n -t overlay overlay -o "lowerdir=/$d,upperdir=$S/$d.upper,workdir=$S/$d.work" "/$d"
 done
+# Build-user state and the per-host lock (activities/ssh/build-user-scripts.ts) are the host's
+# own, as on a machine of its own: shared, they would serialize every host's provisioning.
+mkdir -p /var/lib/hostflow && mount -n --bind "$S/var-lib-hostflow" /var/lib/hostflow
 mount -n --bind "$S/home" /home
 mount -n --bind "$S/root" /root
 mount -n -t tmpfs -o mode=1777 tmpfs /tmp

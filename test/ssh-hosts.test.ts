@@ -65,6 +65,15 @@ describe('SSH test hosts', () => {
     expect(existsSync(`/home/${user}`)).toBe(false);
   });
 
+  it("keeps each host's build-user state and lock (/var/lib/hostflow) its own", async () => {
+    // Shared, one host's provisioning lock would hold up every other host's.
+    const marker = `/var/lib/hostflow/probe-${process.pid}`;
+    expect((await sshExec(h1, `sudo -n touch ${marker}`)).code).toBe(0);
+    expect((await h1.exec(['test', '-e', marker])).code).toBe(0);
+    expect((await h2.exec(['test', '-e', marker])).code).toBe(1);
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it('gives each host its own address, where only its own sshd listens', async () => {
     expect(h1.address).not.toBe(h2.address);
     expect(h1.address).toMatch(/^10\.231\./);
