@@ -1,5 +1,7 @@
 // CPU time of every process in the bench's tree (Linux /proc): where a burst's time goes, per
-// process. A process's utime + stime covers all its threads; children are counted on their own.
+// process. A process's utime + stime covers all its threads; live children are counted on their
+// own, and children it has reaped (an sshd's sessions, the commands they ran) are counted with it.
+// (A child that exits within a window brings its earlier CPU along: negligible for short ones.)
 import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
@@ -18,8 +20,9 @@ function readStat(pid: number): ProcStat | undefined {
     const close = raw.lastIndexOf(')');
     const comm = raw.slice(raw.indexOf('(') + 1, close);
     const fields = raw.slice(close + 2).split(' ');
-    const [utime, stime] = [Number(fields[11]), Number(fields[12])];
-    return { pid, comm, ppid: Number(fields[1]), cpuSeconds: (utime + stime) / TICKS_PER_SECOND };
+    // utime, stime, then cutime and cstime: what its reaped children used
+    const ticks = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+    return { pid, comm, ppid: Number(fields[1]), cpuSeconds: ticks / TICKS_PER_SECOND };
   } catch {
     return undefined; // gone meanwhile
   }

@@ -13,6 +13,7 @@ import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { LABELS, SECRET_KEYS, SECRET_PREFIX, WORKFLOW_ID } from '../platform-config/contract.js';
 import { eventMs } from '../cli/timeline.js';
+import { cpuByProcess, cpuSpent } from './cpu.js';
 import { startBenchStack } from './stack.js';
 import { peakRssMb, perSecond, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
@@ -51,6 +52,15 @@ async function main(): Promise<void> {
     const progress = () =>
       `${created.size} created, ${secretAt.size} served (${waited.size} waited), ` +
       `${completedAt.size} completed, ${secretGoneAt.size} cleaned up of ${COUNT}`;
+    // Others go by command name: `sshd` is the stand-in hosts (their sessions and what those ran),
+    // CPU that real hosts spend on machines of their own.
+    const processes = {
+      worker: stack.worker.pid,
+      bridge: stack.bridge.pid,
+      'otp-server': stack.otp!.process.pid,
+    };
+    let cpuAtSlotsFilled: Record<string, number> | undefined;
+    let slotsFilledAt = NaN;
     let failed: (err: Error) => void = () => undefined;
     const failure = new Promise<never>((_, reject) => (failed = reject));
     failure.catch(() => undefined); // observed through the races below
@@ -92,6 +102,10 @@ async function main(): Promise<void> {
           const name = secret.slice(SECRET_PREFIX.length);
           if (type === 'ADDED' && !secretAt.has(name)) {
             secretAt.set(name, performance.now());
+            if (secretAt.size === HOSTS * CONCURRENCY) {
+              cpuAtSlotsFilled = cpuByProcess(processes);
+              slotsFilledAt = performance.now();
+            }
             const error = obj.data?.[SECRET_KEYS.error];
             if (error) errors.set(name, Buffer.from(error, 'base64').toString('utf8'));
             void complete(name);
@@ -115,6 +129,7 @@ async function main(): Promise<void> {
     );
 
     const create = pLimit(CREATE_CONCURRENCY);
+    const cpuAtStart = cpuByProcess(processes);
     const start = performance.now();
     const creating = Promise.all(
       names.map((name) =>
@@ -132,6 +147,7 @@ async function main(): Promise<void> {
     await Promise.race([failure, creating]);
     await until('every Secret', () => secretAt.size === COUNT);
     const end = Math.max(...secretAt.values());
+    const cpuAtServed = cpuByProcess(processes);
     await until('every Secret to be deleted', () => secretGoneAt.size === COUNT);
 
     // Each workflow's whole history: wait for it to finish (the slot release and the CleanedUp
@@ -181,6 +197,17 @@ async function main(): Promise<void> {
         freeSlotBreakdownMs: breakdown,
         allocatorWorkflowTasksMs: workflowTaskTimes(allocatorHistory),
         throughputPerSec: perSecond(COUNT, end - start),
+        // What each process used while the first hosts × concurrency were served, and in all.
+        cpuSeconds: {
+          untilEverySlotTaken: {
+            wall: Math.round((slotsFilledAt - start) / 100) / 10,
+            ...(cpuAtSlotsFilled ? cpuSpent(cpuAtStart, cpuAtSlotsFilled) : {}),
+          },
+          untilEverySecret: {
+            wall: Math.round((end - start) / 100) / 10,
+            ...cpuSpent(cpuAtStart, cpuAtServed),
+          },
+        },
         completedToCleanedMs: summarize(
           names.map((n) => secretGoneAt.get(n)! - completedAt.get(n)!),
         ),
