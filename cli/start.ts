@@ -10,7 +10,7 @@ import {
   installClusterResources,
   waitForLockPolicy,
 } from '../local-stack/cluster-setup.js';
-import { ENGINE_NODE_FLAGS, LOCAL_PORTS } from '../local-stack/defaults.js';
+import { ENGINE_NODE_FLAGS, ENGINE_SCRIPTS, LOCAL_PORTS } from '../local-stack/defaults.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
@@ -23,6 +23,7 @@ import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { DEMO_POOL, startDemoNodes } from './demo-nodes.js';
 import { prettyLine } from './pretty-log.js';
 import { supervise, type Supervised } from './supervise.js';
+import { ensureBridgeBundle } from '../workers/bundle-bridge.js';
 
 export interface StartOptions {
   kubeconfig?: string;
@@ -206,11 +207,12 @@ export async function runStart(options: StartOptions): Promise<number> {
       Object.assign(env, otp.workerEnv);
     }
 
+    await ensureBridgeBundle({ log: (line) => console.log(`hostflow: ${line}…`) });
     const processes: Supervised[] = (['worker', 'bridge'] as const).map((kind) =>
       supervise(
         kind,
         process.execPath,
-        [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, `dist/workers/${kind}.js`)],
+        [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
         {
           env,
           logFile: join(logDir, `${kind}.log`),

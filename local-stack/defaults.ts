@@ -30,7 +30,7 @@ export const LOCAL_PORTS = {
  * climb to 870–920 MB before collecting; with 512 MB it held 414–451 MB after each of six bursts
  * of 500, under the 1 GiB limit of its Deployment.
  */
-export const ENGINE_NODE_FLAGS: Record<'worker' | 'bridge', string[]> = {
+export const ENGINE_NODE_FLAGS: Record<EngineKind, string[]> = {
   worker: ['--max-semi-space-size=8', '--max-old-space-size=512'],
   bridge: [
     // interpreter only
@@ -41,3 +41,14 @@ export const ENGINE_NODE_FLAGS: Record<'worker' | 'bridge', string[]> = {
     '--max-old-space-size=128',
   ],
 };
+
+/** The bridge as one bundled file (workers/bundle-bridge.ts), which is what it runs. */
+export const BRIDGE_BUNDLE = 'dist/bridge-bundle.mjs';
+
+/** What `node` runs for the worker and the bridge, here, in the image and in the manifests. */
+export const ENGINE_SCRIPTS: Record<EngineKind, string> = {
+  worker: 'dist/workers/worker.js',
+  bridge: BRIDGE_BUNDLE,
+};
+
+export type EngineKind = 'worker' | 'bridge';

@@ -1,11 +1,12 @@
-// hostflow's own processes (worker, bridge) started as deployed: `node dist/workers/<kind>.js`
+// hostflow's own processes (worker, bridge) started as deployed: `node <ENGINE_SCRIPTS[kind]>`
 // with settings in the environment. Used by the tests and the benchmarks.
 import { join } from 'node:path';
-import { ENGINE_NODE_FLAGS } from './defaults.js';
+import { ensureBridgeBundle } from '../workers/bundle-bridge.js';
+import { ENGINE_NODE_FLAGS, ENGINE_SCRIPTS, type EngineKind } from './defaults.js';
 import { REPO_ROOT } from './paths.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 
-export type EngineKind = 'worker' | 'bridge';
+export type { EngineKind };
 
 const READY_LINE: Record<EngineKind, string> = { worker: 'polling', bridge: 'watching' };
 
@@ -20,10 +21,11 @@ export async function startEngineProcess(
   options: { name?: string; logFile?: string; restart?: boolean } = {},
 ): Promise<EngineProcess> {
   const name = options.name ?? kind;
+  if (kind === 'bridge') await ensureBridgeBundle();
   const proc = spawnManaged(
     name,
     process.execPath,
-    [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, `dist/workers/${kind}.js`)],
+    [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
     {
       env: { ...process.env, ...env },
       logFile: options.logFile,

@@ -16,7 +16,7 @@ import type {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENGINE_NODE_FLAGS } from '../local-stack/defaults.js';
+import { ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
 import { SETTING_NAMES } from '../workers/settings.js';
@@ -235,7 +235,7 @@ describe('the example overlay', () => {
     for (const kind of ['worker', 'bridge'] as const) {
       expect(deploymentOf(kind).spec!.template.spec!.containers[0]!.args).toEqual([
         ...ENGINE_NODE_FLAGS[kind],
-        `dist/workers/${kind}.js`,
+        ENGINE_SCRIPTS[kind],
       ]);
     }
     for (const component of COMPONENTS) {

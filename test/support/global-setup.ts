@@ -15,6 +15,7 @@ import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
 import { freePort } from '../../local-stack/ports.js';
 import { startMoto } from '../../local-stack/moto.js';
 import { startTemporalDevServer } from '../../local-stack/temporal.js';
+import { ensureBridgeBundle } from '../../workers/bundle-bridge.js';
 import { bundleWorkflows } from '../../workers/bundle-workflows.js';
 import { TEST_ENV } from './env.js';
 
@@ -38,18 +39,21 @@ export default async function globalSetup(): Promise<void> {
   // teardown after a failed setup, so everything that did start is stopped here.
   // The API server sends its audit events to the lock-audit receiver, started once it is up.
   const lockAudit = await planLockAudit(join(stateDir, 'lock-audit'));
-  const [kubeStart, temporalStart, motoStart, bundleStart] = await Promise.allSettled([
-    startKubeApiServer({
-      stateDir: join(stateDir, 'kube'),
-      ephemeral: true,
-      logDir,
-      audit: lockAudit.sink,
-    }).then(track),
-    startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
-    startMoto({ logDir }).then(track),
-    // The same bundle the container image builds and its workers load.
-    bundleWorkflows(quietLogger),
-  ]);
+  const [kubeStart, temporalStart, motoStart, bundleStart, bridgeBundleStart] =
+    await Promise.allSettled([
+      startKubeApiServer({
+        stateDir: join(stateDir, 'kube'),
+        ephemeral: true,
+        logDir,
+        audit: lockAudit.sink,
+      }).then(track),
+      startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
+      startMoto({ logDir }).then(track),
+      // The same bundle the container image builds and its workers load.
+      bundleWorkflows(quietLogger),
+      // The bridge's, once here rather than by the first bridges the test files start at once.
+      ensureBridgeBundle(),
+    ]);
   function track<T extends Started>(component: T): T {
     started.push(component);
     return component;
@@ -59,6 +63,7 @@ export default async function globalSetup(): Promise<void> {
     const temporal = valueOf(temporalStart);
     const moto = valueOf(motoStart);
     const bundle = valueOf(bundleStart);
+    valueOf(bridgeBundleStart);
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
     await installClusterResources(kc, LOCAL_ADMIN_USER);
