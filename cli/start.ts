@@ -10,7 +10,12 @@ import {
   installClusterResources,
   waitForLockPolicy,
 } from '../local-stack/cluster-setup.js';
-import { ENGINE_NODE_FLAGS, ENGINE_SCRIPTS, LOCAL_PORTS } from '../local-stack/defaults.js';
+import {
+  ENGINE_ENV,
+  ENGINE_NODE_FLAGS,
+  ENGINE_SCRIPTS,
+  LOCAL_PORTS,
+} from '../local-stack/defaults.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
@@ -214,7 +219,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         process.execPath,
         [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
         {
-          env,
+          env: { ...ENGINE_ENV[kind], ...env },
           logFile: join(logDir, `${kind}.log`),
           nameWidth: NAME_WIDTH,
         },

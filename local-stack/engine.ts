@@ -2,7 +2,7 @@
 // with settings in the environment. Used by the tests and the benchmarks.
 import { join } from 'node:path';
 import { ensureBridgeBundle } from '../workers/bundle-bridge.js';
-import { ENGINE_NODE_FLAGS, ENGINE_SCRIPTS, type EngineKind } from './defaults.js';
+import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS, type EngineKind } from './defaults.js';
 import { REPO_ROOT } from './paths.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 
@@ -27,7 +27,7 @@ export async function startEngineProcess(
     process.execPath,
     [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
     {
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...ENGINE_ENV[kind], ...env },
       logFile: options.logFile,
       restart: options.restart,
     },

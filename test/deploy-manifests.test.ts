@@ -16,7 +16,7 @@ import type {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
+import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
 import { SETTING_NAMES } from '../workers/settings.js';
@@ -232,16 +232,19 @@ describe('the example overlay', () => {
     // The worker and the bridge run with the Node flags the local stack and the tests use.
     const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
     expect(JSON.parse(entrypoint ?? '[]')).toEqual(['/usr/bin/tini', '--', 'node']);
+    // …and the environment beyond their settings (ENGINE_ENV).
     for (const kind of ['worker', 'bridge'] as const) {
-      expect(deploymentOf(kind).spec!.template.spec!.containers[0]!.args).toEqual([
-        ...ENGINE_NODE_FLAGS[kind],
-        ENGINE_SCRIPTS[kind],
-      ]);
+      const container = deploymentOf(kind).spec!.template.spec!.containers[0]!;
+      expect(container.args).toEqual([...ENGINE_NODE_FLAGS[kind], ENGINE_SCRIPTS[kind]]);
+      const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+      expect(env).toEqual(ENGINE_ENV[kind]);
     }
     for (const component of COMPONENTS) {
       const env = deploymentOf(component).spec!.template.spec!.containers[0]!.env ?? [];
-      for (const { name } of env)
+      for (const { name } of env) {
+        if (name in (ENGINE_ENV[component as keyof typeof ENGINE_ENV] ?? {})) continue;
         expect(known.has(name) ? name : `${name} (read by no process)`).toBe(name);
+      }
     }
   });
 
