@@ -1,8 +1,8 @@
 // Benchmark: the static allocator alone. Sends BENCH_REQUESTS slot requests (400) to
 // `allocator/<platform>` as the worker's requestSlot activity does (an Update with start),
 // BENCH_INFLIGHT (8) at a time, over 4 sshd hosts × 8 slots (more hosts when more are in
-// flight); each granted slot is released at once (the releaseSlot signal), so slots never run out. Prints grants per second, the latency of
-// a request, and the requests Temporal refused. No TaskRun workflows exist, so nothing else
+// flight); each granted slot is released at once (the releaseSlot signal), so slots never run
+// out. Prints grants per second, the latency of a request, and the requests Temporal refused. No TaskRun workflows exist, so nothing else
 // competes for Temporal: this is the allocator's own rate, not a burst's. Target (issue 14):
 // ≥ 100 grants per second. Temporal accepts at most 10 updates in flight per workflow (its
 // history.maxInFlightUpdates): BENCH_INFLIGHT=64 shows what happens above that.

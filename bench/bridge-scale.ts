@@ -18,7 +18,7 @@ import type { EngineProcess } from '../local-stack/engine.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { startBenchStack } from './stack.js';
 import { watchTaskRunSecrets } from './watch.js';
-import { peakRssMb } from './stats.js';
+import { peakRssMb, seconds } from './stats.js';
 import { benchTaskRun } from './taskruns.js';
 import { ordinaryTaskRun, ordinaryTaskRunStatus } from './tekton-taskrun.js';
 
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
         served: served.size,
         ...(NODE_OPTIONS ? { bridgeNodeOptions: NODE_OPTIONS } : {}),
         ordinaryTaskRunKb: Math.round(JSON.stringify(stored).length / 102.4) / 10,
-        createSeconds: Math.round((createdAt - start) / 100) / 10,
+        createSeconds: seconds(createdAt - start),
         lastSecretAfterCreatesMs: servedAt - createdAt,
         bridgePeakRssMb: Math.max(...Object.values(peakRss)),
         bridgePeakRssMbByPhase: peakRss,

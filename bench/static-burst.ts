@@ -15,7 +15,7 @@ import { LABELS, SECRET_KEYS, SECRET_PREFIX, WORKFLOW_ID } from '../platform-con
 import { eventMs } from '../cli/timeline.js';
 import { cpuByProcess, cpuSpent } from './cpu.js';
 import { startBenchStack } from './stack.js';
-import { peakRssMb, perSecond, summarize } from './stats.js';
+import { peakRssMb, perSecond, seconds, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
 const PLATFORM = 'linux/bench';
@@ -200,11 +200,11 @@ async function main(): Promise<void> {
         // What each process used while the first hosts × concurrency were served, and in all.
         cpuSeconds: {
           untilEverySlotTaken: {
-            wall: Math.round((slotsFilledAt - start) / 100) / 10,
+            wall: seconds(slotsFilledAt - start),
             ...(cpuAtSlotsFilled ? cpuSpent(cpuAtStart, cpuAtSlotsFilled) : {}),
           },
           untilEverySecret: {
-            wall: Math.round((end - start) / 100) / 10,
+            wall: seconds(end - start),
             ...cpuSpent(cpuAtStart, cpuAtServed),
           },
         },

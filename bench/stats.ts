@@ -29,6 +29,11 @@ function statusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return Math.round(kb / 1024);
 }
 
+/** `ms` in seconds, to one decimal. */
+export function seconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
+}
+
 /** `count` in `ms`, per second, to one decimal. */
 export function perSecond(count: number, ms: number): number {
   return Math.round((count / (ms / 1000)) * 10) / 10;

@@ -7,7 +7,7 @@
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { startBenchStack } from './stack.js';
-import { peakRssMb, rssMb } from './stats.js';
+import { peakRssMb, rssMb, seconds } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 import { watchTaskRunSecrets } from './watch.js';
 
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
         custom.deleteNamespacedCustomObject({ ...TASKRUN_API, namespace, name }),
       );
       rounds.push({
-        seconds: Math.round((Date.now() - started) / 100) / 10,
+        seconds: seconds(Date.now() - started),
         workerRssMb: rssMb(stack.worker.pid),
         bridgeRssMb: rssMb(stack.bridge.pid),
       });

@@ -10,12 +10,8 @@ import {
   installClusterResources,
   waitForLockPolicy,
 } from '../local-stack/cluster-setup.js';
-import {
-  ENGINE_ENV,
-  ENGINE_NODE_FLAGS,
-  ENGINE_SCRIPTS,
-  LOCAL_PORTS,
-} from '../local-stack/defaults.js';
+import { LOCAL_PORTS } from '../local-stack/defaults.js';
+import { engineCommand } from '../local-stack/engine.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
@@ -28,7 +24,6 @@ import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { DEMO_POOL, startDemoNodes } from './demo-nodes.js';
 import { prettyLine } from './pretty-log.js';
 import { supervise, type Supervised } from './supervise.js';
-import { ensureBridgeBundle } from '../workers/bundle-bridge.js';
 
 export interface StartOptions {
   kubeconfig?: string;
@@ -212,18 +207,17 @@ export async function runStart(options: StartOptions): Promise<number> {
       Object.assign(env, otp.workerEnv);
     }
 
-    await ensureBridgeBundle({ log: (line) => console.log(`hostflow: ${line}…`) });
+    const log = (line: string) => console.log(`hostflow: ${line}…`);
+    const commands = {
+      worker: await engineCommand('worker'),
+      bridge: await engineCommand('bridge', log),
+    };
     const processes: Supervised[] = (['worker', 'bridge'] as const).map((kind) =>
-      supervise(
-        kind,
-        process.execPath,
-        [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
-        {
-          env: { ...ENGINE_ENV[kind], ...env },
-          logFile: join(logDir, `${kind}.log`),
-          nameWidth: NAME_WIDTH,
-        },
-      ),
+      supervise(kind, process.execPath, commands[kind].args, {
+        env: { ...commands[kind].env, ...env },
+        logFile: join(logDir, `${kind}.log`),
+        nameWidth: NAME_WIDTH,
+      }),
     );
     stops.push(async () => {
       await Promise.all(processes.map((p) => p.stop()));

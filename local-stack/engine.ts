@@ -1,5 +1,5 @@
 // hostflow's own processes (worker, bridge) started as deployed: `node <ENGINE_SCRIPTS[kind]>`
-// with settings in the environment. Used by the tests and the benchmarks.
+// with settings in the environment. Used by the tests, the benchmarks and `hostflow start`.
 import { join } from 'node:path';
 import { ensureBridgeBundle } from '../workers/bundle-bridge.js';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS, type EngineKind } from './defaults.js';
@@ -15,23 +15,43 @@ export interface EngineProcess extends ManagedProcess {
   kill(): Promise<void>;
 }
 
+/** This process's one check of the bridge's bundle (workers/bundle-bridge.ts). */
+let bridgeBundleChecked: Promise<void> | undefined;
+
+/**
+ * How `node` runs a worker or a bridge as deployed: its flags and script, and the environment it
+ * needs beyond its settings. For the bridge, its bundle is first built if stale, checked once per
+ * process.
+ */
+export async function engineCommand(
+  kind: EngineKind,
+  log?: (line: string) => void,
+): Promise<{ args: string[]; env: Record<string, string> }> {
+  if (kind === 'bridge') {
+    bridgeBundleChecked ??= ensureBridgeBundle({ log }).catch((err: unknown) => {
+      bridgeBundleChecked = undefined; // a failed build is tried again by the next start
+      throw err;
+    });
+    await bridgeBundleChecked;
+  }
+  return {
+    args: [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
+    env: ENGINE_ENV[kind],
+  };
+}
+
 export async function startEngineProcess(
   kind: EngineKind,
   env: NodeJS.ProcessEnv,
   options: { name?: string; logFile?: string; restart?: boolean } = {},
 ): Promise<EngineProcess> {
   const name = options.name ?? kind;
-  if (kind === 'bridge') await ensureBridgeBundle();
-  const proc = spawnManaged(
-    name,
-    process.execPath,
-    [...ENGINE_NODE_FLAGS[kind], join(REPO_ROOT, ENGINE_SCRIPTS[kind])],
-    {
-      env: { ...process.env, ...ENGINE_ENV[kind], ...env },
-      logFile: options.logFile,
-      restart: options.restart,
-    },
-  );
+  const command = await engineCommand(kind);
+  const proc = spawnManaged(name, process.execPath, command.args, {
+    env: { ...process.env, ...command.env, ...env },
+    logFile: options.logFile,
+    restart: options.restart,
+  });
   const engine: EngineProcess = {
     name,
     get pid() {

@@ -5,15 +5,7 @@
 //
 // `ensureBridgeBundle` rebuilds it only when a file it was built from changed since: webpack's
 // list of those files is kept beside it.
-import {
-  existsSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Stats } from 'webpack';
@@ -95,14 +87,17 @@ export function bridgeBundleIsStale(output: string): boolean {
   try {
     const built = statSync(output).mtimeMs;
     const inputs = JSON.parse(readFileSync(inputsFile(output), 'utf8')) as string[];
-    return inputs.some((file) => !isFile(file) || statSync(file).mtimeMs > built);
+    return inputs.some((file) => {
+      const input = statSync(file, { throwIfNoEntry: false });
+      return !input?.isFile() || input.mtimeMs > built;
+    });
   } catch {
     return true; // no bundle yet, or no list of its inputs
   }
 }
 
 const inputsFile = (output: string) => `${output}.inputs.json`;
-const isFile = (path: string) => existsSync(path) && statSync(path).isFile();
+const isFile = (path: string) => statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const output = process.argv[2];
