@@ -18,6 +18,7 @@ const BENCHES: readonly Bench[] = [
     script: 'local-burst',
     env: { BENCH_WORKERS: '2', BENCH_BRIDGES: '2' },
   },
+  { name: 'temporal-floor' },
   { name: 'static-burst' },
   { name: 'allocator-grants' },
   { name: 'dynamic-burst' },
