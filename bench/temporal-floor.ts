@@ -77,6 +77,15 @@ async function main(): Promise<void> {
         },
       },
     );
+    // A worker that dies mid-burst fails the bench rather than leaving it waiting; its exit when
+    // the bench stops it is no news.
+    const crashed = new Promise<never>((_, reject) => {
+      void worker.exited.then((code) =>
+        reject(new Error(`the floor worker exited (code ${code}): ${worker.tail(5)}`)),
+      );
+    });
+    crashed.catch(() => undefined);
+    const untilWorkerDone = (done: Promise<void>) => Promise.race([done, crashed]);
     try {
       await waitFor('the floor worker to poll', () => (ready ? true : undefined), {
         timeoutMs: 60_000,
@@ -102,14 +111,14 @@ async function main(): Promise<void> {
         });
       });
       const startedBy = Date.now();
-      await servedAll;
+      await untilWorkerDone(servedAll);
       const cpuAtServed = cpuByProcess(processes);
 
       await paced(ids, async (workflowId) => {
         completedAt.set(workflowId, Date.now());
         await client.workflow.getHandle(workflowId).signal(observed, { state: 'completed' });
       });
-      await endedAll;
+      await untilWorkerDone(endedAll);
       const cpuAtEnded = cpuByProcess(processes);
       await connection.close();
 
