@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { createKubernetesActivities } from '../activities/kubernetes/taskruns.js';
+import { ANNOTATIONS, secretNameFor, WORKFLOW_ID } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../shared/lock-api.js';
 import { testEnv } from './support/env.js';
@@ -222,6 +224,67 @@ describe('a TaskRun re-created under the same name', () => {
     await scope.taskRuns.complete(name);
     await scope.taskRuns.waitForSecretGone(name);
     expect(await allUsers()).toEqual([]);
+  });
+
+  // The race above, made certain: the successor's write lands between the predecessor's
+  // read and its delete, or the predecessor's delete between the successor's create and replace.
+  // Real API server; only the moment of the other workflow's call is chosen by the test.
+  describe("the two workflows' calls on the one Secret, interleaved", () => {
+    const name = 'interleaved';
+    const secretName = secretNameFor(name);
+    const ref = (uid: string) => ({ namespace: pool.scope.namespace, name, uid });
+    const ownerOf = async () =>
+      (
+        await pool.scope.kube.core.readNamespacedSecret({
+          name: secretName,
+          namespace: pool.scope.namespace,
+        })
+      ).metadata?.annotations?.[ANNOTATIONS.ownerUid];
+    const adapter = (core: CoreV1Api) =>
+      createKubernetesActivities({ core, custom: pool.scope.kube.custom, engineNamespace: '-' });
+    /** The adapter whose first call of `method` lets `other` run first, as the other workflow. */
+    const racedAt = (method: keyof CoreV1Api, other: () => Promise<unknown>) => {
+      let raced = false;
+      return adapter(
+        new Proxy(pool.scope.kube.core, {
+          get(target, key, receiver) {
+            const real = Reflect.get(target, key, receiver) as unknown;
+            if (key !== method || typeof real !== 'function') return real;
+            return async (...args: unknown[]) => {
+              if (!raced) {
+                raced = true;
+                await other();
+              }
+              return (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            };
+          },
+        }),
+      );
+    };
+
+    it("a predecessor's delete leaves a Secret its successor took over after the read", async () => {
+      const plain = adapter(pool.scope.kube.core);
+      await plain.writeTaskRunSecret({ ...ref('old-uid'), data: { otp: 'old' } });
+      const predecessor = racedAt('deleteNamespacedSecret', () =>
+        plain.writeTaskRunSecret({ ...ref('new-uid'), data: { otp: 'new' } }),
+      );
+      expect(await predecessor.deleteTaskRunSecret(ref('old-uid'))).toBe('not-ours');
+      expect(await ownerOf()).toBe('new-uid');
+      expect(await plain.deleteTaskRunSecret(ref('new-uid'))).toBe('deleted');
+    });
+
+    it("a successor's write creates the Secret again when the predecessor's clean-up deleted it", async () => {
+      const plain = adapter(pool.scope.kube.core);
+      await plain.writeTaskRunSecret({ ...ref('old-uid'), data: { otp: 'old' } });
+      const successor = racedAt('replaceNamespacedSecret', async () => {
+        expect(await plain.deleteTaskRunSecret(ref('old-uid'))).toBe('deleted');
+      });
+      expect(await successor.writeTaskRunSecret({ ...ref('new-uid'), data: { otp: 'new' } })).toBe(
+        'written',
+      );
+      expect(await ownerOf()).toBe('new-uid');
+      expect(await plain.deleteTaskRunSecret(ref('new-uid'))).toBe('deleted');
+    });
   });
 });
 

@@ -134,7 +134,8 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
       ? await deps.core.listNamespacedSecret({ namespace: deps.watchNamespace, labelSelector })
       : await deps.core.listSecretForAllNamespaces({ labelSelector });
     for (const secret of list.items) {
-      const { name, namespace, uid, annotations, creationTimestamp } = secret.metadata ?? {};
+      const { name, namespace, uid, resourceVersion, annotations, creationTimestamp } =
+        secret.metadata ?? {};
       const owner = annotations?.[ANNOTATIONS.ownerUid];
       if (!name?.startsWith(SECRET_PREFIX) || !namespace || !owner || owned.has(owner)) continue;
       const age = creationTimestamp
@@ -145,7 +146,8 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
         await deps.core.deleteNamespacedSecret({
           name,
           namespace,
-          body: { preconditions: { uid } },
+          // Only as listed: a same-named successor may have replaced it since (409).
+          body: { preconditions: { uid, resourceVersion } },
         });
       } catch (err) {
         if (isNotFound(err) || (err as { code?: number }).code === 409) continue;

@@ -1,6 +1,7 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
 import type { CoreV1Api, CustomObjectsApi, StorageV1Api } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApplicationFailure } from '@temporalio/common';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
@@ -22,6 +23,9 @@ export interface TaskRunMetadataPatch extends TaskRunRef {
 }
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Reads and writes of a Secret that another TaskRun's workflow changes meanwhile, per try. */
+const SECRET_WRITE_ATTEMPTS = 3;
 
 export function createKubernetesActivities({ core, custom }: KubeClients) {
   async function taskRunExists(ref: TaskRunRef): Promise<boolean> {
@@ -79,7 +83,8 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
 
     /**
      * Creates or replaces the TaskRun's Secret. Idempotent: a retry after a lost response
-     * finds its own Secret and rewrites the same data.
+     * finds its own Secret and rewrites the same data. A same-named predecessor's Secret is
+     * replaced; if that one's clean-up deletes it in between, the Secret is created again.
      */
     async writeTaskRunSecret(
       input: TaskRunRef & { data: Record<string, string> },
@@ -103,38 +108,55 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
         type: 'Opaque',
         stringData: input.data,
       };
-      try {
-        await core.createNamespacedSecret({ namespace: input.namespace, body });
-        return 'written';
-      } catch (err) {
-        if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
-        if (!isConflict(err)) rethrowKube(`create Secret ${input.namespace}/${name}`, err);
-      }
-      try {
-        // Replace wholesale so stale keys (say an old `error`) cannot survive.
-        await core.replaceNamespacedSecret({ name, namespace: input.namespace, body });
-        return 'written';
-      } catch (err) {
-        rethrowKube(`replace Secret ${input.namespace}/${name}`, err);
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await core.createNamespacedSecret({ namespace: input.namespace, body });
+          return 'written';
+        } catch (err) {
+          if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
+          if (!isConflict(err)) rethrowKube(`create Secret ${input.namespace}/${name}`, err);
+        }
+        try {
+          // Replace wholesale so stale keys (say an old `error`) cannot survive.
+          await core.replaceNamespacedSecret({ name, namespace: input.namespace, body });
+          return 'written';
+        } catch (err) {
+          if (!isNotFound(err)) rethrowKube(`replace Secret ${input.namespace}/${name}`, err);
+          // Deleted since the create found it: create it again, a few times, then retry later.
+          if (attempt >= SECRET_WRITE_ATTEMPTS) {
+            throw ApplicationFailure.retryable(
+              `write Secret ${input.namespace}/${name}: deleted each time it was to be replaced`,
+              'KubernetesHttp404',
+            );
+          }
+        }
       }
     },
 
-    /** Deletes the Secret only if it belongs to this TaskRun (a same-named successor keeps its own). */
+    /**
+     * Deletes the Secret only if it belongs to this TaskRun: a same-named successor keeps its
+     * own, even one that replaced this TaskRun's Secret after it was read (the resourceVersion
+     * precondition refuses a delete of what was not read, and the Secret is read again).
+     */
     async deleteTaskRunSecret(input: TaskRunRef): Promise<'deleted' | 'absent' | 'not-ours'> {
       const name = secretNameFor(input.name);
-      try {
-        const secret = await core.readNamespacedSecret({ name, namespace: input.namespace });
-        const owner = secret.metadata?.annotations?.[ANNOTATIONS.ownerUid];
-        if (owner !== undefined && owner !== input.uid) return 'not-ours';
-        await core.deleteNamespacedSecret({
-          name,
-          namespace: input.namespace,
-          body: { preconditions: { uid: secret.metadata?.uid } },
-        });
-        return 'deleted';
-      } catch (err) {
-        if (isNotFound(err)) return 'absent';
-        rethrowKube(`delete Secret ${input.namespace}/${name}`, err);
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          const secret = await core.readNamespacedSecret({ name, namespace: input.namespace });
+          const owner = secret.metadata?.annotations?.[ANNOTATIONS.ownerUid];
+          if (owner !== undefined && owner !== input.uid) return 'not-ours';
+          const { uid, resourceVersion } = secret.metadata ?? {};
+          await core.deleteNamespacedSecret({
+            name,
+            namespace: input.namespace,
+            body: { preconditions: { uid, resourceVersion } },
+          });
+          return 'deleted';
+        } catch (err) {
+          if (isNotFound(err)) return 'absent';
+          if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue; // changed: read again
+          rethrowKube(`delete Secret ${input.namespace}/${name}`, err);
+        }
       }
     },
 
