@@ -7,6 +7,7 @@ import type { SshHost } from '../local-stack/ssh-hosts.js';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
 import { SA } from '../shared/search-attributes.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { diagnoseWorkflow } from './support/workflow-diagnosis.js';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 
 let pool: StaticPool;
@@ -52,7 +53,13 @@ async function provisioningFrozen(name: string) {
       (await handle.describe()).typedSearchAttributes.get(SA.phase) === 'Provisioning'
         ? true
         : undefined,
-    );
+    ).catch(async (err: Error) => {
+      const allocator = scope.temporal.client.workflow.getHandle(
+        WORKFLOW_ID.allocator(pool.platform),
+      );
+      const why = [handle, allocator].map((h) => diagnoseWorkflow(h));
+      throw new Error(`${err.message}\n${(await Promise.all(why)).join('\n')}`, { cause: err });
+    });
     return { tr, handle, thaw };
   } catch (err) {
     await thaw();

@@ -9,6 +9,7 @@ import { allocatorState } from '../../shared/messages.js';
 import type { AllocationSummary } from '../../workflows/allocator/allocation.js';
 import { startBridge, startWorker, type EngineProcess } from './engine.js';
 import { testEnv, uniqueSuffix } from './env.js';
+import { diagnoseWorkflow } from './workflow-diagnosis.js';
 import { createScope, type TestScope } from './scope.js';
 
 export interface StaticPool {
@@ -185,7 +186,19 @@ export async function createStaticPool(
         .map((line) => line.split(':')[0]!)
         .filter((user) => /^u-[0-9a-f]{12}$/.test(user));
     },
-    allocator: (p = platform) => handle(p).query(allocatorState) as Promise<AllocationSummary>,
+    async allocator(p = platform) {
+      try {
+        return (await handle(p).query(allocatorState)) as AllocationSummary;
+      } catch (err) {
+        // Why it does not answer, with what the worker last said: a flake must say which.
+        const why = err instanceof Error ? err.message : String(err);
+        throw new Error(
+          `the allocator of ${p} does not answer (${why})\n${await diagnoseWorkflow(handle(p))}` +
+            `\nworker's last output:\n${worker.tail(40)}`,
+          { cause: err },
+        );
+      }
+    },
     async dispose() {
       await Promise.all([bridge.stop(), worker.stop(), otp.stop()]);
       await pool.stop();
