@@ -28,7 +28,14 @@ async function eventsOf(uid: string) {
 }
 
 async function signalHost(host: SshHost, signal: NodeJS.Signals): Promise<void> {
-  for (const pid of await netnsPids(host.name)) process.kill(pid, signal);
+  for (const pid of await netnsPids(host.name)) {
+    try {
+      process.kill(pid, signal);
+    } catch (err) {
+      // a session's process that ended since it was listed (an earlier test's connection)
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  }
 }
 
 /**
