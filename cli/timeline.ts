@@ -254,7 +254,8 @@ function tsMs(ts: Ts | null | undefined): number | undefined {
   return secs * 1000 + Math.floor((ts.nanos ?? 0) / 1e6);
 }
 
-function tsIso(ts: Ts | null | undefined): string | undefined {
+/** A protobuf Timestamp as ISO 8601; undefined when it is not set. */
+export function tsIso(ts: Ts | null | undefined): string | undefined {
   const ms = tsMs(ts);
   return ms === undefined ? undefined : new Date(ms).toISOString();
 }

@@ -16,7 +16,7 @@ import { innermostMessage } from '../../shared/failures.js';
 import { isCompleted, type TaskRunObject } from '../../k8s-bridge/taskrun-contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host, TaskRunRef } from '../../shared/types.js';
-import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
+import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import type { createLockActivities } from '../kubernetes/locks.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
@@ -150,7 +150,7 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
           body: { preconditions: { uid, resourceVersion } },
         });
       } catch (err) {
-        if (isNotFound(err) || (err as { code?: number }).code === 409) continue;
+        if (isNotFound(err) || isConflict(err)) continue;
         throw err;
       }
       pass.secrets.push({ namespace, name });

@@ -187,13 +187,14 @@ export async function createStaticPool(
         .filter((user) => /^u-[0-9a-f]{12}$/.test(user));
     },
     async allocator(p = platform) {
+      const allocator = handle(p);
       try {
-        return (await handle(p).query(allocatorState)) as AllocationSummary;
+        return (await allocator.query(allocatorState)) as AllocationSummary;
       } catch (err) {
         // Why it does not answer, with what the worker last said: a flake must say which.
         const why = err instanceof Error ? err.message : String(err);
         throw new Error(
-          `the allocator of ${p} does not answer (${why})\n${await diagnoseWorkflow(handle(p))}` +
+          `the allocator of ${p} does not answer (${why})\n${await diagnoseWorkflow(allocator)}` +
             `\nworker's last output:\n${worker.tail(40)}`,
           { cause: err },
         );

@@ -1,7 +1,8 @@
 // What a test prints when a workflow stops answering or progressing: its pending workflow task
-// (on which queue, how many attempts) and the last workflow-task failures and time-outs in its
+// (its state, attempt and times) and the last workflow-task failures and time-outs in its
 // history, so a flake says whether the task sat on a dead worker or failed on a live one.
 import type { WorkflowHandle } from '@temporalio/client';
+import { tsIso } from '../../cli/timeline.js';
 
 const LAST_TASK_PROBLEMS = 3;
 /** temporal.api.enums.v1.PendingWorkflowTaskState */
@@ -10,9 +11,9 @@ const TASK_STATES = ['unspecified', 'scheduled', 'started'];
 export async function diagnoseWorkflow(handle: WorkflowHandle): Promise<string> {
   const lines = [`workflow ${handle.workflowId}:`];
   try {
-    const { raw, status } = await handle.describe();
+    const { raw, status, historyLength } = await handle.describe();
     const task = raw.pendingWorkflowTask;
-    lines.push(`  status ${status.name}, ${raw.workflowExecutionInfo?.historyLength} events`);
+    lines.push(`  status ${status.name}, ${historyLength} events`);
     lines.push(
       task
         ? `  pending workflow task: ${TASK_STATES[task.state ?? 0] ?? task.state}, attempt ${task.attempt}, ` +
@@ -44,7 +45,4 @@ export async function diagnoseWorkflow(handle: WorkflowHandle): Promise<string> 
   return lines.join('\n');
 }
 
-function stamp(time: { seconds?: unknown; nanos?: number | null } | null | undefined): string {
-  if (!time?.seconds) return '-';
-  return new Date(Number(String(time.seconds)) * 1000 + (time.nanos ?? 0) / 1e6).toISOString();
-}
+const stamp = (time: Parameters<typeof tsIso>[0]): string => tsIso(time) ?? '-';
