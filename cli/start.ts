@@ -129,7 +129,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         LOCAL_PORTS.lockAudit,
       ]);
       console.log(
-        'hostflow: starting kube-apiserver and etcd (the first start builds them: 10-20 min)…',
+        'hostflow: starting kube-apiserver, etcd and kube-controller-manager (the first start builds them: 15-30 min)…',
       );
       const lockAudit = await planLockAudit(join(stateDir, 'lock-audit'), LOCAL_PORTS.lockAudit);
       const kube = await startKubeApiServer({

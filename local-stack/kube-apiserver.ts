@@ -1,12 +1,14 @@
-// A real kube-apiserver backed by etcd, both built from the Go module proxy
-// (deploy/kube-apiserver) and started here for `npm start` and for the tests alike.
+// A real kube-apiserver backed by etcd, with the kube-controller-manager that finishes what it
+// starts, all built from the Go module proxy (deploy/kube-apiserver) and started here for
+// `npm start` and for the tests alike.
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
+import { httpsOk } from './https-get.js';
+import { startKubeControllerManager } from './kube-controller-manager.js';
 import { ensureCa, ensureCert } from './pki.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { freePort } from './ports.js';
@@ -32,7 +34,7 @@ export interface KubeApiServerOptions {
   /** Skip fsync in etcd: for throwaway test clusters only. */
   ephemeral?: boolean;
   logDir?: string;
-  /** Restart etcd and the API server whenever they exit (`hostflow start`). */
+  /** Restart etcd, the API server and the controller-manager whenever they exit (`hostflow start`). */
   restart?: boolean;
   /** Send audit events (deploy/locks/audit-policy.yaml) here: hostflow's lock-audit receiver. */
   audit?: LockAuditSink;
@@ -149,7 +151,9 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
     { logFile: logFile('etcd'), restart: options.restart },
   );
   let apiserver: ManagedProcess | undefined;
+  let controllers: ManagedProcess | undefined;
   const stop = async () => {
+    await controllers?.stop();
     await apiserver?.stop();
     await etcd.stop();
   };
@@ -211,34 +215,31 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
       { mode: 0o600 },
     );
     const server = apiserver;
+    const get = (path: string) => httpsOk(`${url}${path}`, { caFile: ca.cert, token });
     await waitFor(
       'kube-apiserver readiness and namespace default',
-      async () => {
-        const ok = await curl(url, '/api/v1/namespaces/default', token, ca.cert);
-        return ok ? true : undefined;
-      },
+      async () => ((await get('/api/v1/namespaces/default')) ? true : undefined),
       { timeoutMs: 90_000, intervalMs: 250, process: server },
+    );
+    controllers = await startKubeControllerManager({
+      bin,
+      apiUrl: url,
+      ca,
+      serviceAccountKey: saKey,
+      dir,
+      logFile: logFile('kube-controller-manager'),
+      restart: options.restart,
+    });
+    // The serviceaccount controller's first write: its controllers reach the API and act.
+    await waitFor(
+      'kube-controller-manager to act (ServiceAccount default/default)',
+      async () =>
+        (await get('/api/v1/namespaces/default/serviceaccounts/default')) ? true : undefined,
+      { timeoutMs: 60_000, intervalMs: 250, process: controllers },
     );
     return { url, kubeconfigPath, stop };
   } catch (err) {
     await stop();
     throw new Error(`kube-apiserver: could not start: ${(err as Error).message}`, { cause: err });
   }
-}
-
-/** One authenticated GET using Node's https (fetch cannot take a private CA without undici). */
-function curl(url: string, path: string, token: string, caFile: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = request(
-      `${url}${path}`,
-      { headers: { Authorization: `Bearer ${token}` }, ca: readFileSync(caFile), timeout: 2000 },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      },
-    );
-    req.on('error', () => resolve(false));
-    req.on('timeout', () => req.destroy());
-    req.end();
-  });
 }
