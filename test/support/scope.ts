@@ -1,6 +1,6 @@
 // One test file's slice of the shared cluster: its namespaces, host-config, and clients.
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { LOCK_API, LOCKABLE_LABEL } from '../../shared/lock-api.js';
+import { LOCKABLE_LABEL } from '../../shared/lock-api.js';
 import { HOST_CONFIG_NAME, LABELS } from '../../platform-config/contract.js';
 import type { EngineScope } from './engine.js';
 import { kube, temporalClient, uniqueSuffix } from './env.js';
@@ -13,7 +13,7 @@ export interface TestScope extends EngineScope {
   temporal: Awaited<ReturnType<typeof temporalClient>>;
   taskRuns: TaskRuns;
   setHostConfig(data: Record<string, string> | undefined): Promise<void>;
-  /** Deletes the namespaces (no controller-manager here: their objects go with them explicitly). */
+  /** Deletes the namespaces; the stack's namespace controller deletes what they hold. */
   dispose(): Promise<void>;
 }
 
@@ -74,26 +74,8 @@ export async function createScope(
     setHostConfig,
     async dispose() {
       await temporal.close();
-      for (const name of [scope.namespace, scope.engineNamespace]) {
-        await deleteAllIn(k, name);
+      for (const name of [scope.namespace, scope.engineNamespace])
         await k.core.deleteNamespace({ name }).catch(() => undefined);
-      }
     },
   };
-}
-
-async function deleteAllIn(k: ReturnType<typeof kube>, namespace: string): Promise<void> {
-  await k.custom
-    .deleteCollectionNamespacedCustomObject({
-      group: 'tekton.dev',
-      version: 'v1',
-      plural: 'taskruns',
-      namespace,
-    })
-    .catch(() => undefined);
-  await k.custom
-    .deleteCollectionNamespacedCustomObject({ ...LOCK_API, namespace })
-    .catch(() => undefined);
-  await k.core.deleteCollectionNamespacedSecret({ namespace }).catch(() => undefined);
-  await k.core.deleteCollectionNamespacedConfigMap({ namespace }).catch(() => undefined);
 }
