@@ -1,9 +1,12 @@
 // Cluster API Machines on static hosts, end to end: real bridge and worker processes, real SSH
 // hosts, the real API server. The bootstrap data is a shell script that registers a Node through
 // the API server and writes Cluster API's sentinel (test/support/node-join.ts): it stands in for
-// kubeadm join and a kubelet, which cannot run here. With no kubelet, evicted pods stay
-// Terminating, so the test plays the kubelet's part and deletes them; with no disruption
-// controller, the test sets each PodDisruptionBudget's status itself.
+// kubeadm join and a kubelet, which cannot run here. With no scheduler and no kubelet, the test
+// plays the kubelet's part: it binds each pod to its node (spec.nodeName), reports it Running
+// and Ready through the status subresource, and deletes the pods a drain evicted (they would
+// stay Terminating). Everything else is real: the stack's kube-controller-manager runs the
+// disruption controller, which computes each PodDisruptionBudget's status from those pods, and
+// the Eviction API refuses or lets an eviction through by that status.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   CoreV1Api,
@@ -55,6 +58,7 @@ afterAll(async () => {
 
 const ns = () => pool.scope.namespace;
 const core = () => pool.scope.kube.core;
+const policy = () => pool.scope.kube.kc.makeApiClient(PolicyV1Api);
 const hostOf = (providerID: string | undefined) =>
   pool.hosts[Number(/^hostflow:\/\/static\/h(\d+)$/.exec(providerID ?? '')?.[1] ?? 0) - 1]!;
 const sentinelOn = async (index: number) =>
@@ -107,33 +111,27 @@ async function actAsKubelet(): Promise<void> {
   }
 }
 
-async function pdb(name: string, app: string, disruptionsAllowed: number): Promise<void> {
-  const policy = pool.scope.kube.kc.makeApiClient(PolicyV1Api);
-  const exists = await policy.readNamespacedPodDisruptionBudget({ namespace: ns(), name }).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) {
-    await policy.createNamespacedPodDisruptionBudget({
-      namespace: ns(),
-      body: { metadata: { name }, spec: { minAvailable: 1, selector: { matchLabels: { app } } } },
-    });
-  }
-  // What the disruption controller would write.
-  const current = await policy.readNamespacedPodDisruptionBudget({ namespace: ns(), name });
-  await policy.replaceNamespacedPodDisruptionBudgetStatus({
+/**
+ * A PodDisruptionBudget keeping `minAvailable` pods labelled `app`, once the disruption
+ * controller has counted `healthy` of them (its status is what the Eviction API reads).
+ */
+async function pdb(name: string, app: string, minAvailable: number, healthy: number) {
+  await policy().createNamespacedPodDisruptionBudget({
     namespace: ns(),
-    name,
-    body: {
-      ...current,
-      status: {
-        currentHealthy: 1,
-        desiredHealthy: 1,
-        disruptionsAllowed,
-        expectedPods: 1,
-        observedGeneration: current.metadata?.generation ?? 1,
-      },
-    },
+    body: { metadata: { name }, spec: { minAvailable, selector: { matchLabels: { app } } } },
+  });
+  return budgetCounts(name, healthy);
+}
+
+/** The budget's status once the disruption controller counts `healthy` pods for it. */
+function budgetCounts(name: string, healthy: number) {
+  return waitFor(`PodDisruptionBudget ${name} to count ${healthy} healthy pods`, async () => {
+    const { metadata, status } = await policy().readNamespacedPodDisruptionBudget({
+      namespace: ns(),
+      name,
+    });
+    const current = status?.observedGeneration === metadata?.generation;
+    return current && status?.currentHealthy === healthy ? status : undefined;
   });
 }
 
@@ -198,7 +196,8 @@ describe('a Machine on a static host', () => {
 
   it('deletes in order: pre-drain hook, drain a PDB holds up, pre-terminate hook, then host, Secret, Node, finalizer', async () => {
     await podOn(nodeName, 'web-1', { app: 'web' });
-    await pdb('web', 'web', 0);
+    await podOn(nodeName, 'web-2', { app: 'web' });
+    expect((await pdb('web', 'web', 1, 2)).disruptionsAllowed).toBe(1);
     await machines.annotate('m1', {
       'pre-drain.delete.hook.machine.cluster.x-k8s.io/etcd': 'kcp',
       'pre-terminate.delete.hook.machine.cluster.x-k8s.io/backup': 'ops',
@@ -219,6 +218,11 @@ describe('a Machine on a static host', () => {
     );
     expect(machines.condition(blocked, CONDITION.drainingSucceeded)?.reason).toBe('Draining');
     expect((await readNode(nodeName))?.spec?.unschedulable).toBe(true);
+    // The budget let exactly one of the two go; the other waits for a replacement.
+    const evicting = (await core().listNamespacedPod({ namespace: ns() })).items.filter(
+      (p) => p.metadata?.deletionTimestamp,
+    );
+    expect(evicting).toHaveLength(1);
 
     // Locked while it drains: an operator may neither uncordon nor delete it (dry run).
     const operator = (
@@ -243,12 +247,19 @@ describe('a Machine on a static host', () => {
     ).toMatch(locked);
     expect(await apiAnswer(operator.deleteNode({ name: nodeName, dryRun: 'All' }))).toMatch(locked);
 
-    await pdb('web', 'web', 1);
-    await waitFor('web-1 to be evicted', async () => {
+    // A replacement runs elsewhere: two healthy again, so the budget lets the second one go.
+    await podOn('elsewhere', 'web-3', { app: 'web' });
+    await waitFor('web-1 and web-2 to be evicted', async () => {
       await actAsKubelet();
-      const left = (await core().listNamespacedPod({ namespace: ns() })).items;
+      const left = (
+        await core().listNamespacedPod({
+          namespace: ns(),
+          fieldSelector: `spec.nodeName=${nodeName}`,
+        })
+      ).items;
       return left.length === 0 ? true : undefined;
     });
+    await core().deleteNamespacedPod({ namespace: ns(), name: 'web-3', gracePeriodSeconds: 0 });
     await machines.until(
       'm1',
       'to wait for its pre-terminate hook',
@@ -324,7 +335,7 @@ describe('a Machine on a static host', () => {
     const node2 = m2.status!.nodeRef!.name;
     const node3 = m3.status!.nodeRef!.name;
     await podOn(node2, 'db-1', { app: 'db' });
-    await pdb('db', 'db', 0);
+    expect((await pdb('db', 'db', 1, 1)).disruptionsAllowed).toBe(0); // as many as there are
     await podOn(node3, 'cache-1');
     const storage = pool.scope.kube.kc.makeApiClient(StorageV1Api);
     const attachments = [`${ns()}-m2-vol`, `${ns()}-m3-vol`];
