@@ -1,0 +1,244 @@
+// The container image (deploy/image) end to end: the worker, the bridge and the OTP service run
+// from it, as the production Deployments run them (their arguments, environment and volumes; uid
+// 1000, read-only root filesystem, no capabilities), against the local stack, and serve a local
+// TaskRun and a static-pool TaskRun whose build logs in to a real sshd host with the redeemed key.
+// No process of this repository's checkout serves this file's namespaces: only the image's.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { planOtpService } from '../local-stack/otp-service.js';
+import { freePort } from '../local-stack/ports.js';
+import { waitFor } from '../local-stack/process.js';
+import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import {
+  IMAGE,
+  buildImage,
+  containerKubeconfig,
+  deployedWorkloads,
+  execIn,
+  inspectContainer,
+  runWorkload,
+  secretVolume,
+  type ImageProcess,
+  type Workload,
+} from './support/image.js';
+import { redeemSecret } from './support/otp.js';
+import { createScope, type TestScope } from './support/scope.js';
+import { sshCommand } from './support/ssh.js';
+
+const sfx = uniqueSuffix();
+const dir = join(testEnv('stateDir'), `image-${sfx}`);
+let scope: TestScope;
+let hosts: SshHostPool;
+const running: ImageProcess[] = [];
+let worker: ImageProcess;
+let bridge: ImageProcess;
+let otp: ImageProcess;
+let otpUrl: string;
+let health: { worker: string; bridge: string };
+const staticPlatform = `linux/image-${sfx}`;
+
+beforeAll(async () => {
+  // Current already when CI built it in an earlier step; otherwise this builds it (minutes).
+  await buildImage();
+  const workloads = await deployedWorkloads();
+  const workload = (name: string): Workload => {
+    const w = workloads[name];
+    if (!w) throw new Error(`deploy/base has no Deployment ${name}`);
+    return w;
+  };
+  scope = await createScope('image');
+  hosts = await startSshHosts({
+    count: 1,
+    stateDir: join(dir, 'ssh'),
+    prefix: `img${sfx.slice(0, 4)}`,
+  });
+  const host = hosts.hosts[0]!;
+  await scope.kube.core.createNamespacedSecret({
+    namespace: scope.engineNamespace,
+    body: { metadata: { name: 'admin-0' }, stringData: { id_rsa: host.adminPrivateKey } },
+  });
+  await scope.setHostConfig({
+    'local-platforms': 'linux/amd64',
+    'host.h1.address': host.address,
+    'host.h1.user': host.adminUser,
+    'host.h1.platform': staticPlatform,
+    'host.h1.secret': 'admin-0',
+    'host.h1.concurrency': '2',
+  });
+
+  // The OTP service's certificate, store token and sealing key, made as the local stack makes
+  // them, then shown to the containers as the Secrets hostflow-otp-tls and hostflow-otp.
+  const port = await freePort();
+  const plan = await planOtpService({
+    stateDir: join(dir, 'otp-state'),
+    kubeconfig: testEnv('kubeconfig'),
+    namespace: scope.engineNamespace,
+    port,
+  });
+  otpUrl = plan.url;
+  const secrets: Record<string, Record<string, string>> = {
+    'hostflow-otp-tls': {
+      'tls.crt': plan.files.tlsCert,
+      'tls.key': plan.files.tlsKey,
+      'ca.crt': plan.files.caCert,
+    },
+    'hostflow-otp': {
+      'store-token': plan.files.storeToken,
+      'sealing-key': String(plan.env.HOSTFLOW_OTP_SEALING_KEY_FILE),
+    },
+  };
+  const kubeDir = join(dir, 'kube');
+  containerKubeconfig(kubeDir);
+  secretVolume(kubeDir, { kubeconfig: join(kubeDir, 'kubeconfig') });
+
+  const [workerMetrics, workerHealth, bridgeMetrics, bridgeHealth, otpMetrics] = await Promise.all(
+    Array.from({ length: 5 }, () => freePort()),
+  );
+  health = {
+    worker: `http://127.0.0.1:${workerHealth}`,
+    bridge: `http://127.0.0.1:${bridgeHealth}`,
+  };
+  // Where things are on this machine instead of in a cluster; everything else is the manifests'.
+  const placed = {
+    TEMPORAL_ADDRESS: testEnv('temporalAddress'),
+    TEMPORAL_NAMESPACE: testEnv('temporalNamespace'),
+    KUBECONFIG: '/etc/hostflow/kube/kubeconfig',
+    HOSTFLOW_NAMESPACE: scope.engineNamespace,
+    HOSTFLOW_OTP_URL: plan.url,
+  };
+  const start = (name: string, kind: string, env: Record<string, string>, readyLine: string) => {
+    const w = workload(name);
+    const mounts: Record<string, string> = { '/etc/hostflow/kube': kubeDir };
+    for (const m of w.secretMounts) {
+      const files = secrets[m.secret];
+      if (!files) {
+        if (m.optional) continue;
+        throw new Error(`${name} mounts Secret ${m.secret}, which this test does not make`);
+      }
+      mounts[m.path] = secretVolume(join(dir, `${kind}-${m.secret}`), files, m.items);
+    }
+    return runWorkload(w, {
+      container: `hostflow-test-${kind}-${sfx}`,
+      env: { ...placed, ...env },
+      mounts,
+      readyLine,
+      logFile: join(testEnv('stateDir'), 'logs', `image-${kind}-${sfx}.log`),
+    }).then((p) => (running.push(p), p));
+  };
+  otp = await start(
+    'hostflow-otp',
+    'otp',
+    {
+      HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
+      HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${otpMetrics}`,
+    },
+    plan.readyLine,
+  );
+  const engineEnv = {
+    HOSTFLOW_TASK_QUEUE: scope.taskQueue,
+    HOSTFLOW_WATCH_NAMESPACE: scope.namespace,
+  };
+  [worker, bridge] = await Promise.all([
+    start(
+      'hostflow-worker',
+      'worker',
+      {
+        ...engineEnv,
+        HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${workerMetrics}`,
+        HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${workerHealth}`,
+      },
+      'polling',
+    ),
+    start(
+      'hostflow-bridge',
+      'bridge',
+      {
+        ...engineEnv,
+        HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${bridgeMetrics}`,
+        HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${bridgeHealth}`,
+      },
+      'watching',
+    ),
+  ]);
+}, 30 * 60_000);
+
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()));
+  await hosts?.stop();
+  await scope?.dispose();
+}, 120_000);
+
+describe('the image', () => {
+  it('runs the worker, the bridge and the OTP service as uid 1000 on a read-only root', async () => {
+    for (const p of [worker, bridge, otp]) {
+      const c = await inspectContainer(p.container);
+      expect(c).toMatchObject({
+        image: IMAGE,
+        user: '1000:1000',
+        readOnlyRoot: true,
+        running: true,
+      });
+      const id = await execIn(p.container, ['id', '-u']);
+      expect(id.output.trim()).toBe('1000');
+      const write = await execIn(p.container, ['touch', '/app/written']);
+      expect(write.code).not.toBe(0);
+      expect(write.output).toContain('Read-only file system');
+    }
+    expect((await inspectContainer(worker.container)).args).toEqual(
+      expect.arrayContaining(['dist/workers/worker.js']),
+    );
+    // The Deployments' probes: ready once polling (worker) and once every watch listed (bridge).
+    for (const url of [health.worker, health.bridge]) {
+      const status = await waitFor(`${url}/readyz`, async () => {
+        const res = await fetch(`${url}/readyz`);
+        return res.ok ? res.status : undefined;
+      });
+      expect(status).toBe(200);
+    }
+  });
+
+  it('serves a local TaskRun and cleans up when it completes', async () => {
+    const { taskRuns } = scope;
+    const tr = await taskRuns.create({ name: 'local', platform: 'linux/amd64' });
+    expect(await taskRuns.waitForSecret(tr.name, 60_000)).toEqual({ host: 'localhost' });
+    const labels = await waitFor('TaskRun labels', async () => {
+      const l = (await taskRuns.get(tr.name)).metadata.labels ?? {};
+      return l[LABELS.assignedHost] ? l : undefined;
+    });
+    expect(labels[LABELS.targetPlatform]).toBe('linux-amd64');
+    const handle = scope.temporal.client.workflow.getHandle(
+      WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid),
+    );
+    await taskRuns.complete(tr.name);
+    await taskRuns.waitForSecretGone(tr.name, 60_000);
+    expect(await handle.result()).toEqual({ served: 'local' });
+  });
+
+  it('serves a static TaskRun: a build user on the sshd host, its key redeemed from the OTP service', async () => {
+    const { taskRuns } = scope;
+    const host = hosts.hosts[0]!;
+    const tr = await taskRuns.create({ name: 'static', platform: staticPlatform });
+    const secret = await taskRuns.waitForSecret(tr.name, 60_000);
+    expect(Object.keys(secret).sort()).toEqual(['host', 'otp', 'otp-ca', 'otp-server', 'user-dir']);
+    expect(secret['otp-server']).toBe(`${otpUrl}/otp`);
+    const [user, address] = secret.host!.split('@') as [string, string];
+    expect(user).toMatch(/^u-[0-9a-f]{12}$/);
+    expect(address).toBe(host.address);
+
+    const key = await redeemSecret(secret);
+    expect(key).toContain('OPENSSH PRIVATE KEY');
+    const login = await sshCommand(
+      { address, user, privateKey: key },
+      'whoami && cd "$HOME/build" && pwd',
+    );
+    expect(login.stdout.trim()).toBe(`${user}\n${secret['user-dir']}`);
+
+    await taskRuns.complete(tr.name);
+    await taskRuns.waitForSecretGone(tr.name, 60_000);
+    const users = await host.exec(['getent', 'passwd', user]);
+    expect(users.code).not.toBe(0);
+    expect((await host.exec(['test', '-e', `/home/${user}`])).code).not.toBe(0);
+  });
+});
