@@ -247,8 +247,9 @@ describe('a MachineConfigPool of five nodes', () => {
   it('degrades a node whose drain a PodDisruptionBudget holds past the timeout (FailedToDrain)', async () => {
     const IMAGE = await layered('drain');
     const held = nodes.nodes[1]!.node;
-    // A pod on it that its budget never lets go. No scheduler, no kubelet, no disruption
-    // controller here: the test makes the pod Running and Ready and sets the budget's status.
+    // A pod on it that its budget never lets go. No scheduler, no kubelet: the test plays the
+    // kubelet's part, binding the pod to the node and reporting it Running and Ready; the stack's
+    // disruption controller computes the budget's status from it, as in a cluster.
     const core = scope.kube.core;
     const pod = await core.createNamespacedPod({
       namespace: scope.namespace,
@@ -266,27 +267,22 @@ describe('a MachineConfigPool of five nodes', () => {
       },
     });
     const policy = scope.kube.kc.makeApiClient(PolicyV1Api);
-    const pdb = await policy.createNamespacedPodDisruptionBudget({
+    await policy.createNamespacedPodDisruptionBudget({
       namespace: scope.namespace,
       body: {
         metadata: { name: 'db' },
         spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } },
       },
     });
-    await policy.replaceNamespacedPodDisruptionBudgetStatus({
-      namespace: scope.namespace,
-      name: 'db',
-      body: {
-        ...pdb,
-        status: {
-          currentHealthy: 1,
-          desiredHealthy: 1,
-          disruptionsAllowed: 0,
-          expectedPods: 1,
-          observedGeneration: pdb.metadata?.generation ?? 1,
-        },
-      },
+    const budget = await waitFor('the disruption controller to count db-0', async () => {
+      const { metadata, status } = await policy.readNamespacedPodDisruptionBudget({
+        namespace: scope.namespace,
+        name: 'db',
+      });
+      const current = status?.observedGeneration === metadata?.generation;
+      return current && status?.currentHealthy === 1 ? status : undefined;
     });
+    expect(budget.disruptionsAllowed).toBe(0);
     await overrideImage(IMAGE);
     const degraded = await poolUntil(
       'to be Degraded by the drain',
