@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
 import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
+import { statusCode } from '../shared/kube-errors.js';
 import { historyText } from './support/history-text.js';
 import { lockedByEngine, secretDeleter } from './support/secret-deleter.js';
 import { sshCommand } from './support/ssh.js';
@@ -269,5 +270,41 @@ describe('live host-config changes', () => {
     for (const name of ['live-2', 'live-3']) await scope.taskRuns.complete(name);
     for (const name of ['live-2', 'live-3']) await scope.taskRuns.waitForSecretGone(name);
     await scope.setHostConfig(pool.hostEntries([{ host: 0 }, { host: 1 }]));
+  });
+});
+
+// Last in the file: it deletes the file's TaskRun namespace. The stack's namespace controller
+// deletes the TaskRuns and their Secrets; the bridge sees the TaskRuns go, and their workflows
+// clean up what hostflow made outside the namespace: the build users on the hosts, the slots.
+describe('a namespace deleted while its TaskRuns hold build users', () => {
+  it("goes, and its TaskRuns' workflows end, removing the build users and freeing the slots", async () => {
+    const { scope, hosts } = pool;
+    const runs = [];
+    for (const name of ['doomed-1', 'doomed-2'])
+      runs.push(await scope.taskRuns.create({ name, platform: pool.platform }));
+    const users: string[] = [];
+    for (const tr of runs)
+      users.push((await scope.taskRuns.waitForSecret(tr.name)).host!.split('@')[0]!);
+    expect((await pool.allocator()).inUse).toBe(2);
+
+    await scope.kube.core.deleteNamespace({ name: scope.namespace });
+    for (const tr of runs) {
+      const id = WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid);
+      await scope.temporal.client.workflow.getHandle(id).result();
+    }
+    const left = (await Promise.all(hosts.map((h) => pool.buildUsers(h)))).flat();
+    expect(left.filter((u) => users.includes(u))).toEqual([]);
+    await waitFor('the slots to be released', async () =>
+      (await pool.allocator()).inUse === 0 ? true : undefined,
+    );
+    await waitFor(
+      `namespace ${scope.namespace} to be deleted`,
+      () =>
+        scope.kube.core.readNamespace({ name: scope.namespace }).then(
+          () => undefined,
+          (err: unknown) => (statusCode(err) === 404 ? true : Promise.reject(err)),
+        ),
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
   });
 });
