@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, etcd and kubectl once from the Go module proxy and caches them outside
-# the repo. kubectl is the same release as the API server, so the manifests' dry-run and
+# Builds kube-apiserver, kube-controller-manager, etcd and kubectl once from the Go module proxy
+# and caches them outside the repo. The controller-manager is the same release as the API server:
+# without it deleted namespaces stay Terminating, ownerReferences are never collected and no
+# PodDisruptionBudget gets a status. kubectl is the same release as the API server, so the manifests' dry-run and
 # `kubectl kustomize` never depend on whatever kubectl a machine happens to have.
 # Usage: build.sh [cache-dir]   Prints the cache dir holding the binaries.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(awk '/k8s.io\/kubernetes v/ {print $2; exit}' "$here/go.mod")
 cache=${1:-${HOSTFLOW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostflow}}/kube-$version
-if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ -x "$cache/kubectl" ]; then echo "$cache"; exit 0; fi
+if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ -x "$cache/kubectl" ] && [ -x "$cache/kube-controller-manager" ]; then
+  echo "$cache"
+  exit 0
+fi
 command -v go >/dev/null || { echo "kube-apiserver: Go is required to build it (not found on PATH)" >&2; exit 1; }
 mkdir -p "$cache"
 cd "$here"
@@ -22,7 +27,14 @@ if [ ! -x "$cache/kube-apiserver" ] || [ ! -x "$cache/etcd" ]; then
   mv "$cache/etcd.tmp" "$cache/etcd"
   mv "$cache/kube-apiserver.tmp" "$cache/kube-apiserver"
 fi
-echo "building kubectl $version into $cache (one-off)" >&2
-go build -trimpath -ldflags="$stamp" -o "$cache/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
-mv "$cache/kubectl.tmp" "$cache/kubectl"
+if [ ! -x "$cache/kube-controller-manager" ]; then
+  echo "building kube-controller-manager $version into $cache (one-off, 5-10 min on 2 cores)" >&2
+  go build -trimpath -ldflags="$stamp" -o "$cache/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
+  mv "$cache/kube-controller-manager.tmp" "$cache/kube-controller-manager"
+fi
+if [ ! -x "$cache/kubectl" ]; then
+  echo "building kubectl $version into $cache (one-off)" >&2
+  go build -trimpath -ldflags="$stamp" -o "$cache/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
+  mv "$cache/kubectl.tmp" "$cache/kubectl"
+fi
 echo "$cache"
