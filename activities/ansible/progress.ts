@@ -1,6 +1,7 @@
 // What an ansible-playbook run is doing, read from its default output line by line: the current
-// play and task, which host failed at which task and why, and the PLAY RECAP per host. Pure, so
-// it is tested on recorded output.
+// play and task, which host failed at which task and why, and the PLAY RECAP per host. A failure's
+// result is JSON on the same line, or, under kubespray's ansible.cfg, indented over the lines
+// up to a closing `}` at the start of a line. Pure, so it is tested on recorded output.
 export interface HostRecap {
   ok: number;
   changed: number;
@@ -28,9 +29,19 @@ export class PlaybookProgress {
   readonly failures: PlaybookFailure[] = [];
   readonly recap: Record<string, HostRecap> = {};
   private inRecap = false;
+  /** A failure whose result JSON goes on over the next lines. */
+  private pending: { failure: PlaybookFailure; json: string[] } | undefined;
 
   feed(line: string): void {
     const text = line.trimEnd();
+    if (this.pending) {
+      this.pending.json.push(text);
+      if (text !== '}') return;
+      const { failure, json } = this.pending;
+      this.pending = undefined;
+      this.failures.push({ ...failure, message: messageOf(json.join('\n')) });
+      return;
+    }
     let match: RegExpExecArray | null;
     if ((match = PLAY.exec(text))) {
       this.play = match[1]!;
@@ -40,12 +51,14 @@ export class PlaybookProgress {
     } else if ((match = TASK.exec(text))) {
       this.task = match[1]!;
     } else if ((match = FATAL.exec(text))) {
-      this.failures.push({
+      const failure = {
         host: match[2]!,
         task: this.task,
         kind: match[3] === 'UNREACHABLE' ? 'unreachable' : 'failed',
         message: messageOf(match[4]!),
-      });
+      };
+      if (match[4] === '{') this.pending = { failure, json: ['{'] };
+      else this.failures.push(failure);
     } else if (this.inRecap && (match = RECAP.exec(text))) {
       const [, host, ok, changed, unreachable, failed] = match;
       this.recap[host!] = {
