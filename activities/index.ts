@@ -1,6 +1,6 @@
 // Every activity the worker registers, built over the clients one process owns.
 import { ApplicationFailure } from '@temporalio/common';
-import { createPlaybookActivities } from './ansible/playbook.js';
+import { createPlaybookActivities, type KubesprayCheck } from './ansible/playbook.js';
 import { createCloudActivities } from './cloud/instances.js';
 import { createDhcpActivities } from './dhcp/leases.js';
 import { createBareMetalHostActivities } from './kubernetes/baremetalhosts.js';
@@ -36,7 +36,8 @@ export interface ActivityDeps {
   /** Provisionings: kubespray and where clusters' files live. */
   provisioning?: {
     ansiblePlaybook: string;
-    kubesprayDir?: string;
+    /** kubespray checkouts; the first serves Provisionings that pin no release. */
+    kubesprayDirs?: string[];
     workDir: string;
     leasesFile?: string;
     /** Where BareMetalHosts are taken from; every namespace when unset. */
@@ -103,20 +104,20 @@ export function createActivities(deps: ActivityDeps) {
 /** Without a kubespray directory, a Provisioning's install fails saying which setting to set. */
 function playbookActivities(deps: ActivityDeps) {
   const settings = deps.provisioning;
-  if (!settings?.kubesprayDir) {
+  if (!settings?.kubesprayDirs?.length) {
+    const problem =
+      'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout';
     return {
+      checkKubespray: async (): Promise<KubesprayCheck> => ({ problem }),
       runPlaybook: async (): Promise<never> => {
-        throw ApplicationFailure.nonRetryable(
-          'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout',
-          'KubesprayNotConfigured',
-        );
+        throw ApplicationFailure.nonRetryable(problem, 'KubesprayNotConfigured');
       },
     };
   }
   const { core } = deps.kube;
   return createPlaybookActivities({
     ansiblePlaybook: settings.ansiblePlaybook,
-    kubesprayDir: settings.kubesprayDir,
+    kubesprayDirs: settings.kubesprayDirs,
     workDir: settings.workDir,
     readKey: (namespace, secret) =>
       createAdminKeyReader({ core, engineNamespace: namespace })(secret),

@@ -21,3 +21,10 @@ export const TOOLS_BIN = join(REPO_ROOT, '.tools/venv/bin');
 
 /** Default state directory for `npm start`: persists across runs. */
 export const LOCAL_STATE_DIR = join(REPO_ROOT, '.hostflow');
+
+/**
+ * The unmodified kubespray release the tests run for real: the copy kept beside the repository
+ * (../shared/kubespray-v2.31.0), or HOSTFLOW_REAL_KUBESPRAY.
+ */
+export const REAL_KUBESPRAY =
+  process.env.HOSTFLOW_REAL_KUBESPRAY ?? join(REPO_ROOT, '..', 'shared', 'kubespray-v2.31.0');

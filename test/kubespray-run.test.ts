@@ -1,6 +1,7 @@
 // The kubespray run activity against real SSH hosts with real ansible-playbook. The playbooks are
 // the project's stand-in for kubespray (local-stack/kubespray-stand-in): real kubespray cannot
-// install Kubernetes on hosts that share this machine's kernel and have no systemd. They connect
+// install Kubernetes on hosts that share this machine's kernel and have no systemd (it runs here up
+// to its facts, in kubespray-real.test.ts, and this stand-in goes on from there). They connect
 // to every host with become, validate the inventory as kubespray does, and write
 // artifacts/admin.conf. The activity runs under Temporal's activity test environment.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -18,57 +19,34 @@ import {
   KUBECONFIG_KEY,
 } from '../activities/kubernetes/kubeconfig-secret.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
-import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { renderGroupVars, renderInventory } from '../workflows/provisioning/inventory.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
-import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
+import {
+  INSTALLER_KEY_SECRET,
+  startKubesprayHosts,
+  stopKubesprayHosts,
+} from './support/kubespray-hosts.js';
 
 const { core } = kube();
 const sfx = uniqueSuffix();
 const namespace = `kubespray-${sfx}`;
 const workDir = join(testEnv('stateDir'), `clusters-${sfx}`);
 let pool: SshHostPool;
-/** The installer's key, on every host as key distribution leaves it. */
-const { privateKey: installerPrivate, publicKey: installerPublic } = generateEd25519KeyPair('test');
-const installer = { private: installerPrivate, public: installerPublic };
 
 const activities = createPlaybookActivities({
   ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
-  kubesprayDir: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
+  kubesprayDirs: [join(REPO_ROOT, 'local-stack/kubespray-stand-in')],
   workDir,
   readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
   storeKubeconfig: createKubeconfigStore(core),
 });
 
 beforeAll(async () => {
-  pool = await startSshHosts({
-    count: 3,
-    stateDir: join(testEnv('stateDir'), `ssh-kubespray-${sfx}`),
-    prefix: `ks${sfx.slice(0, 4)}`,
-  });
-  for (const host of pool.hosts) {
-    const added = await host.exec([
-      'sh',
-      '-c',
-      'printf "%s\\n" "$1" >> "/home/$2/.ssh/authorized_keys"',
-      'sh',
-      installer.public,
-      host.adminUser,
-    ]);
-    expect(added.code).toBe(0);
-  }
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await core.createNamespacedSecret({
-    namespace,
-    body: { metadata: { name: 'installer-key' }, stringData: { id_rsa: installer.private } },
-  });
+  pool = await startKubesprayHosts({ count: 3, namespace, sfx });
 }, 120_000);
 
-afterAll(async () => {
-  await pool?.stop();
-  await core.deleteCollectionNamespacedSecret({ namespace }).catch(() => undefined);
-  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-});
+afterAll(() => stopKubesprayHosts(pool, namespace));
 
 const [m, w1, w2] = [0, 1, 2];
 const nodes = () => [
@@ -84,7 +62,7 @@ const input = (cluster: string, extra: Partial<PlaybookInput> = {}): PlaybookInp
   inventory: renderInventory(nodes()),
   groupVars: renderGroupVars({ cluster }),
   sshUser: pool.hosts[0]!.adminUser,
-  sshKeySecret: 'installer-key',
+  sshKeySecret: INSTALLER_KEY_SECRET,
   controlPlaneIp: pool.hosts[m]!.address,
   ...extra,
 });

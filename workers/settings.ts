@@ -67,7 +67,17 @@ const EnvSchema = z.object({
   HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   /** Provisionings: the ansible-playbook command, and a kubespray checkout to run. */
   HOSTFLOW_ANSIBLE_PLAYBOOK: z.string().min(1).default('ansible-playbook'),
-  HOSTFLOW_KUBESPRAY_DIR: z.string().optional(),
+  /**
+   * kubespray checkouts, `:`-separated like PATH: a Provisioning pins one by its release, and the
+   * first serves those that pin none.
+   */
+  HOSTFLOW_KUBESPRAY_DIR: z
+    .string()
+    .transform((dirs) => dirs.split(':').filter(Boolean))
+    .refine((dirs) => dirs.every((dir) => existsSync(join(dir, 'cluster.yml'))), {
+      message: 'each entry must be a kubespray checkout (a directory with cluster.yml)',
+    })
+    .optional(),
   /** Where each cluster's inventory, artifacts and kubespray logs are kept. */
   HOSTFLOW_PROVISIONING_DIR: z.string().min(1).default('/var/lib/hostflow/clusters'),
   /** Provisionings take BareMetalHosts from this namespace only (e.g. metal3); unset: from all. */

@@ -57,7 +57,7 @@ export async function createWorker(
     otp: otpDelivery(settings),
     provisioning: {
       ansiblePlaybook: settings.HOSTFLOW_ANSIBLE_PLAYBOOK,
-      kubesprayDir: settings.HOSTFLOW_KUBESPRAY_DIR,
+      kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
       leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
       bareMetalNamespace: settings.HOSTFLOW_BAREMETAL_NAMESPACE,

@@ -21,6 +21,12 @@ import {
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import {
+  ansibleCoreVersion,
+  chooseCheckout,
+  readCheckout,
+  type KubesprayCheckout,
+} from './kubespray-release.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';
 
 export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
@@ -29,8 +35,11 @@ export type Playbook = (typeof PLAYBOOKS)[number];
 export interface PlaybookDeps {
   /** The ansible-playbook command. */
   ansiblePlaybook: string;
-  /** A kubespray checkout (or the tests' stand-in): where the playbooks are. */
-  kubesprayDir: string;
+  /**
+   * The kubespray checkouts the worker can run (or the tests' stand-in): the first serves a
+   * Provisioning that pins no release.
+   */
+  kubesprayDirs: string[];
   /** Where each cluster's directory lives: <workDir>/<namespace>/<cluster>. */
   workDir: string;
   /** The installer's private SSH key, from its Secret (key id_rsa) in `namespace`. */
@@ -59,6 +68,15 @@ export interface PlaybookInput {
   limit?: string[];
   /** The first control plane's IP: the stored kubeconfig's server. */
   controlPlaneIp?: string;
+  /** The kubespray release the Provisioning pins (`v2.31.0`); the worker's first when unset. */
+  kubesprayRelease?: string;
+}
+
+export interface KubesprayCheck {
+  /** The release that will run (`2.31.0`), when the checkout names one. */
+  release?: string;
+  /** Why none can run: the release is not installed, or needs another ansible-core. */
+  problem?: string;
 }
 
 export interface PlaybookOutcome {
@@ -73,8 +91,28 @@ const HEARTBEAT_MS = 5_000;
 const LOCKED = 75;
 
 export function createPlaybookActivities(deps: PlaybookDeps) {
+  let ansibleCore: Promise<string> | undefined;
+  /** The checkout for `release`, or why there is none; ansible-core is asked once per process. */
+  const choose = async (release: string | undefined) => {
+    ansibleCore ??= ansibleCoreVersion(deps.ansiblePlaybook).catch((err: unknown) => {
+      ansibleCore = undefined;
+      throw err;
+    });
+    return chooseCheckout(deps.kubesprayDirs.map(readCheckout), release, await ansibleCore);
+  };
   return {
+    /** Whether a Provisioning's kubespray release can run here, asked before any host is touched. */
+    async checkKubespray(input: { release?: string }): Promise<KubesprayCheck> {
+      const chosen = await choose(input.release);
+      if ('problem' in chosen) return { problem: chosen.problem };
+      return chosen.checkout.version ? { release: chosen.checkout.version } : {};
+    },
+
     async runPlaybook(input: PlaybookInput): Promise<PlaybookOutcome> {
+      const chosen = await choose(input.kubesprayRelease);
+      if ('problem' in chosen) {
+        throw ApplicationFailure.nonRetryable(chosen.problem, 'KubesprayUnavailable');
+      }
       const dir = join(deps.workDir, input.namespace, input.cluster);
       mkdirSync(join(dir, 'group_vars'), { recursive: true, mode: 0o700 });
       // This run's own files until it holds the lock: a run refused as busy touches nothing in use.
@@ -97,7 +135,8 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       const beat = setInterval(() => context.heartbeat(progress.describe()), HEARTBEAT_MS);
       try {
         code = await runAnsible(
-          deps,
+          deps.ansiblePlaybook,
+          chosen.checkout,
           input,
           { dir, inventory, keyFile, log },
           progress,
@@ -164,7 +203,8 @@ function playbookVars(input: PlaybookInput): string[] {
 }
 
 function runAnsible(
-  deps: PlaybookDeps,
+  ansiblePlaybook: string,
+  kubespray: KubesprayCheckout,
   input: PlaybookInput,
   files: { dir: string; inventory: string; keyFile: string; log: string },
   progress: PlaybookProgress,
@@ -182,10 +222,10 @@ function runAnsible(
     '--conflict-exit-code',
     String(LOCKED),
     join(dir, '.run.lock'),
-    deps.ansiblePlaybook,
+    ansiblePlaybook,
     '-i',
     inventory,
-    join(deps.kubesprayDir, input.playbook),
+    join(kubespray.dir, input.playbook),
     '--become',
     '--user',
     input.sshUser,
@@ -198,6 +238,7 @@ function runAnsible(
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
+      ...kubesprayConfig(kubespray.dir, dir),
       ANSIBLE_NOCOLOR: '1',
       ANSIBLE_FORCE_COLOR: '0',
       ANSIBLE_RETRY_FILES_ENABLED: '0',
@@ -225,6 +266,20 @@ function runAnsible(
       out.end(() => resolve(code));
     });
   });
+}
+
+/**
+ * kubespray's own ansible.cfg, which finds its roles, library and plugins, as running from its
+ * directory would; with what it sets for one operator's laptop overridden for a shared worker:
+ * facts cached per cluster (not in /tmp, across tenants), and host keys checked (it turns that off).
+ */
+function kubesprayConfig(kubesprayDir: string, clusterDir: string): Record<string, string> {
+  const config = join(kubesprayDir, 'ansible.cfg');
+  return {
+    ...(existsSync(config) ? { ANSIBLE_CONFIG: config } : {}),
+    ANSIBLE_CACHE_PLUGIN_CONNECTION: join(clusterDir, '.facts'),
+    ANSIBLE_HOST_KEY_CHECKING: 'True',
+  };
 }
 
 const ensureNewline = (key: string) => (key.endsWith('\n') ? key : `${key}\n`);

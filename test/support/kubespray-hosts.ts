@@ -1,0 +1,50 @@
+// sshd test hosts as kubespray finds them after key distribution: the cluster's installer key in
+// the admin user's authorized_keys, and its Secret (key id_rsa) in a namespace of the test's own.
+import { expect } from '@jest/globals';
+import { join } from 'node:path';
+import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
+import { startSshHosts, type SshHostPool } from '../../local-stack/ssh-hosts.js';
+import { kube, testEnv } from './env.js';
+
+export const INSTALLER_KEY_SECRET = 'installer-key';
+
+export async function startKubesprayHosts(opts: {
+  count: number;
+  namespace: string;
+  sfx: string;
+}): Promise<SshHostPool> {
+  const { core } = kube();
+  const installer = generateEd25519KeyPair('test');
+  const pool = await startSshHosts({
+    count: opts.count,
+    stateDir: join(testEnv('stateDir'), `ssh-${opts.namespace}`),
+    prefix: `ks${opts.sfx.slice(0, 4)}`,
+  });
+  for (const host of pool.hosts) {
+    const added = await host.exec([
+      'sh',
+      '-c',
+      'printf "%s\\n" "$1" >> "/home/$2/.ssh/authorized_keys"',
+      'sh',
+      installer.publicKey,
+      host.adminUser,
+    ]);
+    expect(added.code).toBe(0);
+  }
+  await core.createNamespace({ body: { metadata: { name: opts.namespace } } });
+  await core.createNamespacedSecret({
+    namespace: opts.namespace,
+    body: {
+      metadata: { name: INSTALLER_KEY_SECRET },
+      stringData: { id_rsa: installer.privateKey },
+    },
+  });
+  return pool;
+}
+
+export async function stopKubesprayHosts(pool: SshHostPool | undefined, namespace: string) {
+  const { core } = kube();
+  await pool?.stop();
+  await core.deleteCollectionNamespacedSecret({ namespace }).catch(() => undefined);
+  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+}
