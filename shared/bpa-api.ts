@@ -58,6 +58,11 @@ export interface ProvisioningSpec {
   workers?: Array<Record<string, NodeRequirements>>;
   KUDPlugins?: string[];
   PodSubnet?: string;
+  /**
+   * The kubespray release to run (`v2.31.0`), one the worker has; the worker's first when unset.
+   * A hostflow field: the original ran whatever checkout its image held.
+   */
+  kubesprayRelease?: string;
   /** Where the original wrote hosts.ini; accepted and ignored. */
   hostfile?: string;
 }

@@ -200,6 +200,10 @@ describe('a Provisioning', () => {
       masters: [{ 'master-1': {} }, { 'master-2': {} }],
     });
     await create('taken', 'cluster-taken', { masters: [{ m: { 'mac-address': macs[1]! } }] });
+    await create('pinned', 'cluster-pinned', {
+      masters: [{ 'p-master': {} }],
+      kubesprayRelease: 'v2.30.0',
+    });
     const even = await phase('even', 'Refused');
     expect(even.conditions?.[0]).toMatchObject({
       type: 'Ready',
@@ -211,22 +215,34 @@ describe('a Provisioning', () => {
     expect(taken.conditions?.[0]?.message).toBe(
       `master m: MAC ${macs[1]} is BareMetalHost ${metal3}/node-1, which serves Provisioning ${scope.namespace}/alpha`,
     );
-    expect((await events('Refused', 2)).map((e) => e.involvedObject.name).sort()).toEqual([
+    // The worker runs the stand-in, which is no kubespray release: a pinned one is refused
+    // before any host is claimed or given a key.
+    const pinned = await phase('pinned', 'Refused');
+    expect(pinned.conditions?.[0]?.message).toBe(
+      `kubespray v2.30.0 is not installed on the worker (it has ${join(REPO_ROOT, 'local-stack/kubespray-stand-in')} (no release)): pin one of those, or install it and add it to HOSTFLOW_KUBESPRAY_DIR`,
+    );
+    expect((await events('Refused', 3)).map((e) => e.involvedObject.name).sort()).toEqual([
       'even',
+      'pinned',
       'taken',
     ]);
     expect(await consumerOf(1)).toBe('alpha');
+    expect([await consumerOf(0), await consumerOf(2)]).not.toContain('pinned');
+    const keySecret = await scope.kube.core
+      .readNamespacedSecret({ namespace: scope.namespace, name: 'cluster-pinned-ssh-key' })
+      .then(() => 200, statusCode);
+    expect(keySecret).toBe(404);
   });
 
   it('on delete, resets its hosts, releases them and removes what it made, then goes', async () => {
-    for (const name of ['alpha', 'even', 'taken']) {
+    for (const name of ['alpha', 'even', 'taken', 'pinned']) {
       await scope.kube.custom.deleteNamespacedCustomObject({
         ...PROVISIONING_API,
         namespace: scope.namespace,
         name,
       });
     }
-    for (const name of ['alpha', 'even', 'taken']) {
+    for (const name of ['alpha', 'even', 'taken', 'pinned']) {
       await waitFor(
         `${name} to go`,
         async () => ((await get(name)) === undefined ? true : undefined),

@@ -172,6 +172,12 @@ export const playbooks = proxyActivities<PlaybookActivities>({
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
 });
 
+/** Whether the worker can run a Provisioning's kubespray release: a file read and `--version`. */
+export const kubesprayCheck = proxyActivities<Pick<PlaybookActivities, 'checkKubespray'>>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
+});
+
 export const dhcp = proxyLocalActivities<DhcpActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },

@@ -11,6 +11,8 @@ export interface InstalledCluster {
   nodes: ProvisioningNode[];
   podSubnet?: string;
   plugins: string[];
+  /** The kubespray release it was installed with, when the Provisioning pinned one. */
+  kubesprayRelease?: string;
 }
 
 export type StepKind =
@@ -34,6 +36,7 @@ export interface Plan {
   /** The cluster's settings, the same for every playbook. */
   podSubnet?: string;
   plugins: string[];
+  kubesprayRelease?: string;
   steps: PlanStep[];
   /** Workers it adds and removes, for the Events. */
   added: string[];
@@ -77,7 +80,11 @@ export function planInstall(
 const settings = (spec: ProvisioningSpec) => ({
   ...(spec.PodSubnet ? { podSubnet: spec.PodSubnet } : {}),
   plugins: spec.KUDPlugins ?? [],
+  ...(spec.kubesprayRelease ? { kubesprayRelease: spec.kubesprayRelease } : {}),
 });
+
+/** `v2.31.0` and `2.31.0` pin the same release. */
+const release = (pin: string | undefined) => pin?.replace(/^v/, '');
 
 /**
  * Takes an installed cluster to `wanted`: workers come and go; what kubespray cannot change on a
@@ -113,6 +120,11 @@ export function planScale(
   }
   if ((wanted.spec.KUDPlugins ?? []).join(',') !== installed.plugins.join(',')) {
     problems.push('KUDPlugins of an installed cluster cannot change');
+  }
+  if (release(wanted.spec.kubesprayRelease) !== release(installed.kubesprayRelease)) {
+    problems.push(
+      'kubesprayRelease of an installed cluster cannot change: another release is an upgrade, which scaling does not do',
+    );
   }
   if (problems.length) return { problems };
 

@@ -14,7 +14,13 @@ import {
 import { innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../shared/lock-api.js';
 import type { ProvisioningObservation } from '../../shared/messages.js';
-import { installerKey, locks, playbooks, provisioningKube as kube } from '../activities.js';
+import {
+  installerKey,
+  kubesprayCheck,
+  locks,
+  playbooks,
+  provisioningKube as kube,
+} from '../activities.js';
 import { untilDone } from '../retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
@@ -32,6 +38,11 @@ import { assignRoles } from './roles.js';
 
 /** v3: a torn-down Provisioning releases its Locks until that succeeds, never going on without. */
 export const PATCH_UNLOCK_UNTIL_DONE = 'provisioning-unlock-until-done';
+/**
+ * v4: the kubespray release (pinned or the worker's) is checked against the worker's ansible-core
+ * before any host is claimed, and a pinned release is the one every playbook runs.
+ */
+export const PATCH_KUBESPRAY_RELEASE = 'provisioning-kubespray-release';
 
 export class Provisioner {
   cluster: string;
@@ -78,6 +89,11 @@ export class Provisioner {
       await this.report.step('Assigning', 'Assign roles from the BareMetalHosts');
     if (!label) {
       return this.refuse(['the label `cluster` is missing: it names the cluster to build']);
+    }
+    if (patched(PATCH_KUBESPRAY_RELEASE)) {
+      const release = seen.spec.kubesprayRelease;
+      const check = await kubesprayCheck.checkKubespray(release ? { release } : {});
+      if (check.problem) return this.refuse([check.problem]);
     }
     const hosts = await kube.listBareMetalHosts();
     const current = this.installed?.nodes ?? this.held;
@@ -134,6 +150,7 @@ export class Provisioner {
         await this.playbook('reset.yml', nodes, {
           podSubnet: this.installed?.podSubnet,
           plugins: [],
+          kubesprayRelease: this.installed?.kubesprayRelease,
         });
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -211,6 +228,7 @@ export class Provisioner {
       nodes: plan.nodes,
       plugins,
       ...(podSubnet ? { podSubnet } : {}),
+      ...(plan.kubesprayRelease ? { kubesprayRelease: plan.kubesprayRelease } : {}),
     };
     const what = first
       ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
@@ -270,7 +288,11 @@ export class Provisioner {
   private async playbook(
     playbook: Playbook,
     nodes: ProvisioningNode[],
-    { podSubnet, plugins }: { podSubnet?: string | undefined; plugins: string[] },
+    {
+      podSubnet,
+      plugins,
+      kubesprayRelease,
+    }: { podSubnet?: string | undefined; plugins: string[]; kubesprayRelease?: string | undefined },
     limit?: string[],
   ): Promise<PlaybookOutcome> {
     const cluster = this.cluster;
@@ -292,6 +314,7 @@ export class Provisioner {
             sshUser: 'root',
             sshKeySecret: installerKeySecretName(cluster),
             ...(limit ? { limit } : {}),
+            ...(kubesprayRelease ? { kubesprayRelease } : {}),
             ...(playbook === 'cluster.yml'
               ? { controlPlaneIp: nodes.find((n) => n.roles.includes('master'))!.ip }
               : {}),
