@@ -13,6 +13,7 @@ import {
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { engineCommand } from '../local-stack/engine.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { localKubespray } from '../local-stack/kubespray-overlay.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
@@ -181,8 +182,9 @@ export async function runStart(options: StartOptions): Promise<number> {
       env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
     }
     if (kubeconfigPath) env.KUBECONFIG = kubeconfigPath;
-    // Provisionings run the kubespray stand-in on the demo hosts unless told otherwise.
-    env.HOSTFLOW_KUBESPRAY_DIR ??= join(REPO_ROOT, 'local-stack/kubespray-stand-in');
+    // Provisionings run the kubespray stand-in on the demo hosts unless told otherwise, laid over
+    // the real release when there is one beside the repository (its checks run first).
+    env.HOSTFLOW_KUBESPRAY_DIR ??= localKubespray(stateDir);
     env.HOSTFLOW_ANSIBLE_PLAYBOOK ??= join(REPO_ROOT, '.tools/venv/bin/ansible-playbook');
     env.HOSTFLOW_PROVISIONING_DIR ??= join(stateDir, 'clusters');
     // Softwares install with the apt-get stand-in: the demo hosts share this machine's /usr.

@@ -30,7 +30,7 @@ import {
   INSTALLER_KEY_SECRET,
   startKubesprayHosts,
   stopKubesprayHosts,
-} from './support/kubespray-hosts.js';
+} from './support/kubespray.js';
 
 const { core } = kube();
 const sfx = uniqueSuffix();

@@ -23,16 +23,16 @@ import { LOCK_API, LOCKABLE_LABEL } from '../shared/lock-api.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { tenantIdentity } from './support/service-account.js';
 
 const run = promisify(execFile);
 const sfx = uniqueSuffix();
-const clustersDir = join(testEnv('stateDir'), `clusters-${sfx}`);
+const kubespray = kubesprayWorkerEnv(sfx);
+const clustersDir = kubespray.HOSTFLOW_PROVISIONING_DIR;
 const workerEnv: NodeJS.ProcessEnv = {
-  HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
-  HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
-  HOSTFLOW_PROVISIONING_DIR: clustersDir,
+  ...kubespray,
 };
 let scope: TestScope;
 let metal: BareMetalHosts;

@@ -5,8 +5,6 @@
 // systemd. They connect to every node with become, check the inventory as kubespray does, and
 // write artifacts/admin.conf.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
-import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import {
   PROVISIONING_API,
@@ -16,7 +14,8 @@ import {
 import { statusCode } from '../shared/kube-errors.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
-import { testEnv, uniqueSuffix } from './support/env.js';
+import { uniqueSuffix } from './support/env.js';
+import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { historyText } from './support/history-text.js';
 import { createScope, type TestScope } from './support/scope.js';
 
@@ -44,9 +43,7 @@ beforeAll(async () => {
   metal = await registerBareMetalHosts(scope, { count: 3, sfx });
   ({ macs, namespace: metal3 } = metal);
   const env = {
-    HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
-    HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
-    HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
+    ...kubesprayWorkerEnv(sfx),
     HOSTFLOW_STAND_IN_FAIL: `${DOOMED}:Install kubelet`,
     // Other test files register hosts too, in their own namespaces: these are this file's.
     HOSTFLOW_BAREMETAL_NAMESPACE: metal3,
@@ -215,11 +212,11 @@ describe('a Provisioning', () => {
     expect(taken.conditions?.[0]?.message).toBe(
       `master m: MAC ${macs[1]} is BareMetalHost ${metal3}/node-1, which serves Provisioning ${scope.namespace}/alpha`,
     );
-    // The worker runs the stand-in, which is no kubespray release: a pinned one is refused
-    // before any host is claimed or given a key.
+    // The worker has kubespray v2.31.0 only: a pin of another release is refused before any
+    // host is claimed or given a key.
     const pinned = await phase('pinned', 'Refused');
     expect(pinned.conditions?.[0]?.message).toBe(
-      `kubespray v2.30.0 is not installed on the worker (it has ${join(REPO_ROOT, 'local-stack/kubespray-stand-in')} (no release)): pin one of those, or install it and add it to HOSTFLOW_KUBESPRAY_DIR`,
+      'kubespray v2.30.0 is not installed on the worker (it has v2.31.0): pin one of those, or install it and add it to HOSTFLOW_KUBESPRAY_DIR',
     );
     expect((await events('Refused', 3)).map((e) => e.involvedObject.name).sort()).toEqual([
       'even',

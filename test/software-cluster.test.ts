@@ -23,14 +23,13 @@ import { statusCode } from '../shared/kube-errors.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
+import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 
 const run = promisify(execFile);
 const sfx = uniqueSuffix();
 const workerEnv = {
-  HOSTFLOW_KUBESPRAY_DIR: join(REPO_ROOT, 'local-stack/kubespray-stand-in'),
-  HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
-  HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
+  ...kubesprayWorkerEnv(sfx),
   HOSTFLOW_PACKAGE_MANAGER: APT_STAND_IN_ON_HOST,
 };
 let scope: TestScope;

@@ -1,12 +1,27 @@
-// sshd test hosts as kubespray finds them after key distribution: the cluster's installer key in
-// the admin user's authorized_keys, and its Secret (key id_rsa) in a namespace of the test's own.
+// kubespray in the tests: the worker's settings for it, and sshd test hosts as kubespray finds them
+// after key distribution (the cluster's installer key in the admin user's authorized_keys, and its
+// Secret, key id_rsa, in a namespace of the test's own).
 import { expect } from '@jest/globals';
 import { join } from 'node:path';
 import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
+import { localKubespray } from '../../local-stack/kubespray-overlay.js';
+import { REPO_ROOT } from '../../local-stack/paths.js';
 import { startSshHosts, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { kube, testEnv } from './env.js';
 
 export const INSTALLER_KEY_SECRET = 'installer-key';
+
+/**
+ * A worker's kubespray settings as `npm start` has them: the stand-in laid over the real release
+ * (kubespray's own checks, then the stand-in), the tool venv's ansible, clusters' files per file.
+ */
+export function kubesprayWorkerEnv(sfx: string) {
+  return {
+    HOSTFLOW_KUBESPRAY_DIR: localKubespray(join(testEnv('stateDir'), `kubespray-${sfx}`)),
+    HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+    HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
+  };
+}
 
 export async function startKubesprayHosts(opts: {
   count: number;
