@@ -13,6 +13,7 @@ import { createKubernetesActivities } from '../activities/kubernetes/taskruns.js
 import { ANNOTATIONS, secretNameFor, WORKFLOW_ID } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../shared/lock-api.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { testEnv } from './support/env.js';
 import { historyText } from './support/history-text.js';
 import { redeemWithCurl } from './support/otp.js';
@@ -136,7 +137,15 @@ describe('a served TaskRun whose workflow is terminated', () => {
     await scope.taskRuns.waitForSecret(tr.name, 30_000);
     expect(await allUsers()).toHaveLength(1);
     await workflowOf(tr.name, tr.uid).terminate('test: an operator ends the workflow');
-    await scope.taskRuns.delete(tr.name); // no new run: nothing is left to serve
+    // No new run: nothing is left to serve. Deleted as `kubectl delete --cascade=orphan` does,
+    // so the Secret is the engine's garbage collection's to find, not Kubernetes' (which would
+    // otherwise delete it with its owner, first or not).
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...TASKRUN_API,
+      namespace: scope.namespace,
+      name: tr.name,
+      propagationPolicy: 'Orphan',
+    });
     const t0 = Date.now();
     await waitFor(
       'the slot swept',
@@ -228,7 +237,11 @@ describe('a TaskRun re-created under the same name', () => {
 
   // The race above, made certain: the successor's write lands between the predecessor's
   // read and its delete, or the predecessor's delete between the successor's create and replace.
-  // Real API server; only the moment of the other workflow's call is chosen by the test.
+  // Real API server; only the moment of the other workflow's call is chosen by the test. The
+  // TaskRuns are real too, since the garbage collector deletes a Secret whose owner does not
+  // exist: the predecessor is deleted as `kubectl delete --cascade=orphan` does, so its Secret
+  // stays (no longer owned) for its own clean-up and its successor's write to meet. Neither
+  // TaskRun has a PLATFORM, so no workflow of the engine's touches them.
   describe("the two workflows' calls on the one Secret, interleaved", () => {
     const name = 'interleaved';
     const secretName = secretNameFor(name);
@@ -242,6 +255,27 @@ describe('a TaskRun re-created under the same name', () => {
       ).metadata?.annotations?.[ANNOTATIONS.ownerUid];
     const adapter = (core: CoreV1Api) =>
       createKubernetesActivities({ core, custom: pool.scope.kube.custom, engineNamespace: '-' });
+    const createTaskRun = async () => (await pool.scope.taskRuns.create({ name })).uid;
+    const taskRunGone = (propagationPolicy: 'Orphan' | 'Background') => async () => {
+      const { kube, namespace } = pool.scope;
+      await kube.custom.deleteNamespacedCustomObject({
+        ...TASKRUN_API,
+        namespace,
+        name,
+        propagationPolicy,
+      });
+      await waitFor(`TaskRun ${name} to be deleted`, () =>
+        pool.scope.taskRuns.get(name).then(
+          () => undefined,
+          (err: unknown) => (statusCode(err) === 404 ? true : Promise.reject(err)),
+        ),
+      );
+    };
+    /** The predecessor deleted (its Secret orphaned, not collected), and its successor's uid. */
+    const recreate = async () => {
+      await taskRunGone('Orphan')();
+      return createTaskRun();
+    };
     /** The adapter whose first call of `method` lets `other` run first, as the other workflow. */
     const racedAt = (method: keyof CoreV1Api, other: () => Promise<unknown>) => {
       let raced = false;
@@ -264,26 +298,32 @@ describe('a TaskRun re-created under the same name', () => {
 
     it("a predecessor's delete leaves a Secret its successor took over after the read", async () => {
       const plain = adapter(pool.scope.kube.core);
-      await plain.writeTaskRunSecret({ ...ref('old-uid'), data: { otp: 'old' } });
+      const oldUid = await createTaskRun();
+      await plain.writeTaskRunSecret({ ...ref(oldUid), data: { otp: 'old' } });
+      const newUid = await recreate();
       const predecessor = racedAt('deleteNamespacedSecret', () =>
-        plain.writeTaskRunSecret({ ...ref('new-uid'), data: { otp: 'new' } }),
+        plain.writeTaskRunSecret({ ...ref(newUid), data: { otp: 'new' } }),
       );
-      expect(await predecessor.deleteTaskRunSecret(ref('old-uid'))).toBe('not-ours');
-      expect(await ownerOf()).toBe('new-uid');
-      expect(await plain.deleteTaskRunSecret(ref('new-uid'))).toBe('deleted');
+      expect(await predecessor.deleteTaskRunSecret(ref(oldUid))).toBe('not-ours');
+      expect(await ownerOf()).toBe(newUid);
+      expect(await plain.deleteTaskRunSecret(ref(newUid))).toBe('deleted');
+      await taskRunGone('Background')();
     });
 
     it("a successor's write creates the Secret again when the predecessor's clean-up deleted it", async () => {
       const plain = adapter(pool.scope.kube.core);
-      await plain.writeTaskRunSecret({ ...ref('old-uid'), data: { otp: 'old' } });
+      const oldUid = await createTaskRun();
+      await plain.writeTaskRunSecret({ ...ref(oldUid), data: { otp: 'old' } });
+      const newUid = await recreate();
       const successor = racedAt('replaceNamespacedSecret', async () => {
-        expect(await plain.deleteTaskRunSecret(ref('old-uid'))).toBe('deleted');
+        expect(await plain.deleteTaskRunSecret(ref(oldUid))).toBe('deleted');
       });
-      expect(await successor.writeTaskRunSecret({ ...ref('new-uid'), data: { otp: 'new' } })).toBe(
+      expect(await successor.writeTaskRunSecret({ ...ref(newUid), data: { otp: 'new' } })).toBe(
         'written',
       );
-      expect(await ownerOf()).toBe('new-uid');
-      expect(await plain.deleteTaskRunSecret(ref('new-uid'))).toBe('deleted');
+      expect(await ownerOf()).toBe(newUid);
+      expect(await plain.deleteTaskRunSecret(ref(newUid))).toBe('deleted');
+      await taskRunGone('Background')();
     });
   });
 });
