@@ -93,6 +93,11 @@ export const RETRY_ANNOTATION = 'hostflow.dev/retry';
 
 /** What a Provisioning keeps next to itself, named after its cluster as the original did. */
 export const installerKeySecretName = (cluster: string) => `${cluster}-ssh-key`;
+/**
+ * Holds the installer key's Secret until the Provisioning's clean-up has reset the hosts with it:
+ * when the namespace is deleted, the namespace controller would delete the key first.
+ */
+export const INSTALLER_KEY_FINALIZER = 'hostflow.dev/installer-key';
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;
 
 /** One package of a Software list: a name, or `{<name>: {version: <v>}}` to pin it. */

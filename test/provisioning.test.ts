@@ -288,4 +288,26 @@ describe('a Provisioning', () => {
     );
     expect(await consumerOf(2)).toBeUndefined();
   });
+
+  // Last: it deletes the file's namespace, the one the bridge watches.
+  it('goes with its namespace: the hosts reset and released, the namespace gone within a minute', async () => {
+    const { namespace } = scope;
+    await create('omega', 'cluster-omega', { masters: [{ master: { 'mac-address': macs[0]! } }] });
+    await phase('omega', 'Ready');
+    expect(await marker(0)).toBe('master in cluster-omega');
+    await scope.kube.core.deleteNamespace({ name: namespace });
+    // The namespace controller empties it; the Provisioning's finalizer holds it until the hosts
+    // are reset and released, which happen outside it (the BareMetalHosts' namespace, the hosts).
+    await waitFor(
+      `namespace ${namespace} to go`,
+      async () =>
+        (await scope.kube.core.readNamespace({ name: namespace }).then(() => 200, statusCode)) ===
+        404
+          ? true
+          : undefined,
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(await consumerOf(0)).toBeUndefined();
+    expect(await marker(0)).toBe('');
+  });
 });

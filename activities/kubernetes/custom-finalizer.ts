@@ -1,6 +1,11 @@
-// One finalizer on one custom resource, set or cleared with a JSON Patch that tests the uid and
-// the list read, so a retried call, a re-created object or a concurrent writer is never clobbered.
-import { PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
+// One finalizer on one object, set or cleared with a JSON Patch that tests the uid and the list
+// read, so a retried call, a re-created object or a concurrent writer is never clobbered.
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type CustomObjectsApi,
+} from '@kubernetes/client-node';
 import { isNotFound, rethrowKube } from './errors.js';
 
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
@@ -11,8 +16,50 @@ export interface CustomResourceRef {
   uid: string;
 }
 
-/** Sets (`present`) or clears `finalizer`; false when the resource (this uid) is gone. */
-export async function setFinalizer(
+/** How to read and JSON-patch one object, whatever its kind. */
+interface FinalizerTarget {
+  read(): Promise<{ metadata?: { uid?: string; finalizers?: string[] } }>;
+  patch(ops: object[]): Promise<unknown>;
+}
+
+/** Sets (`present`) or clears `finalizer`; false when the object (this uid) is gone. */
+async function setObjectFinalizer(
+  target: FinalizerTarget,
+  uid: string | undefined,
+  finalizer: string,
+  present: boolean,
+  what: string,
+): Promise<boolean> {
+  let current: string[];
+  let seenUid: string;
+  try {
+    const obj = await target.read();
+    seenUid = obj.metadata?.uid ?? '';
+    if (uid !== undefined && seenUid !== uid) return false;
+    current = obj.metadata?.finalizers ?? [];
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    rethrowKube(`read ${what}`, err);
+  }
+  if (current.includes(finalizer) === present) return true;
+  const items = present ? [...current, finalizer] : current.filter((f) => f !== finalizer);
+  try {
+    await target.patch([
+      { op: 'test', path: '/metadata/uid', value: seenUid },
+      current.length
+        ? { op: 'test', path: '/metadata/finalizers', value: current }
+        : { op: 'add', path: '/metadata/finalizers', value: [] },
+      { op: 'replace', path: '/metadata/finalizers', value: items },
+    ]);
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    rethrowKube(`write the finalizers of ${what}`, err); // 422 on a failed test: retried
+  }
+  return true;
+}
+
+/** Sets (`present`) or clears `finalizer` on a custom resource; false when it (this uid) is gone. */
+export function setFinalizer(
   custom: CustomObjectsApi,
   api: { group: string; version: string; plural: string },
   ref: CustomResourceRef,
@@ -22,36 +69,33 @@ export async function setFinalizer(
   what: string,
 ): Promise<boolean> {
   const coordinates = { ...api, namespace: ref.namespace, name: ref.name };
-  let current: string[];
-  try {
-    const obj = (await custom.getNamespacedCustomObject(coordinates)) as {
-      metadata?: { uid?: string; finalizers?: string[] };
-    };
-    if (obj.metadata?.uid !== ref.uid) return false;
-    current = obj.metadata.finalizers ?? [];
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    rethrowKube(`read ${what}`, err);
-  }
-  if (current.includes(finalizer) === present) return true;
-  const items = present ? [...current, finalizer] : current.filter((f) => f !== finalizer);
-  try {
-    await custom.patchNamespacedCustomObject(
-      {
-        ...coordinates,
-        body: [
-          { op: 'test', path: '/metadata/uid', value: ref.uid },
-          current.length
-            ? { op: 'test', path: '/metadata/finalizers', value: current }
-            : { op: 'add', path: '/metadata/finalizers', value: [] },
-          { op: 'replace', path: '/metadata/finalizers', value: items },
-        ],
-      },
-      jsonPatch,
-    );
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    rethrowKube(`write the finalizers of ${what}`, err); // 422 on a failed test: retried
-  }
-  return true;
+  return setObjectFinalizer(
+    {
+      read: () => custom.getNamespacedCustomObject(coordinates),
+      patch: (body) => custom.patchNamespacedCustomObject({ ...coordinates, body }, jsonPatch),
+    },
+    ref.uid,
+    finalizer,
+    present,
+    what,
+  );
+}
+
+/** Sets (`present`) or clears `finalizer` on a Secret, whichever uid it has; false when gone. */
+export function setSecretFinalizer(
+  core: CoreV1Api,
+  secret: { namespace: string; name: string },
+  finalizer: string,
+  present: boolean,
+): Promise<boolean> {
+  return setObjectFinalizer(
+    {
+      read: () => core.readNamespacedSecret(secret),
+      patch: (body) => core.patchNamespacedSecret({ ...secret, body }, jsonPatch),
+    },
+    undefined,
+    finalizer,
+    present,
+    `Secret ${secret.namespace}/${secret.name}`,
+  );
 }

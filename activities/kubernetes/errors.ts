@@ -8,6 +8,18 @@ export { statusCode };
 export const isNotFound = (err: unknown): boolean => statusCode(err) === 404;
 export const isConflict = (err: unknown): boolean => statusCode(err) === 409;
 
+/** A create refused because its namespace is being deleted: nothing new goes in there any more. */
+export function isNamespaceTerminating(err: unknown): boolean {
+  if (statusCode(err) !== 403) return false;
+  const body = (err as { body?: unknown })?.body;
+  try {
+    const parsed = JSON.parse(String(body)) as { details?: { causes?: Array<{ type?: string }> } };
+    return parsed.details?.causes?.some((cause) => cause.type === 'NamespaceTerminating') ?? false;
+  } catch {
+    return false;
+  }
+}
+
 /** The API server's own message, not the raw body; why no answer came, when none did. */
 export function apiMessage(err: unknown): string {
   const transport = transportFailure(err);

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { log } from '@temporalio/activity';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
-import { isConflict, isNotFound, rethrowKube } from './errors.js';
+import { isConflict, isNamespaceTerminating, isNotFound, rethrowKube } from './errors.js';
 import type { TaskRunRef } from '../../shared/types.js';
 import type { KubeClients } from './taskruns.js';
 
@@ -53,7 +53,8 @@ export async function recordEvent(
       },
     });
   } catch (err) {
-    if (isConflict(err) || isNotFound(err)) return; // already recorded, or the namespace is gone
+    // Already recorded, or the namespace is gone or going: an Event there would go with it.
+    if (isConflict(err) || isNotFound(err) || isNamespaceTerminating(err)) return;
     rethrowKube(
       `record Event ${event.reason} on ${object.kind} ${object.namespace}/${object.name}`,
       err,

@@ -9,11 +9,13 @@ import {
 } from '@kubernetes/client-node';
 import {
   CLUSTER_LABEL,
+  INSTALLER_KEY_FINALIZER,
   installerKeySecretName,
   kubeconfigSecretName,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
 } from '../../shared/bpa-api.js';
+import { setSecretFinalizer } from './custom-finalizer.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { createOrReplace } from './create-or-replace.js';
 import { recordEvent } from './events.js';
@@ -164,12 +166,13 @@ export function createProvisioningActivities({
             name: kubeconfigSecretName(input.cluster),
             namespace: input.namespace,
           }),
-        // The hosts still list its public key: without the private key, that grants nobody.
-        () =>
-          core.deleteNamespacedSecret({
-            name: installerKeySecretName(input.cluster),
-            namespace: input.namespace,
-          }),
+        // The hosts still list its public key: without the private key, that grants nobody. Its
+        // finalizer kept it for the reset, which is done now.
+        async () => {
+          const key = { name: installerKeySecretName(input.cluster), namespace: input.namespace };
+          await setSecretFinalizer(core, key, INSTALLER_KEY_FINALIZER, false);
+          await core.deleteNamespacedSecret(key);
+        },
       ];
       for (const call of calls) {
         try {

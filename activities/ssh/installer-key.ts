@@ -4,7 +4,12 @@
 // admin key named on the BareMetalHost. The private key never leaves the worker.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
-import { CLUSTER_LABEL, installerKeySecretName } from '../../shared/bpa-api.js';
+import {
+  CLUSTER_LABEL,
+  INSTALLER_KEY_FINALIZER,
+  installerKeySecretName,
+} from '../../shared/bpa-api.js';
+import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { generateEd25519KeyPair } from './keys.js';
 import { withSsh } from './session.js';
@@ -42,14 +47,23 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
     /** Creates the cluster's installer key once; returns its Secret's name. */
     async ensureInstallerKey(input: { namespace: string; cluster: string }): Promise<string> {
       const name = installerKeySecretName(input.cluster);
-      if (await secretKey(input.namespace, name, 'id_rsa.pub')) return name;
+      if (await secretKey(input.namespace, name, 'id_rsa.pub')) {
+        // A key made before the finalizer was, held from now on.
+        const secret = { namespace: input.namespace, name };
+        await setSecretFinalizer(core, secret, INSTALLER_KEY_FINALIZER, true);
+        return name;
+      }
       // Never a pair ssh2 cannot read back (activities/ssh/keys.ts).
       const pair = generateEd25519KeyPair(`hostflow ${input.cluster}`);
       try {
         await core.createNamespacedSecret({
           namespace: input.namespace,
           body: {
-            metadata: { name, labels: { [CLUSTER_LABEL]: input.cluster } },
+            metadata: {
+              name,
+              labels: { [CLUSTER_LABEL]: input.cluster },
+              finalizers: [INSTALLER_KEY_FINALIZER],
+            },
             type: 'Opaque',
             stringData: { id_rsa: pair.privateKey, 'id_rsa.pub': pair.publicKey },
           },
