@@ -11,42 +11,31 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  createPlaybookActivities,
   type KubesprayCheck,
   type PlaybookInput,
   type PlaybookOutcome,
 } from '../activities/ansible/playbook.js';
-import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
-import { createKubeconfigStore } from '../activities/kubernetes/kubeconfig-secret.js';
-import { REAL_KUBESPRAY, REPO_ROOT } from '../local-stack/paths.js';
+import { REAL_KUBESPRAY } from '../local-stack/paths.js';
 import { type SshHostPool } from '../local-stack/ssh-hosts.js';
 import {
   renderGroupVars,
   renderInventory,
   type InventoryNode,
 } from '../workflows/provisioning/inventory.js';
-import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
 import {
   INSTALLER_KEY_SECRET,
+  playbookActivities,
   startKubesprayHosts,
   stopKubesprayHosts,
 } from './support/kubespray.js';
 
-const { core } = kube();
 const sfx = uniqueSuffix();
 const namespace = `kubespray-real-${sfx}`;
 const workDir = join(testEnv('stateDir'), `clusters-real-${sfx}`);
-const ansiblePlaybook = join(REPO_ROOT, '.tools/venv/bin/ansible-playbook');
 let pool: SshHostPool;
 
-const activitiesWith = (kubesprayDirs: string[]) =>
-  createPlaybookActivities({
-    ansiblePlaybook,
-    kubesprayDirs,
-    workDir,
-    readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
-    storeKubeconfig: createKubeconfigStore(core),
-  });
+const activitiesWith = (kubesprayDirs: string[]) => playbookActivities(kubesprayDirs, workDir);
 const activities = activitiesWith([REAL_KUBESPRAY]);
 
 beforeAll(async () => {

@@ -8,22 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  createPlaybookActivities,
-  type PlaybookInput,
-  type PlaybookOutcome,
-} from '../activities/ansible/playbook.js';
-import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
-import {
-  createKubeconfigStore,
-  KUBECONFIG_KEY,
-} from '../activities/kubernetes/kubeconfig-secret.js';
-import { REPO_ROOT } from '../local-stack/paths.js';
+import { type PlaybookInput, type PlaybookOutcome } from '../activities/ansible/playbook.js';
+import { KUBECONFIG_KEY } from '../activities/kubernetes/kubeconfig-secret.js';
+import { KUBESPRAY_STAND_IN } from '../local-stack/kubespray-overlay.js';
 import { type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { renderGroupVars, renderInventory } from '../workflows/provisioning/inventory.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import {
   INSTALLER_KEY_SECRET,
+  playbookActivities,
   startKubesprayHosts,
   stopKubesprayHosts,
 } from './support/kubespray.js';
@@ -34,13 +27,7 @@ const namespace = `kubespray-${sfx}`;
 const workDir = join(testEnv('stateDir'), `clusters-${sfx}`);
 let pool: SshHostPool;
 
-const activities = createPlaybookActivities({
-  ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
-  kubesprayDirs: [join(REPO_ROOT, 'local-stack/kubespray-stand-in')],
-  workDir,
-  readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
-  storeKubeconfig: createKubeconfigStore(core),
-});
+const activities = playbookActivities([KUBESPRAY_STAND_IN], workDir);
 
 beforeAll(async () => {
   pool = await startKubesprayHosts({ count: 3, namespace, sfx });

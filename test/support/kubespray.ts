@@ -3,6 +3,9 @@
 // Secret, key id_rsa, in a namespace of the test's own).
 import { expect } from '@jest/globals';
 import { join } from 'node:path';
+import { createPlaybookActivities } from '../../activities/ansible/playbook.js';
+import { createAdminKeyReader } from '../../activities/kubernetes/admin-keys.js';
+import { createKubeconfigStore } from '../../activities/kubernetes/kubeconfig-secret.js';
 import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 import { localKubespray } from '../../local-stack/kubespray-overlay.js';
 import { REPO_ROOT } from '../../local-stack/paths.js';
@@ -21,6 +24,18 @@ export function kubesprayWorkerEnv(sfx: string) {
     HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
     HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
   };
+}
+
+/** The playbook activities as the worker makes them, on the tool venv's ansible. */
+export function playbookActivities(kubesprayDirs: string[], workDir: string) {
+  const { core } = kube();
+  return createPlaybookActivities({
+    ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+    kubesprayDirs,
+    workDir,
+    readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
+    storeKubeconfig: createKubeconfigStore(core),
+  });
 }
 
 export async function startKubesprayHosts(opts: {
