@@ -20,20 +20,25 @@ if [ "${1:-}" = clean ]; then
   echo "removed the container storage in $store"
   exit 0
 fi
-cat >"$store/storage$suffix.conf" <<EOF
-[storage]
-driver = "$driver"
-graphroot = "$store/storage$suffix"
-runroot = "$store/run$suffix"
-EOF
-cat >"$store/containers.conf" <<'EOF'
-[containers]
+# Written only when they differ, and then whole (a rename): several podman runs start at once,
+# and one that read a half-written file would fall back to the defaults this file is here to avoid.
+write_conf() {
+  local file=$1 content=$2 tmp
+  [ "$(cat "$file" 2>/dev/null)" != "$content" ] || return 0
+  tmp=$(mktemp "$file.XXXXXX")
+  printf '%s\n' "$content" >"$tmp"
+  mv -f "$tmp" "$file"
+}
+write_conf "$store/storage$suffix.conf" "[storage]
+driver = \"$driver\"
+graphroot = \"$store/storage$suffix\"
+runroot = \"$store/run$suffix\""
+write_conf "$store/containers.conf" '[containers]
 default_ulimits = []
 
 [engine]
 cgroup_manager = "cgroupfs"
-runtime = "runc"
-EOF
+runtime = "runc"'
 export CONTAINERS_STORAGE_CONF="$store/storage$suffix.conf" CONTAINERS_CONF="$store/containers.conf"
 case "${1:-}" in
   podman)
