@@ -157,7 +157,7 @@ async function serveTaskRuns(): Promise<void> {
   await scope.temporal.client.workflow
     .getHandle(WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid))
     .terminate('test: leave leftovers for garbage collection');
-  await taskRuns.delete(tr.name);
+  await taskRuns.delete(tr.name, { orphan: true });
   await workerExports('hostflow_orphan_users_collected', 'hostflow_orphan_secrets_collected');
 }
 

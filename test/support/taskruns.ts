@@ -77,11 +77,16 @@ export class TaskRuns {
     });
   }
 
-  async delete(name: string): Promise<void> {
+  /**
+   * Deletes the TaskRun; `orphan` as `kubectl delete --cascade=orphan` does, so that its Secret is
+   * left for the engine's garbage collection to find, not Kubernetes' (which collects dependents).
+   */
+  async delete(name: string, options: { orphan?: boolean } = {}): Promise<void> {
     await this.custom.deleteNamespacedCustomObject({
       ...TASKRUN_API,
       namespace: this.namespace,
       name,
+      ...(options.orphan ? { propagationPolicy: 'Orphan' } : {}),
     });
   }
 
