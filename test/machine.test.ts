@@ -465,4 +465,24 @@ describe('a Machine on a static host', () => {
     await machines.delete('bad');
     await machines.gone('bad');
   }, 60_000);
+
+  // Last: it deletes the file's namespace, the one the bridge watches.
+  it('goes with its namespace: its host given back, its Node deleted, the namespace gone within a minute', async () => {
+    await machines.bootstrapSecret('m9-bootstrap', joiner.script());
+    await machines.create('m9', { platform: pool.platform });
+    const m9 = await machines.phase('m9', 'Running');
+    await core().deleteNamespace({ name: ns() });
+    await waitFor(
+      `namespace ${ns()} to go`,
+      async () =>
+        (await core()
+          .readNamespace({ name: ns() })
+          .then(() => 200, statusCode)) === 404
+          ? true
+          : undefined,
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(await readNode(m9.status!.nodeRef!.name)).toBeUndefined();
+    expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
+  }, 120_000);
 });
