@@ -15,12 +15,20 @@ const ATTEMPTS = 50;
 const SHARES = 8;
 const SHARE = Math.floor((PORT_RANGE.to - PORT_RANGE.from) / SHARES);
 const share = Number(process.env.JEST_WORKER_ID ?? 0) % SHARES;
+/**
+ * Ports this process has handed out. A free port stays free until its component binds it, so two
+ * calls before either bind (`Promise.all([freePort(), freePort()])`) could get the same one (CI:
+ * the worker's and the bridge's health endpoints, EADDRINUSE). None is handed out twice.
+ */
+const handedOut = new Set<number>();
 
 /** A loopback port free right now, picked at random below the ephemeral range. */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
   const from = PORT_RANGE.from + share * SHARE;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const port = from + Math.floor(Math.random() * SHARE);
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
     if (await bindable(port, host)) return port;
   }
   throw new Error(
