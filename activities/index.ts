@@ -41,7 +41,8 @@ export interface ActivityDeps {
     workDir: string;
     leasesFile?: string;
     /** Where BareMetalHosts are taken from; every namespace when unset. */
-    bareMetalNamespace?: string;
+    /** Namespace patterns Provisionings may take BareMetalHosts from besides their own. */
+    bareMetalNamespaces?: string[];
   };
   /** Softwares: the package manager on the nodes. */
   packageManager?: string;
@@ -81,7 +82,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createProvisioningActivities(deps.kube),
     ...createBareMetalHostActivities({
       ...deps.kube,
-      namespace: deps.provisioning?.bareMetalNamespace,
+      allowedNamespaces: deps.provisioning?.bareMetalNamespaces ?? [],
     }),
     ...createInstallerKeyActivities(deps.kube),
     ...createBpaResourceActivities(deps.kube),

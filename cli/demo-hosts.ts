@@ -108,6 +108,8 @@ async function registerBareMetalHost(
     body: {
       ...current,
       status: {
+        // What metal3's baremetal-operator reports once a host is inspected and free.
+        provisioning: { state: 'available' },
         hardware: {
           cpu: { count: 2 },
           ramMebibytes: 4096,

@@ -17,6 +17,9 @@ host options:
       host-config edits keep the drain).
   hostflow host undrain PLATFORM HOST [-o json]
       Puts it back in rotation: TaskRuns waiting for the platform are served on it at once.
+      A host that serves machines (host.<name>.serves) is drained by hostflow itself when its
+      Machine lets go, since the Machine's bootstrap data ran there as root: reinstall or wipe
+      it, then undrain it (\`hostflow platforms\` shows such hosts and why).
   Temporal is reached as the worker reaches it: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, ...`;
 
 const ACTIONS = { drain: true, undrain: false } as const;
@@ -84,6 +87,9 @@ export async function runHost(args: string[]): Promise<number> {
 function describe(o: HostDrainOutcome): string {
   const where = `host ${o.host} of ${o.platform}`;
   const already = o.changed ? '' : ' (it already was)';
+  if (o.drained && o.drainedBecause) {
+    return `${where} is drained${already}: ${o.drainedBecause}. Once it is clean: hostflow host undrain ${o.platform} ${o.host}`;
+  }
   if (o.drained) {
     return (
       `${where} is drained${already}: ${o.inUse} of its ${o.capacity} slots in use; those builds ` +

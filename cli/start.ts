@@ -187,6 +187,9 @@ export async function runStart(options: StartOptions): Promise<number> {
     env.HOSTFLOW_KUBESPRAY_DIR ??= localKubespray(stateDir);
     env.HOSTFLOW_ANSIBLE_PLAYBOOK ??= join(REPO_ROOT, '.tools/venv/bin/ansible-playbook');
     env.HOSTFLOW_PROVISIONING_DIR ??= join(stateDir, 'clusters');
+    // The demo hosts' BareMetalHosts are in the engine namespace, the examples' Provisionings in
+    // demo: let Provisionings take hosts from there too.
+    env.HOSTFLOW_BAREMETAL_NAMESPACES ??= engineNamespace;
     // Softwares install with the apt-get stand-in: the demo hosts share this machine's /usr.
     env.HOSTFLOW_PACKAGE_MANAGER ??= APT_STAND_IN_ON_HOST;
 

@@ -82,7 +82,8 @@ function details(p: PlatformStatus): string[] {
 
 function health(h: PlatformStatus['hosts'][number]): string {
   // Drained by an operator (`hostflow host drain`); allocators from before drains do not say.
-  const drained = 'drained' in h && h.drained === true ? ', drained' : '';
+  const because = 'drainedBecause' in h && h.drainedBecause ? `: ${h.drainedBecause}` : '';
+  const drained = 'drained' in h && h.drained === true ? `, drained${because}` : '';
   return `${circuit(h)}${drained}`;
 }
 

@@ -12,6 +12,10 @@ export interface StaticHost extends Host {
   platform: string;
 }
 
+/** What a host is for: build users (TaskRuns) or Cluster API Machines, whose bootstrap runs as root. */
+export const HOST_USES = ['builds', 'machines'] as const;
+export type HostUse = (typeof HOST_USES)[number];
+
 const KEY_PREFIX = 'host.';
 const MAX_CONCURRENCY = 8;
 
@@ -114,6 +118,16 @@ const HOST_FIELDS = z.strictObject({
       }
       return commands;
     }),
+  // Optional so that configs written before Machines existed stay valid: they serve builds.
+  serves: z
+    .string()
+    .trim()
+    .refine((value): value is HostUse => (HOST_USES as readonly string[]).includes(value), {
+      error: (issue) =>
+        `"${printable(String(issue.input))}" is not valid; expected builds (TaskRuns' build users, ` +
+        'the default) or machines (Cluster API Machines, whose bootstrap data runs as root)',
+    })
+    .optional(),
 });
 
 const FIELD_NAMES = Object.keys(HOST_FIELDS.shape).join(', ');
@@ -177,7 +191,15 @@ export function parseStaticHosts(data: Record<string, string>): {
     }
     if (!valid || !parsed.success) continue;
 
-    const { address, user, secret, concurrency } = parsed.data;
+    const { address, user, secret, concurrency, serves } = parsed.data;
+    if (serves === 'machines' && concurrency !== 1) {
+      // Bootstrap data runs as root: two Machines on one host would each own the other.
+      report(
+        `${prefix}.concurrency`,
+        `"${concurrency}" is not valid for a host that serves machines; expected 1 (one Machine per host)`,
+      );
+      continue;
+    }
     const twin = hosts.find(
       (host) =>
         host.platform === parsed.data.platform &&
@@ -200,6 +222,7 @@ export function parseStaticHosts(data: Record<string, string>): {
       secret,
       concurrency,
       sudoCommands: parsed.data['sudo-commands'],
+      ...(serves === 'machines' ? { serves } : {}),
     });
   }
   return { hosts, problems };

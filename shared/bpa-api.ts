@@ -79,6 +79,11 @@ export interface HostInventory {
   qat: boolean;
   /** `<namespace>/<name>` of the Provisioning it serves (its spec.consumerRef), if any. */
   consumer?: string;
+  /**
+   * Why no Provisioning may take it, when none may: another kind of consumer (a Metal3Machine,
+   * say), or a metal3 provisioning state other than available. Never set for hosts it consumes.
+   */
+  unavailable?: string;
   /** A Secret (namespace/name, key id_rsa) with which hostflow logs in to hand out the installer key. */
   sshSecret?: string;
   sshUser?: string;

@@ -72,6 +72,8 @@ export interface SlotRequestInput {
    * the slot is taken over (even past capacity, since the build is real), not granted anew.
    */
   adopt?: string;
+  /** A Cluster API Machine's request: only a host with `serves: machines` takes it. */
+  serves?: 'machines';
 }
 
 export type RequestOutcome =
@@ -107,6 +109,8 @@ export interface HostDrainOutcome {
   drained: boolean;
   /** False when the host already was in that state. */
   changed: boolean;
+  /** Why the engine drained it itself (a Machine ran there as root), while it stays drained. */
+  drainedBecause?: string;
   /** Builds still running on it (they finish; nothing new starts while drained). */
   inUse: number;
   capacity: number;

@@ -27,6 +27,8 @@ export interface Host {
   port?: number;
   /** `ssh-ed25519 AAAA…`; without it any host key is accepted (host-config has none). */
   hostKey?: string;
+  /** Set for a host that serves Cluster API Machines only; unset, it serves builds only. */
+  serves?: 'machines';
 }
 
 /**

@@ -18,6 +18,7 @@ import {
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { setHostDrained } from '../shared/messages.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../shared/lock-api.js';
 import {
@@ -42,8 +43,10 @@ beforeAll(async () => {
   pool = await createStaticPool('machine', 2);
   await pool.scope.setHostConfig(
     pool.hostEntries([
-      { host: 0, concurrency: 1 },
-      { host: 1, concurrency: 1 },
+      { host: 0, concurrency: 1, serves: 'machines' },
+      { host: 1, concurrency: 1, serves: 'machines' },
+      // A build host of a platform of its own: no Machine may land there.
+      { host: 0, name: 'b1', platform: BUILDS_PLATFORM(), serves: 'builds' },
     ]),
   );
   machines = new Machines(pool.scope);
@@ -57,6 +60,27 @@ afterAll(async () => {
 });
 
 const ns = () => pool.scope.namespace;
+const BUILDS_PLATFORM = () => `${pool.platform}-builds`;
+
+/**
+ * A host a Machine ran on stays drained after the Machine is gone, saying why: the operator's
+ * part is played here (`hostflow host undrain`), once `count` hosts wait for it.
+ */
+async function undrainAfterMachines(count: number): Promise<string[]> {
+  const drained = await waitFor(`${count} hosts drained after their Machines`, async () => {
+    const hosts = (await pool.allocator()).hosts.filter(
+      (h) => h.drained && h.inUse === 0 && h.drainedBecause,
+    );
+    return hosts.length >= count ? hosts : undefined;
+  });
+  const allocator = pool.scope.temporal.client.workflow.getHandle(
+    WORKFLOW_ID.allocator(pool.platform),
+  );
+  for (const host of drained) {
+    await allocator.executeUpdate(setHostDrained, { args: [{ host: host.name, drained: false }] });
+  }
+  return drained.map((h) => h.drainedBecause!);
+}
 const core = () => pool.scope.kube.core;
 const policy = () => pool.scope.kube.kc.makeApiClient(PolicyV1Api);
 const hostOf = (providerID: string | undefined) =>
@@ -275,6 +299,10 @@ describe('a Machine on a static host', () => {
       'pre-terminate.delete.hook.machine.cluster.x-k8s.io/backup': null,
     });
     await machines.gone('m1');
+    // A hostile tenant's bootstrap ran as root there: the host takes no new work by itself.
+    expect(await undrainAfterMachines(1)).toEqual([
+      expect.stringMatching(/ran its bootstrap data there as root; reinstall or wipe the host/),
+    ]);
     expect(await readNode(nodeName)).toBeUndefined();
     expect(
       await core()
@@ -354,6 +382,7 @@ describe('a Machine on a static host', () => {
     await machines.delete('m3');
     await machines.gone('m2');
     await machines.gone('m3');
+    await undrainAfterMachines(2);
     expect(await machines.eventReasons('m2')).toEqual(
       expect.arrayContaining(['FailedDrainNode', 'Deleted']),
     );
@@ -398,6 +427,7 @@ describe('a Machine on a static host', () => {
       'pre-terminate.delete.hook.machine.cluster.x-k8s.io/hold': null,
     });
     await machines.gone('m4');
+    await undrainAfterMachines(1);
     expect(await readNode(m4.status!.nodeRef!.name)).toBeUndefined();
     expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
   }, 150_000);
@@ -428,8 +458,22 @@ describe('a Machine on a static host', () => {
     expect(running.status?.nodeRef?.name).toBe('m5-late');
     await machines.delete('m5');
     await machines.gone('m5');
+    await undrainAfterMachines(1);
     expect(await readNode('m5-late')).toBeUndefined();
   }, 120_000);
+
+  it('a hostile tenant: never lands on a build host, and says why', async () => {
+    await machines.create('mb', { platform: BUILDS_PLATFORM() });
+    await machines.bootstrapSecret('mb-bootstrap', joiner.script());
+    const failed = await machines.phase('mb', 'Failed');
+    expect(failed.status?.failureMessage).toMatch(
+      /no host of this platform serves Cluster API Machines: a Machine runs only on a host with host\.<name>\.serves: machines/,
+    );
+    expect((await pool.allocator(BUILDS_PLATFORM())).inUse).toBe(0);
+    expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
+    await machines.delete('mb');
+    await machines.gone('mb');
+  }, 60_000);
 
   it('fails for a spec it cannot serve, saying why, and lets go when deleted', async () => {
     await pool.scope.kube.custom.createNamespacedCustomObject({

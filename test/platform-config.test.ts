@@ -334,6 +334,8 @@ describe('static hosts', () => {
     ['concurrency', 'four', 'an integer from 1 to 8'],
     ['sudo-commands', '/usr/bin/podman,podman', 'absolute command path'],
     ['sudo-commands', '/bin/sh -c id', 'absolute command path'],
+    ['serves', 'both', 'expected builds'],
+    ['serves', 'Machines', 'expected builds'],
   ])('rejects %s %j, saying what is expected', (field, value, expected) => {
     const problems = problemsOf(host('h', { [field]: value }));
     expect(problems).toHaveLength(1);
@@ -341,6 +343,22 @@ describe('static hosts', () => {
     expect(problems[0].reason).toContain(expected);
     expect(problems[0].platform).toBe('linux/ppc64le');
     expect(parseHostConfig(host('h', { [field]: value })).staticHosts).toEqual([]);
+  });
+
+  it('reads serves: builds by default, machines only with concurrency 1', () => {
+    const hosts = (data: Record<string, string | undefined>) =>
+      parseHostConfig(host('h', data)).staticHosts;
+    expect(hosts({ concurrency: '1', serves: undefined })[0]?.serves).toBeUndefined();
+    expect(hosts({ concurrency: '4', serves: ' builds ' })[0]?.serves).toBeUndefined();
+    expect(hosts({ concurrency: '1', serves: 'machines' })[0]?.serves).toBe('machines');
+    expect(problemsOf(host('h', { concurrency: '2', serves: 'machines' }))).toEqual([
+      {
+        key: 'host.h.concurrency',
+        reason:
+          '"2" is not valid for a host that serves machines; expected 1 (one Machine per host)',
+        platform: 'linux/ppc64le',
+      },
+    ]);
   });
 
   it('requires concurrency instead of silently using 0, as the original did', () => {

@@ -80,7 +80,32 @@ const EnvSchema = z.object({
     .optional(),
   /** Where each cluster's inventory, artifacts and kubespray logs are kept. */
   HOSTFLOW_PROVISIONING_DIR: z.string().min(1).default('/var/lib/hostflow/clusters'),
-  /** Provisionings take BareMetalHosts from this namespace only (e.g. metal3); unset: from all. */
+  /**
+   * Where a Provisioning may take BareMetalHosts besides its own namespace: comma-separated
+   * regular expressions, each matching a whole namespace name (as host-config's
+   * allowed-namespaces), e.g. `metal3,pool-.*`. Unset: its own namespace only.
+   */
+  HOSTFLOW_BAREMETAL_NAMESPACES: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      const sources = text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      for (const source of sources) {
+        try {
+          new RegExp(source);
+        } catch (err) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${source}" is not a valid regular expression (${(err as Error).message}); expected comma-separated namespace patterns such as metal3,pool-.*`,
+          });
+        }
+      }
+      return sources;
+    }),
+  /** One more namespace Provisionings may take BareMetalHosts from (e.g. metal3): the older form. */
   HOSTFLOW_BAREMETAL_NAMESPACE: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name')

@@ -60,7 +60,11 @@ export async function createWorker(
       kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
       leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
-      bareMetalNamespace: settings.HOSTFLOW_BAREMETAL_NAMESPACE,
+      bareMetalNamespaces: [
+        ...settings.HOSTFLOW_BAREMETAL_NAMESPACES,
+        // The older single-namespace setting, as an exact name.
+        ...(settings.HOSTFLOW_BAREMETAL_NAMESPACE ? [settings.HOSTFLOW_BAREMETAL_NAMESPACE] : []),
+      ],
     },
     packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
     imageRegistries: settings.HOSTFLOW_IMAGE_REGISTRIES,

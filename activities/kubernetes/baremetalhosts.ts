@@ -1,7 +1,9 @@
 // metal3 BareMetalHosts as Provisionings use them: what each offers (NICs, CPUs, memory,
 // features), and which Provisioning consumes it (spec.consumerRef, as Cluster API's metal3
 // provider marks it). Claims are written with resourceVersion checks, so two Provisionings
-// never take one host.
+// never take one host. A Provisioning sees the hosts of its own namespace and of the namespaces
+// the engine's setting allows; a host another kind of consumer holds (a Metal3Machine), or one
+// metal3 is not done with (any provisioning state but available), is never free.
 import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -12,6 +14,7 @@ import {
   HOST_SSH_ANNOTATIONS,
   type HostInventory,
 } from '../../shared/bpa-api.js';
+import { printable } from '../../platform-config/platform.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
 
 interface BareMetalHost {
@@ -22,8 +25,17 @@ interface BareMetalHost {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  spec?: { consumerRef?: { kind?: string; namespace?: string; name?: string; uid?: string } };
+  spec?: {
+    consumerRef?: {
+      apiVersion?: string;
+      kind?: string;
+      namespace?: string;
+      name?: string;
+      uid?: string;
+    };
+  };
   status?: {
+    provisioning?: { state?: string };
     hardware?: {
       cpu?: { count?: number };
       ramMebibytes?: number;
@@ -41,24 +53,58 @@ export interface Consumer extends HostRef {
   uid: string;
 }
 
+/**
+ * metal3's states in which a host waits for a consumer: `available` (named `ready` before
+ * baremetal-operator 0.5). Every other state means metal3 or someone else is at work on it, or
+ * has not inspected it yet (no state at all).
+ */
+const FREE_STATES = new Set(['available', 'ready']);
+
+const isProvisioning = (ref: NonNullable<BareMetalHost['spec']>['consumerRef']): boolean =>
+  ref?.kind === 'Provisioning' && (ref.apiVersion ?? '').startsWith(`${BPA_GROUP}/`);
+
 const consumerOf = (host: BareMetalHost): string | undefined => {
   const ref = host.spec?.consumerRef;
-  return ref?.kind === 'Provisioning' && ref.name ? `${ref.namespace}/${ref.name}` : undefined;
+  return ref && isProvisioning(ref) && ref.name ? `${ref.namespace}/${ref.name}` : undefined;
 };
 
-/** `namespace`: where Provisionings find hosts; every namespace when unset, as in the original. */
+/** Why no Provisioning may take the host, when none may (a host a Provisioning holds: never). */
+function unavailable(host: BareMetalHost): string | undefined {
+  const ref = host.spec?.consumerRef;
+  if (ref && !isProvisioning(ref)) {
+    const kind = printable(ref.kind ?? 'an object of unknown kind', 60);
+    const name = printable(`${ref.namespace ?? host.metadata.namespace}/${ref.name ?? '?'}`, 120);
+    return `is consumed by ${kind} ${name}`;
+  }
+  if (consumerOf(host)) return undefined;
+  const state = host.status?.provisioning?.state;
+  if (state === undefined || state === '') {
+    return 'has no metal3 provisioning state yet (the baremetal-operator has not registered and inspected it)';
+  }
+  if (!FREE_STATES.has(state)) {
+    return `is in metal3 provisioning state "${printable(state, 40)}", not available`;
+  }
+  return undefined;
+}
+
+/**
+ * `allowedNamespaces`: patterns (whole names, as host-config's allowed-namespaces) of the
+ * namespaces whose hosts any Provisioning may take, besides its own namespace's.
+ */
 export function createBareMetalHostActivities({
   custom,
-  namespace,
+  allowedNamespaces,
 }: {
   custom: CustomObjectsApi;
-  namespace?: string | undefined;
+  allowedNamespaces: string[];
 }) {
+  const patterns = allowedNamespaces.map((source) => new RegExp(`^(?:${source})$`));
+  const allowed = (namespace: string, own: string | undefined) =>
+    namespace === own || patterns.some((pattern) => pattern.test(namespace));
+
   async function list(): Promise<BareMetalHost[]> {
     try {
-      const all = (await (namespace
-        ? custom.listNamespacedCustomObject({ ...BAREMETALHOST_API, namespace })
-        : custom.listClusterCustomObject({ ...BAREMETALHOST_API }))) as {
+      const all = (await custom.listClusterCustomObject({ ...BAREMETALHOST_API })) as {
         items: BareMetalHost[];
       };
       return all.items;
@@ -67,7 +113,12 @@ export function createBareMetalHostActivities({
     }
   }
 
-  async function setConsumer(ref: HostRef, consumer: Consumer | undefined): Promise<void> {
+  /** Claims the host for `consumer`, or (undefined) frees it if `releasing` still consumes it. */
+  async function setConsumer(
+    ref: HostRef,
+    consumer: Consumer | undefined,
+    releasing?: string,
+  ): Promise<void> {
     const where = `BareMetalHost ${ref.namespace}/${ref.name}`;
     let host: BareMetalHost;
     try {
@@ -82,12 +133,15 @@ export function createBareMetalHostActivities({
     const current = consumerOf(host);
     const wanted = consumer && `${consumer.namespace}/${consumer.name}`;
     if (current === wanted) return;
+    if (!consumer && current !== releasing) return; // another Provisioning's now: not ours to free
     if (consumer && current) {
       throw ApplicationFailure.nonRetryable(
         `${where} was taken by Provisioning ${current} meanwhile`,
         'HostTaken',
       );
     }
+    const why = consumer && unavailable(host);
+    if (why) throw ApplicationFailure.nonRetryable(`${where} ${why}`, 'HostTaken');
     const spec = { ...(host.spec ?? {}) } as Record<string, unknown>;
     if (consumer) {
       spec.consumerRef = {
@@ -112,9 +166,19 @@ export function createBareMetalHostActivities({
   }
 
   return {
-    /** Every BareMetalHost, as role assignment sees it. */
-    async listBareMetalHosts(): Promise<HostInventory[]> {
-      return (await list()).map((host) => {
+    /**
+     * The BareMetalHosts the Provisioning may see, as role assignment sees them: those of its
+     * own namespace and the allowed ones, and any it consumes already. Without `consumer` (runs
+     * from before it was passed): the allowed namespaces' and those Provisionings consume.
+     */
+    async listBareMetalHosts(input?: { consumer?: HostRef }): Promise<HostInventory[]> {
+      const own = input?.consumer;
+      const mine = own && `${own.namespace}/${own.name}`;
+      const visible = (host: BareMetalHost) =>
+        allowed(host.metadata.namespace, own?.namespace) ||
+        (mine ? consumerOf(host) === mine : consumerOf(host) !== undefined);
+      return (await list()).filter(visible).map((host) => {
+        const why = unavailable(host);
         const { labels = {}, annotations = {} } = host.metadata;
         const hardware = host.status?.hardware ?? {};
         const sshSecret = annotations[HOST_SSH_ANNOTATIONS.secret];
@@ -129,6 +193,7 @@ export function createBareMetalHostActivities({
           sriov: labels[HOST_FEATURE_LABELS.sriov] === 'true',
           qat: labels[HOST_FEATURE_LABELS.qat] === 'true',
           ...(consumerOf(host) ? { consumer: consumerOf(host) } : {}),
+          ...(why ? { unavailable: why } : {}),
           ...(sshSecret ? { sshSecret: `${host.metadata.namespace}/${sshSecret}` } : {}),
           ...(annotations[HOST_SSH_ANNOTATIONS.user]
             ? { sshUser: annotations[HOST_SSH_ANNOTATIONS.user] }
@@ -153,7 +218,7 @@ export function createBareMetalHostActivities({
       for (const host of await list()) {
         if (consumerOf(host) !== mine) continue;
         if (keep.has(`${host.metadata.namespace}/${host.metadata.name}`)) continue;
-        await setConsumer(host.metadata, undefined);
+        await setConsumer(host.metadata, undefined, mine);
         released.push(`${host.metadata.namespace}/${host.metadata.name}`);
       }
       return released;

@@ -101,13 +101,14 @@ export function createHostConfigActivities(
       }
       return read.config.staticHosts
         .filter((h) => h.platform === input.platform)
-        .map(({ name, address, user, secret, concurrency, sudoCommands }) => ({
+        .map(({ name, address, user, secret, concurrency, sudoCommands, serves }) => ({
           name,
           address,
           user,
           secret,
           concurrency,
           sudoCommands,
+          ...(serves ? { serves } : {}),
         }));
     },
 

@@ -1,7 +1,8 @@
 // The SSH key kubespray installs a cluster with: one per cluster, kept in Secret
 // `<cluster>-ssh-key` next to its Provisioning (the original used one root key for every
 // cluster), and handed to each of its hosts' admin user, idempotently, by logging in with the
-// admin key named on the BareMetalHost. The private key never leaves the worker.
+// admin key named on the BareMetalHost, and taken back the same way when the host leaves the
+// cluster. The private key never leaves the worker.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -27,6 +28,15 @@ const AUTHORIZE =
   'umask 077 && read -r key && mkdir -p "$HOME/.ssh" && touch "$HOME/.ssh/authorized_keys" && ' +
   '{ grep -qxF "$key" "$HOME/.ssh/authorized_keys" || printf "%s\\n" "$key" >> "$HOME/.ssh/authorized_keys"; }';
 
+/**
+ * Reads stdin's one line and drops the lines of authorized_keys that are exactly it (no other
+ * key, nor the same key with options); the file is rewritten whole, through a rename.
+ */
+const REVOKE =
+  'umask 077 && read -r key && f="$HOME/.ssh/authorized_keys" && ' +
+  '{ [ -f "$f" ] && grep -qxF "$key" "$f" || exit 0; } && ' +
+  '{ grep -vxF "$key" "$f" || true; } > "$f.hostflow-revoke" && mv -f "$f.hostflow-revoke" "$f"';
+
 export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
   async function secretKey(
     namespace: string,
@@ -40,6 +50,40 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
     } catch (err) {
       if (isNotFound(err)) return undefined;
       rethrowKube(`read Secret ${namespace}/${name}`, err);
+    }
+  }
+
+  /** Runs `script` with the public key on stdin as each host's admin user; `what` for errors. */
+  async function onEachHost(
+    hosts: KeyHost[],
+    publicKey: string,
+    script: string,
+    what: string,
+  ): Promise<void> {
+    for (const host of hosts) {
+      const [namespace, name] = host.sshSecret.split('/') as [string, string];
+      const adminKey = await secretKey(namespace, name, 'id_rsa');
+      if (!adminKey) {
+        throw ApplicationFailure.nonRetryable(
+          `node ${host.label}: Secret ${host.sshSecret} has no id_rsa: put the admin key of its host there`,
+          'HostKeyMissing',
+        );
+      }
+      const result = await withSsh(
+        { address: host.address, user: host.user, privateKey: adminKey },
+        (session) => session.exec(script, { stdin: `${publicKey}\n` }),
+      ).catch((err: unknown) => {
+        throw ApplicationFailure.retryable(
+          `node ${host.label} (${host.user}@${host.address}): cannot log in to ${what}: ${(err as Error).message}`,
+          'SshConnectFailed',
+        );
+      });
+      if (result.code !== 0) {
+        throw ApplicationFailure.retryable(
+          `node ${host.label}: ${what} failed: ${result.stderr.trim()}`,
+          'SshCommandFailed',
+        );
+      }
     }
   }
 
@@ -85,31 +129,22 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
         throw ApplicationFailure.retryable(
           `Secret ${input.namespace}/${input.keySecret} has no id_rsa.pub yet`,
         );
-      for (const host of input.hosts) {
-        const [namespace, name] = host.sshSecret.split('/') as [string, string];
-        const adminKey = await secretKey(namespace, name, 'id_rsa');
-        if (!adminKey) {
-          throw ApplicationFailure.nonRetryable(
-            `node ${host.label}: Secret ${host.sshSecret} has no id_rsa: put the admin key of its host there`,
-            'HostKeyMissing',
-          );
-        }
-        const result = await withSsh(
-          { address: host.address, user: host.user, privateKey: adminKey },
-          (session) => session.exec(AUTHORIZE, { stdin: `${publicKey}\n` }),
-        ).catch((err: unknown) => {
-          throw ApplicationFailure.retryable(
-            `node ${host.label} (${host.user}@${host.address}): cannot log in to hand out the installer key: ${(err as Error).message}`,
-            'SshConnectFailed',
-          );
-        });
-        if (result.code !== 0) {
-          throw ApplicationFailure.retryable(
-            `node ${host.label}: authorizing the installer key failed: ${result.stderr.trim()}`,
-            'SshCommandFailed',
-          );
-        }
-      }
+      await onEachHost(input.hosts, publicKey, AUTHORIZE, 'hand out the installer key');
+    },
+
+    /**
+     * Takes the installer key back from each host's admin user: the host leaves the cluster, and
+     * the next cluster's owner must not find this one's key there. Idempotent; a cluster whose
+     * key Secret is gone has nothing left to take back.
+     */
+    async revokeInstallerKey(input: {
+      namespace: string;
+      keySecret: string;
+      hosts: KeyHost[];
+    }): Promise<void> {
+      const publicKey = (await secretKey(input.namespace, input.keySecret, 'id_rsa.pub'))?.trim();
+      if (!publicKey || input.hosts.length === 0) return;
+      await onEachHost(input.hosts, publicKey, REVOKE, 'take back the installer key');
     },
   };
 }

@@ -68,6 +68,8 @@ export async function registerBareMetalHosts(
       body: {
         ...created,
         status: {
+          // What metal3's baremetal-operator reports once a host is inspected and free.
+          provisioning: { state: 'available' },
           hardware: {
             cpu: { count: 4 + i * 4, arch: 'x86_64' },
             ramMebibytes: 8192,

@@ -29,6 +29,7 @@ export interface StaticPool {
       secret?: string;
       name?: string;
       platform?: string;
+      serves?: 'builds' | 'machines';
     }>,
   ): Record<string, string>;
   /** A Secret holding `key` as the admin key, e.g. a wrong one. */
@@ -155,6 +156,7 @@ export async function createStaticPool(
         data[`host.${name}.platform`] = spec.platform ?? platform;
         data[`host.${name}.secret`] = spec.secret ?? `admin-${spec.host}`;
         data[`host.${name}.concurrency`] = String(spec.concurrency ?? 2);
+        if (spec.serves) data[`host.${name}.serves`] = spec.serves;
       }
       return data;
     },

@@ -18,6 +18,8 @@ export interface SlotRequest {
   requestedAt: number;
   /** A host whose slot a build of an earlier run already uses (see SlotRequestInput.adopt). */
   adopt?: string;
+  /** A Cluster API Machine's request: only hosts that serve machines take it. */
+  serves?: 'machines';
 }
 
 export interface HostHealth {
@@ -48,6 +50,8 @@ export interface AllocationState {
    * while a host leaves the config, so a drain outlasts a config edit.
    */
   drained?: string[];
+  /** Why the engine drained a host itself (a Machine ran there as root); an undrain clears it. */
+  drainedBecause?: Record<string, string>;
 }
 
 export interface QueueService {
@@ -74,7 +78,7 @@ export function emptyState(): AllocationState {
  */
 export function applyHosts(state: AllocationState, hosts: Host[]): void {
   const configured = hosts.map((host) => host.name);
-  for (const { name, address, user, secret, concurrency, sudoCommands } of hosts) {
+  for (const { name, address, user, secret, concurrency, sudoCommands, serves } of hosts) {
     // Copy field by field: callers may pass richer objects, and the state must stay plain.
     state.hosts[name] = {
       name,
@@ -83,6 +87,7 @@ export function applyHosts(state: AllocationState, hosts: Host[]): void {
       secret,
       concurrency,
       sudoCommands: [...sudoCommands],
+      ...(serves === 'machines' ? { serves } : {}),
     };
   }
   for (const name of Object.keys(state.hosts)) {
@@ -121,16 +126,17 @@ export function request(
     return { status: 'granted', host: grant(state, req.requestId, req.adopt) };
   }
 
-  const reason = exhaustion(state, req.excluded);
+  const reason = exhaustion(state, req);
   if (reason !== undefined) return { status: 'exhausted', reason };
-  const choice = choose(state, req.excluded, random);
-  if (choice !== undefined && !state.queue.some((w) => eligible(state, choice, w.excluded))) {
+  const choice = choose(state, req, random);
+  if (choice !== undefined && !state.queue.some((w) => eligible(state, choice, w))) {
     return { status: 'granted', host: grant(state, req.requestId, choice) };
   }
   state.queue.push({
     requestId: req.requestId,
     excluded: [...req.excluded],
     requestedAt: req.requestedAt,
+    ...(req.serves ? { serves: req.serves } : {}),
   });
   return { status: 'queued', position: state.queue.length };
 }
@@ -150,6 +156,16 @@ export function release(state: AllocationState, requestId: string): void {
     const remaining = state.holders[host].filter((id) => id !== holder);
     if (remaining.length > 0) state.holders[host] = remaining;
     else delete state.holders[host];
+    if (state.hosts[host]?.serves === 'machines') {
+      // Its bootstrap data ran as root: nothing the engine can check says what it left behind.
+      setDrained(state, host, true);
+      state.drainedBecause = {
+        ...state.drainedBecause,
+        [host]:
+          `a Machine (${workflowId}) ran its bootstrap data there as root; ` +
+          'reinstall or wipe the host, then undrain it',
+      };
+    }
     dropIfGone(state, host);
     return;
   }
@@ -169,8 +185,8 @@ export function serveQueue(
   const service: QueueService = { grants: [], exhausted: [] };
   const waiting: SlotRequest[] = [];
   for (const waiter of state.queue) {
-    const reason = exhaustion(state, waiter.excluded);
-    const choice = reason === undefined ? choose(state, waiter.excluded, random) : undefined;
+    const reason = exhaustion(state, waiter);
+    const choice = reason === undefined ? choose(state, waiter, random) : undefined;
     if (reason !== undefined) service.exhausted.push({ requestId: waiter.requestId, reason });
     else if (choice !== undefined) {
       service.grants.push({
@@ -238,6 +254,10 @@ export interface AllocationSummary {
     probeInMs?: number;
     /** Taken out of rotation by an operator: its builds finish, it gets no new ones. */
     drained: boolean;
+    /** Why the engine drained it itself, if it did. */
+    drainedBecause?: string;
+    /** A host for Cluster API Machines only (host.<name>.serves). */
+    servesMachines?: boolean;
   }>;
   /** Waiting request ids, next first. */
   queue: string[];
@@ -265,6 +285,8 @@ export function summary(state: AllocationState, now: number): AllocationSummary 
         consecutiveFailures: health?.consecutiveFailures ?? 0,
         ...(open && !health.probing ? { probeInMs: Math.max(0, health.openUntil! - now) } : {}),
         drained: isDrained(state, name),
+        ...(state.drainedBecause?.[name] ? { drainedBecause: state.drainedBecause[name] } : {}),
+        ...(host.serves === 'machines' ? { servesMachines: true } : {}),
       } as const;
     });
   return {
@@ -287,6 +309,12 @@ export function setDrained(state: AllocationState, host: string, drained: boolea
   const next = drained ? [...current, host].sort() : current.filter((name) => name !== host);
   if (next.length > 0) state.drained = next;
   else delete state.drained;
+  if (!drained && state.drainedBecause?.[host] !== undefined) {
+    const rest = { ...state.drainedBecause };
+    delete rest[host];
+    if (Object.keys(rest).length > 0) state.drainedBecause = rest;
+    else delete state.drainedBecause;
+  }
   return true;
 }
 
@@ -319,12 +347,22 @@ function freeSlots(state: AllocationState, host: string): number {
   return state.hosts[host].concurrency - holdersOf(state, host).length;
 }
 
+/** Whether a host serves what the request is for: builds and Machines never share a host. */
+function serves(host: AllocatedHost, req: Pick<SlotRequest, 'serves'>): boolean {
+  return (host.serves ?? 'builds') === (req.serves ?? 'builds');
+}
+
 /** Whether this host could take this waiter's request right now. */
-function eligible(state: AllocationState, host: string, excluded: string[]): boolean {
+function eligible(
+  state: AllocationState,
+  host: string,
+  { excluded, serves: wants }: Pick<SlotRequest, 'excluded' | 'serves'>,
+): boolean {
   const entry = state.hosts[host];
   return (
     entry !== undefined &&
     !entry.removed &&
+    serves(entry, { serves: wants }) &&
     !isDrained(state, host) &&
     !excluded.includes(host) &&
     state.health[host]?.openUntil === undefined &&
@@ -335,13 +373,13 @@ function eligible(state: AllocationState, host: string, excluded: string[]): boo
 /** The eligible host with the most free slots, at random among equals (the seed's rule). */
 function choose(
   state: AllocationState,
-  excluded: string[],
+  req: Pick<SlotRequest, 'excluded' | 'serves'>,
   random: () => number,
 ): string | undefined {
   // Sorted, so the choice does not depend on the order keys were inserted in.
   const candidates = Object.keys(state.hosts)
     .sort()
-    .filter((host) => eligible(state, host, excluded));
+    .filter((host) => eligible(state, host, req));
   if (candidates.length === 0) return undefined;
   const most = Math.max(...candidates.map((host) => freeSlots(state, host)));
   const best = candidates.filter((host) => freeSlots(state, host) === most);
@@ -359,13 +397,25 @@ export function exhaustQueue(
   return turnedAway;
 }
 
-/** Why no configured host can ever serve these exclusions, or undefined while one can. */
-function exhaustion(state: AllocationState, excluded: string[]): string | undefined {
+/** Why no configured host can ever serve this request, or undefined while one can. */
+function exhaustion(
+  state: AllocationState,
+  req: Pick<SlotRequest, 'excluded' | 'serves'>,
+): string | undefined {
+  const { excluded } = req;
   if (state.elastic) return undefined;
-  const live = Object.keys(state.hosts)
+  const configured = Object.keys(state.hosts)
     .sort()
     .filter((host) => !state.hosts[host].removed);
+  const live = configured.filter((host) => serves(state.hosts[host], req));
   const failed = excluded.length > 0 ? ` (this TaskRun failed on: ${excluded.join(', ')})` : '';
+  if (live.length === 0 && configured.length > 0) {
+    return req.serves === 'machines'
+      ? 'no host of this platform serves Cluster API Machines: a Machine runs only on a host ' +
+          'with host.<name>.serves: machines in host-config (never on a build host)'
+      : 'every host of this platform serves Cluster API Machines (host.<name>.serves: machines); ' +
+          'builds need a host that serves builds';
+  }
   if (live.length === 0) return `no hosts are configured for this platform${failed}`;
   if (live.every((host) => excluded.includes(host))) {
     return `provisioning failed on every configured host: ${live.join(', ')}`;

@@ -78,6 +78,11 @@ export const PATCH_SWEEP_ON_ITS_OWN = 'allocator-sweep-on-its-own-timer';
  * ssh-secret while VMs live, a static host's admin key while builds run on it).
  */
 export const PATCH_LOCK_DEPENDENCIES = 'allocator-locks-what-it-depends-on';
+/**
+ * v2: a host serves builds or Machines, never both (host.<name>.serves); a host a Machine ran on
+ * is drained when the Machine lets go, until an operator undrains it.
+ */
+export const PATCH_TENANTS_APART = 'allocator-builds-and-machines-apart';
 /** How continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
 const POOL_CALLS_DRAIN = '2 minutes';
 
@@ -127,7 +132,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
 
   setHandler(
     requestSlot,
-    async ({ requestId, workflowId, excluded, adopt }) => {
+    async ({ requestId, workflowId, excluded, adopt, serves }) => {
       if (!loaded) {
         requesting.add(workflowId);
         await condition(() => loaded); // the first request may arrive with the start itself
@@ -135,7 +140,13 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       }
       const outcome = request(
         state,
-        { requestId, excluded, requestedAt: Date.now(), ...(adopt ? { adopt } : {}) },
+        {
+          requestId,
+          excluded,
+          requestedAt: Date.now(),
+          ...(adopt ? { adopt } : {}),
+          ...(serves === 'machines' ? { serves } : {}),
+        },
         Math.random,
         Date.now(),
       );
@@ -194,7 +205,11 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         const periodic = !reloadRequested;
         reloadRequested = false;
         try {
-          const hosts = await kube.loadPlatformHosts({ platform });
+          const loadedHosts = await kube.loadPlatformHosts({ platform });
+          // Before the patch every host served everything, as the runs recorded then expect.
+          const hosts = patched(PATCH_TENANTS_APART)
+            ? loadedHosts
+            : loadedHosts.map(({ serves: _serves, ...host }) => host);
           if (patched(PATCH_CLOUD_POOLS)) {
             await pools.reload();
             state.elastic = pools.configured;

@@ -40,6 +40,7 @@ export function handleDrains(port: DrainPort): void {
         host,
         drained: isDrained(state, host),
         changed,
+        ...(view?.drainedBecause ? { drainedBecause: view.drainedBecause } : {}),
         inUse: view?.inUse ?? 0,
         capacity: view?.capacity ?? 0,
         waiting: state.queue.length,

@@ -27,7 +27,7 @@ export function report(
   const hosts = view.hosts
     .map(
       (h) =>
-        `${h.name} ${h.inUse}/${h.capacity}${h.health === 'healthy' ? '' : ` (${h.health})`}${h.removed ? ' (removed)' : ''}${h.drained ? ' (drained)' : ''}`,
+        `${h.name} ${h.inUse}/${h.capacity}${h.health === 'healthy' ? '' : ` (${h.health})`}${h.removed ? ' (removed)' : ''}${h.servesMachines ? ' (machines)' : ''}${h.drained ? ` (drained${h.drainedBecause ? `: ${h.drainedBecause}` : ''})` : ''}`,
     )
     .join(', ');
   const waitingOn = trouble

@@ -5,6 +5,7 @@
 import {
   condition,
   getExternalWorkflowHandle,
+  patched,
   setCurrentDetails,
   sleep,
   upsertSearchAttributes,
@@ -18,6 +19,12 @@ import { SA } from '../../shared/search-attributes.js';
 import type { Host } from '../../shared/types.js';
 import { allocator, cloud as cloudApi, durableTerminate } from '../activities.js';
 import { checkVmBoot } from '../cloud/vm-boot.js';
+
+/**
+ * v2: a Machine on a static platform asks for a host that serves machines (never a build host:
+ * its bootstrap data runs as root there).
+ */
+export const PATCH_MACHINE_HOSTS = 'machine-asks-for-a-machine-host';
 
 /** What a Machine holds, carried across continue-as-new. */
 export interface MachineInfra {
@@ -88,10 +95,19 @@ async function takeSlot(
   workflowId: string,
   stop: () => boolean,
 ): Promise<{ host: Host } | { failed: string } | { stopped: true }> {
+  const machineHost = infra.kind === 'static' && patched(PATCH_MACHINE_HOSTS);
   const ask = () =>
     allocator.requestSlot.executeWithOptions(
       { summary: `Ask allocator/${infra.platform} for a slot` },
-      [{ platform: infra.platform, requestId: infra.requestId, workflowId, excluded: [] }],
+      [
+        {
+          platform: infra.platform,
+          requestId: infra.requestId,
+          workflowId,
+          excluded: [],
+          ...(machineHost ? { serves: 'machines' as const } : {}),
+        },
+      ],
     );
   for (;;) {
     mail.askAgain = false;

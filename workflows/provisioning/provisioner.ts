@@ -43,6 +43,11 @@ export const PATCH_UNLOCK_UNTIL_DONE = 'provisioning-unlock-until-done';
  * before any host is claimed, and a pinned release is the one every playbook runs.
  */
 export const PATCH_KUBESPRAY_RELEASE = 'provisioning-kubespray-release';
+/**
+ * v5: hosts come from the Provisioning's own namespace and the allowed ones only, and a host
+ * leaving the cluster has the installer key taken back before it is released.
+ */
+export const PATCH_TENANTS_APART = 'provisioning-tenants-apart';
 
 export class Provisioner {
   cluster: string;
@@ -95,7 +100,9 @@ export class Provisioner {
       const check = await kubesprayCheck.checkKubespray(release ? { release } : {});
       if (check.problem) return this.refuse([check.problem]);
     }
-    const hosts = await kube.listBareMetalHosts();
+    const hosts = await kube.listBareMetalHosts(
+      patched(PATCH_TENANTS_APART) ? { consumer: { ...this.ref } } : undefined,
+    );
     const current = this.installed?.nodes ?? this.held;
     const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
     if (!assignment.ok) return this.refuse(assignment.problems);
@@ -116,8 +123,11 @@ export class Provisioner {
       if (isCancellation(err)) throw err;
       return this.refuse([innermostMessage(err)]); // taken by another Provisioning meanwhile
     }
+    const before = this.held;
     this.held = unionNodes(this.installed?.nodes ?? this.touched, plan.nodes);
-    await this.release(); // hosts of an earlier try that nothing ran on
+    // Hosts of an earlier try that nothing ran on (their key step may have).
+    await this.revokeInstallerKey(withoutNodes(before, this.held));
+    await this.release();
     return plan;
   }
 
@@ -158,6 +168,7 @@ export class Provisioner {
         await this.report.event('Warning', 'ResetFailed', innermostMessage(err));
       }
     }
+    await this.revokeInstallerKey(unionNodes(this.touched, this.held));
     this.held = [];
     this.touched = [];
     await kube.releaseBareMetalHosts({ consumer: this.ref });
@@ -330,9 +341,34 @@ export class Provisioner {
 
   /** Nodes kubespray has reset or removed: their hosts go back to the free ones. */
   private async letGo(nodes: ProvisioningNode[]): Promise<void> {
+    await this.revokeInstallerKey(nodes);
     this.touched = withoutNodes(this.touched, nodes);
     this.held = withoutNodes(this.held, nodes);
     await this.release();
+  }
+
+  /**
+   * Takes the cluster's installer key back from hosts leaving it. A host that cannot be reached
+   * is released all the same (it may be gone for good), with a Warning saying so.
+   */
+  private async revokeInstallerKey(nodes: ProvisioningNode[]): Promise<void> {
+    if (nodes.length === 0 || !this.cluster || !patched(PATCH_TENANTS_APART)) return;
+    try {
+      const inventory = await kube.listBareMetalHosts({ consumer: { ...this.ref } });
+      const hosts = nodes.flatMap(({ label, ip, user, host }) => {
+        const found = inventory.find((h) => h.namespace === host.namespace && h.name === host.name);
+        const login = user ?? found?.sshUser ?? 'root';
+        return found?.sshSecret ? [{ label, address: ip, user: login, sshSecret: found.sshSecret }] : [];
+      });
+      await installerKey.revokeInstallerKey({
+        namespace: this.ref.namespace,
+        keySecret: installerKeySecretName(this.cluster),
+        hosts,
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      await this.report.event('Warning', 'InstallerKeyNotRemoved', innermostMessage(err));
+    }
   }
 
   /** Frees the hosts of this Provisioning that it no longer holds. */

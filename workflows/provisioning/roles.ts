@@ -151,7 +151,7 @@ export function assignRoles(
   const taken = new Set<HostInventory>();
   const assigned: AssignedNode[] = [];
   const free = (host: HostInventory) =>
-    !taken.has(host) && (!host.consumer || host.consumer === consumer);
+    !taken.has(host) && !host.unavailable && (!host.consumer || host.consumer === consumer);
   const place = (node: NodeRequest, host: HostInventory, mac: string) => {
     taken.add(host);
     assigned.push({
@@ -167,7 +167,9 @@ export function assignRoles(
     const host = hosts.find((h) => h.nics.some((nic) => normalMac(nic.mac) === mac));
     const what = `${node.roles[0]} ${node.label}`;
     if (!host) problems.push(`${what}: no BareMetalHost has a NIC with MAC ${mac}`);
-    else if (!free(host)) {
+    else if (host.unavailable && host.consumer !== consumer) {
+      problems.push(`${what}: MAC ${mac} is ${hostRef(host)}, which ${host.unavailable}`);
+    } else if (!free(host)) {
       problems.push(
         `${what}: MAC ${mac} is ${hostRef(host)}, which serves Provisioning ${host.consumer}`,
       );
