@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
 import {
+  BAREMETALHOST_API,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
   type ProvisioningSpec,
@@ -104,6 +105,14 @@ async function phase(
 }
 
 const consumerOf = async (index: number) => (await metal.consumerOf(index))?.split('/')[1];
+/** The admin user's authorized_keys on host `index`, as root reads it there. */
+const authorizedKeys = async (index: number) => {
+  const host = metal.pool.hosts[index]!;
+  const found = await host.exec(['sh', '-c', `cat ~${host.adminUser}/.ssh/authorized_keys`]);
+  return found.stdout;
+};
+/** The installer key of cluster-alpha as authorized_keys lists it, read before it is deleted. */
+let alphaKey = '';
 const marker = (index: number) => metal.marker(index);
 
 /** The Events of this reason, once there are `count` (they follow the status write). */
@@ -190,6 +199,10 @@ describe('a Provisioning', () => {
     );
     expect(history).toContain('cluster-alpha');
     for (const secretValue of [keyBody, token]) expect(history).not.toContain(secretValue);
+    alphaKey = Buffer.from(installer.data!['id_rsa.pub']!, 'base64').toString('utf8').trim();
+    for (const index of [0, 1, 2]) {
+      expect((await authorizedKeys(index)).split('\n')).toContain(alphaKey);
+    }
   });
 
   it('refuses what can never work, with the reason in its status and an Event, touching nothing', async () => {
@@ -254,6 +267,12 @@ describe('a Provisioning', () => {
       undefined,
       undefined,
     ]);
+    // The hosts' next cluster finds no key of this one; the admin's own key is still there.
+    for (const index of [0, 1, 2]) {
+      const keys = await authorizedKeys(index);
+      expect(keys.split('\n')).not.toContain(alphaKey);
+      expect(keys.trim()).not.toBe('');
+    }
     // The kubeconfig, and the installer key the hosts trusted: with it gone, nobody can use it.
     for (const name of ['cluster-alpha-kubeconfig', 'cluster-alpha-ssh-key']) {
       await expect(
@@ -287,6 +306,95 @@ describe('a Provisioning', () => {
       },
     );
     expect(await consumerOf(2)).toBeUndefined();
+  });
+
+  // A hostile tenant names, by MAC, hosts that are not its to take: none is touched.
+  it('a hostile tenant: a host in another namespace, one a Metal3Machine consumes, and one metal3 is busy with are never taken', async () => {
+    const other = `other-${sfx}`;
+    await scope.kube.core.createNamespace({ body: { metadata: { name: other } } });
+    const mac = (n: number) => `02:00:5e:${sfx.slice(0, 2)}:00:${String(n).padStart(2, '0')}`;
+    const metal3Machine = {
+      apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta1',
+      kind: 'Metal3Machine',
+      namespace: metal3,
+      name: 'tenant-b-worker',
+    };
+    const fakes = [
+      { namespace: other, name: 'foreign', state: 'available' },
+      { namespace: metal3, name: 'capi', state: 'provisioned', consumerRef: metal3Machine },
+      { namespace: metal3, name: 'busy-provisioning', state: 'provisioning' },
+      { namespace: metal3, name: 'busy-provisioned', state: 'provisioned' },
+      { namespace: metal3, name: 'busy-deprovisioning', state: 'deprovisioning' },
+      { namespace: metal3, name: 'busy-unregistered', state: undefined },
+    ];
+    const bmh = (namespace: string, name: string) => ({ ...BAREMETALHOST_API, namespace, name });
+    try {
+      for (const [i, fake] of fakes.entries()) {
+        const created = (await scope.kube.custom.createNamespacedCustomObject({
+          ...BAREMETALHOST_API,
+          namespace: fake.namespace,
+          body: {
+            apiVersion: 'metal3.io/v1alpha1',
+            kind: 'BareMetalHost',
+            metadata: { name: fake.name, annotations: { 'bpa.akraino.org/ssh-secret': 'x' } },
+            spec: { online: true, ...(fake.consumerRef ? { consumerRef: fake.consumerRef } : {}) },
+          },
+        })) as Record<string, unknown>;
+        await scope.kube.custom.replaceNamespacedCustomObjectStatus({
+          ...bmh(fake.namespace, fake.name),
+          body: {
+            ...created,
+            status: {
+              ...(fake.state ? { provisioning: { state: fake.state } } : {}),
+              hardware: {
+                cpu: { count: 64 },
+                ramMebibytes: 65536,
+                nics: [{ name: 'eth0', mac: mac(i), ip: `192.0.2.${i + 10}` }],
+              },
+            },
+          },
+        });
+      }
+      await create('reach', 'cluster-reach', { masters: [{ m: { 'mac-address': mac(0) } }] });
+      await create('grab', 'cluster-grab', {
+        masters: [{ m: { 'mac-address': mac(1) } }],
+        workers: [2, 3, 4, 5].map((i) => ({ [`w${i}`]: { 'mac-address': mac(i) } })),
+      });
+      expect((await phase('reach', 'Refused')).conditions?.[0]?.message).toBe(
+        `master m: no BareMetalHost has a NIC with MAC ${mac(0)}`,
+      );
+      const grab = (await phase('grab', 'Refused')).conditions?.[0]?.message ?? '';
+      expect(grab.split('; ')).toEqual([
+        `master m: MAC ${mac(1)} is BareMetalHost ${metal3}/capi, which is consumed by Metal3Machine ${metal3}/tenant-b-worker`,
+        `worker w2: MAC ${mac(2)} is BareMetalHost ${metal3}/busy-provisioning, which is in metal3 provisioning state "provisioning", not available`,
+        `worker w3: MAC ${mac(3)} is BareMetalHost ${metal3}/busy-provisioned, which is in metal3 provisioning state "provisioned", not available`,
+        `worker w4: MAC ${mac(4)} is BareMetalHost ${metal3}/busy-deprovisioning, which is in metal3 provisioning state "deprovisioning", not available`,
+        `worker w5: MAC ${mac(5)} is BareMetalHost ${metal3}/busy-unregistered, which has no metal3 provisioning state yet (the baremetal-operator has not registered and inspected it)`,
+      ]);
+      for (const fake of fakes) {
+        const found = (await scope.kube.custom.getNamespacedCustomObject(
+          bmh(fake.namespace, fake.name),
+        )) as { spec?: { consumerRef?: unknown } };
+        expect(found.spec?.consumerRef).toEqual(fake.consumerRef);
+      }
+      for (const name of ['reach', 'grab']) {
+        await scope.kube.custom.deleteNamespacedCustomObject({
+          ...PROVISIONING_API,
+          namespace: scope.namespace,
+          name,
+        });
+        await waitFor(`${name} to go`, async () =>
+          (await get(name)) === undefined ? true : undefined,
+        );
+      }
+    } finally {
+      for (const fake of fakes) {
+        await scope.kube.custom
+          .deleteNamespacedCustomObject(bmh(fake.namespace, fake.name))
+          .catch(() => undefined);
+      }
+      await scope.kube.core.deleteNamespace({ name: other }).catch(() => undefined);
+    }
   });
 
   // Last: it deletes the file's namespace, the one the bridge watches.

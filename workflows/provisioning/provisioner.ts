@@ -358,7 +358,9 @@ export class Provisioner {
       const hosts = nodes.flatMap(({ label, ip, user, host }) => {
         const found = inventory.find((h) => h.namespace === host.namespace && h.name === host.name);
         const login = user ?? found?.sshUser ?? 'root';
-        return found?.sshSecret ? [{ label, address: ip, user: login, sshSecret: found.sshSecret }] : [];
+        return found?.sshSecret
+          ? [{ label, address: ip, user: login, sshSecret: found.sshSecret }]
+          : [];
       });
       await installerKey.revokeInstallerKey({
         namespace: this.ref.namespace,
