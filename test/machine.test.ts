@@ -515,41 +515,6 @@ describe('a Machine on a static host', () => {
     expect(await secretStatus('f1-bootstrap')).toBe(200); // a person's: left
   }, 60_000);
 
-  it("a hostile tenant cannot take another Machine's HostflowMachine", async () => {
-    await machines.create('o1', { platform: 'linux/no-such-platform' });
-    await machines.phase('o1', 'Failed');
-    // A second Machine naming o1's HostflowMachine is refused, and its deletion leaves it.
-    await pool.scope.kube.custom.createNamespacedCustomObject({
-      group: 'cluster.x-k8s.io',
-      version: 'v1beta1',
-      plural: 'machines',
-      namespace: ns(),
-      body: {
-        apiVersion: 'cluster.x-k8s.io/v1beta1',
-        kind: 'Machine',
-        metadata: { name: 'o2' },
-        spec: {
-          clusterName: 'workload',
-          bootstrap: { dataSecretName: 'o2-bootstrap' },
-          infrastructureRef: {
-            apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
-            kind: 'HostflowMachine',
-            name: 'o1',
-          },
-        },
-      },
-    });
-    await machines.bootstrapSecret('o2-bootstrap', joiner.script());
-    const o2 = await machines.phase('o2', 'Failed');
-    expect(o2.status?.failureMessage).toMatch(/is the infrastructure of Machine o1/);
-    await machines.delete('o2');
-    await machines.gone('o2');
-    expect(await infraStatus('o1')).toBe(200);
-    await machines.delete('o1');
-    await machines.gone('o1');
-    expect(await infraStatus('o1')).toBe(404);
-  }, 60_000);
-
   // Last: it deletes the file's namespace, the one the bridge watches.
   it('goes with its namespace: its host given back, its Node deleted, the namespace gone within a minute', async () => {
     await machines.bootstrapSecret('m9-bootstrap', joiner.script());
