@@ -115,13 +115,13 @@ function playbookActivities(deps: ActivityDeps) {
       },
     };
   }
-  const { core } = deps.kube;
+  const { core, custom } = deps.kube;
   return createPlaybookActivities({
     ansiblePlaybook: settings.ansiblePlaybook,
     kubesprayDirs: settings.kubesprayDirs,
     workDir: settings.workDir,
     readKey: (namespace, secret) =>
       createAdminKeyReader({ core, engineNamespace: namespace })(secret),
-    storeKubeconfig: createKubeconfigStore(core),
+    storeKubeconfig: createKubeconfigStore(core, custom),
   });
 }

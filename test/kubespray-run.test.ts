@@ -51,6 +51,8 @@ const input = (cluster: string, extra: Partial<PlaybookInput> = {}): PlaybookInp
   sshUser: pool.hosts[0]!.adminUser,
   sshKeySecret: INSTALLER_KEY_SECRET,
   controlPlaneIp: pool.hosts[m]!.address,
+  // No Provisioning here: the kubeconfig Secret is marked for this stand-in uid.
+  owner: { namespace, name: cluster, uid: `kubespray-run-${cluster}` },
   ...extra,
 });
 

@@ -151,3 +151,39 @@ describe('error secrets', () => {
     await scope.taskRuns.waitForSecretGone('bad-platform');
   });
 });
+
+describe('a hostile tenant', () => {
+  it('cannot have hostflow replace or delete a Secret it did not make, and the TaskRun says why', async () => {
+    const { core } = scope.kube;
+    const namespace = scope.namespace;
+    const name = 'multi-platform-ssh-squatted';
+    // A person's Secret under the TaskRun's Secret name: no mark of hostflow's or the original's.
+    const written = await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name }, stringData: { host: 'someone@elsewhere' } },
+    });
+    await scope.taskRuns.create({ name: 'squatted', platform: 'linux/amd64' });
+    const handle = await workflowOf('squatted');
+    const events = await waitFor('Warning Events on TaskRun squatted', async () => {
+      const list = await core.listNamespacedEvent({
+        namespace,
+        fieldSelector: 'involvedObject.name=squatted,involvedObject.kind=TaskRun,type=Warning',
+      });
+      const reasons = list.items.map((e) => e.reason);
+      return reasons.includes('NotOwned') && reasons.includes('CannotServe')
+        ? list.items
+        : undefined;
+    });
+    const cannotServe = events.find((e) => e.reason === 'CannotServe')!.message!;
+    expect(cannotServe).toContain(
+      `Secret ${namespace}/${name} exists and was not made for this TaskRun`,
+    );
+    expect(cannotServe).toContain('Delete that Secret, then run the build again');
+
+    await scope.taskRuns.complete('squatted');
+    await handle.result();
+    const after = await core.readNamespacedSecret({ namespace, name });
+    expect(after.metadata?.resourceVersion).toBe(written.metadata?.resourceVersion);
+    expect(Buffer.from(after.data!.host!, 'base64').toString()).toBe('someone@elsewhere');
+  });
+});

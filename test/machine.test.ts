@@ -176,7 +176,8 @@ describe('a Machine on a static host', () => {
     expect(pending.spec.providerID).toBeUndefined();
     expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
 
-    await machines.bootstrapSecret('m1-bootstrap', joiner.script());
+    // As a bootstrap provider makes it: for this Machine, so its deletion deletes it.
+    await machines.bootstrapSecret('m1-bootstrap', joiner.script(), 'm1');
     const running = await machines.phase('m1', 'Running');
     expect(await phases.upTo('Running')).toEqual([
       'Pending',
@@ -508,6 +509,54 @@ describe('a Machine on a static host', () => {
     );
     await machines.delete('bad');
     await machines.gone('bad');
+  }, 60_000);
+
+  const secretStatus = (name: string) =>
+    core()
+      .readNamespacedSecret({ namespace: ns(), name })
+      .then(() => 200, statusCode);
+  const infraStatus = (name: string) =>
+    pool.scope.kube.custom
+      .getNamespacedCustomObject({ ...HOSTFLOW_MACHINE_API, namespace: ns(), name })
+      .then(() => 200, statusCode);
+
+  it("a hostile tenant cannot have a person's bootstrap Secret deleted, even one two Machines share", async () => {
+    // Written by a person, named by two Machines: neither Machine's deletion may take it.
+    await machines.bootstrapSecret('shared-bootstrap', joiner.script());
+    await machines.create('s1', { platform: pool.platform, secret: 'shared-bootstrap' });
+    await machines.create('s2', { platform: pool.platform, secret: 'shared-bootstrap' });
+    await Promise.all([machines.phase('s1', 'Running'), machines.phase('s2', 'Running')]);
+
+    await machines.delete('s1');
+    await machines.gone('s1');
+    expect(await secretStatus('shared-bootstrap')).toBe(200);
+    await machines.eventsInclude('s1', 'NotOwned');
+    const events = await core().listNamespacedEvent({
+      namespace: ns(),
+      fieldSelector: 'involvedObject.name=s1,reason=NotOwned',
+    });
+    expect(events.items[0]?.type).toBe('Warning');
+    expect(events.items[0]?.message).toMatch(
+      /^Secret \S+\/shared-bootstrap was left alone: spec.bootstrap.dataSecretName names it, but no bootstrap provider made it for this Machine/,
+    );
+    expect(await infraStatus('s1')).toBe(404); // its own HostflowMachine went
+    expect((await machines.get('s2'))?.status?.phase).toBe('Running');
+
+    await machines.delete('s2');
+    await machines.gone('s2');
+    expect(await secretStatus('shared-bootstrap')).toBe(200);
+  }, 150_000);
+
+  it('a failed Machine has its HostflowMachine deleted when it failed before any infrastructure was made', async () => {
+    await machines.bootstrapSecret('f1-bootstrap', joiner.script());
+    await machines.create('f1', { platform: 'linux/no-such-platform' });
+    const failed = await machines.phase('f1', 'Failed');
+    expect(failed.spec.providerID).toBeUndefined();
+    expect(await infraStatus('f1')).toBe(200);
+    await machines.delete('f1');
+    await machines.gone('f1');
+    expect(await infraStatus('f1')).toBe(404);
+    expect(await secretStatus('f1-bootstrap')).toBe(200); // a person's: left
   }, 60_000);
 
   // Last: it deletes the file's namespace, the one the bridge watches.

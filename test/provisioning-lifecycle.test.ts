@@ -184,6 +184,45 @@ const hostflow = (...args: string[]) =>
     (err: { code: number; stderr: string }) => ({ code: err.code, output: err.stderr }),
   );
 
+/**
+ * A hostile tenant: a second Provisioning labelled with an installed cluster's name. The name
+ * gives it nothing: deleting it leaves that cluster's ConfigMap, kubeconfig and installer key,
+ * and a Warning Event on it says why.
+ */
+async function squatterLeavesOutputsAlone(cluster: string): Promise<void> {
+  const outputs = {
+    configMap: `${cluster}-configmap`,
+    secrets: [`${cluster}-kubeconfig`, `${cluster}-ssh-key`],
+  };
+  const present = async () => {
+    const { core } = scope.kube;
+    const found = (read: Promise<unknown>) =>
+      read.then(
+        () => true,
+        () => false,
+      );
+    return [
+      await found(core.readNamespacedConfigMap({ namespace: ns(), name: outputs.configMap })),
+      ...(await Promise.all(
+        outputs.secrets.map((name) => found(core.readNamespacedSecret({ namespace: ns(), name }))),
+      )),
+    ];
+  };
+  expect(await present()).toEqual([true, true, true]);
+  await create('squatter', cluster, { masters: [{ m: { 'mac-address': '02:00:00:00:00:99' } }] });
+  await until('squatter', 'refused', (s) => s.phase === 'Refused');
+  await deleteAndWait('squatter');
+  expect(await present()).toEqual([true, true, true]);
+  const notOwned = (await events('squatter', 'NotOwned')).map((e) => e.message).sort();
+  expect(notOwned).toEqual([
+    `ConfigMap ${ns()}/${outputs.configMap} was left alone: it does not carry hostflow's mark for Provisioning ${ns()}/squatter (annotation hostflow.dev/owner-uid or an ownerReference with its uid); hostflow did not delete it`,
+    ...outputs.secrets.map(
+      (name) =>
+        `Secret ${ns()}/${name} was left alone: it does not carry hostflow's mark for Provisioning ${ns()}/squatter (annotation hostflow.dev/owner-uid or an ownerReference with its uid); hostflow did not delete it`,
+    ),
+  ]);
+}
+
 describe('an installed Provisioning', () => {
   it('drops a worker with remove-node.yml and adds one with scale.yml; the hosts it holds cannot be deleted', async () => {
     const [mac0, mac1, mac2] = metal.macs;
@@ -192,6 +231,7 @@ describe('an installed Provisioning', () => {
       workers: [{ w1: { 'mac-address': mac1! } }, { w2: { 'mac-address': mac2! } }],
     });
     await until('lc', 'installed', readyAt(1, 'Installed'));
+    await squatterLeavesOutputsAlone('cluster-lc');
     expect(await deleteHost(2)).toMatch(
       /^403: .*is locked by Lock .*node w2 of cluster cluster-lc/,
     );

@@ -28,6 +28,7 @@ import {
   type KubesprayCheckout,
 } from './kubespray-release.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';
+import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 
 export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
 export type Playbook = (typeof PLAYBOOKS)[number];
@@ -50,6 +51,7 @@ export interface PlaybookDeps {
     cluster: string;
     kubeconfig: string;
     server: string;
+    owner: ProvisioningRef;
   }): Promise<string>;
 }
 
@@ -68,6 +70,8 @@ export interface PlaybookInput {
   limit?: string[];
   /** The first control plane's IP: the stored kubeconfig's server. */
   controlPlaneIp?: string;
+  /** The Provisioning it runs for: the stored kubeconfig is marked as its, and only its replaced. */
+  owner?: ProvisioningRef;
   /** The kubespray release the Provisioning pins (`v2.31.0`); the worker's first when unset. */
   kubesprayRelease?: string;
 }
@@ -170,12 +174,14 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       }
       const outcome: PlaybookOutcome = { recap: progress.recap, log };
       const adminConf = join(dir, 'artifacts', 'admin.conf');
-      if (input.playbook !== 'reset.yml' && input.controlPlaneIp && existsSync(adminConf)) {
+      const { controlPlaneIp, owner } = input;
+      if (input.playbook !== 'reset.yml' && controlPlaneIp && owner && existsSync(adminConf)) {
         outcome.kubeconfigSecret = await deps.storeKubeconfig({
+          owner,
           namespace: input.namespace,
           cluster: input.cluster,
           kubeconfig: await readFile(adminConf, 'utf8'),
-          server: `https://${input.controlPlaneIp}:6443`,
+          server: `https://${controlPlaneIp}:6443`,
         });
       }
       return outcome;

@@ -1,20 +1,26 @@
 // Keeps a new cluster's admin kubeconfig as a Secret `<cluster>-kubeconfig` next to its
 // Provisioning (key `value`, as Cluster API names it), with the server rewritten to the first
 // control plane's address: kubespray may write a private or loopback one. The kubeconfig never
-// leaves the worker except into this Secret.
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+// leaves the worker except into this Secret, which is marked as the Provisioning's: one that is
+// another's is never overwritten.
+import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
+import { ApplicationFailure } from '@temporalio/common';
 import { parse, stringify } from 'yaml';
 import { CLUSTER_LABEL, kubeconfigSecretName } from '../../shared/bpa-api.js';
-import { createOrReplace } from './create-or-replace.js';
+import { ownershipMark } from '../../shared/ownership.js';
+import { clusterOutputCheck, provisioningOwner } from './cluster-outputs.js';
+import { createOrReplaceIfOurs } from './owned-objects.js';
+import type { ProvisioningRef } from './provisionings.js';
 
 export const KUBECONFIG_KEY = 'value';
 
-export function createKubeconfigStore(core: CoreV1Api) {
+export function createKubeconfigStore(core: CoreV1Api, custom: CustomObjectsApi) {
   return async function storeKubeconfig(input: {
     namespace: string;
     cluster: string;
     kubeconfig: string;
     server: string;
+    owner: ProvisioningRef;
   }): Promise<string> {
     const config = parse(input.kubeconfig) as {
       clusters?: Array<{ cluster?: { server?: string } }>;
@@ -22,17 +28,38 @@ export function createKubeconfigStore(core: CoreV1Api) {
     for (const entry of config.clusters ?? []) {
       if (entry.cluster) entry.cluster.server = input.server;
     }
+    const { namespace } = input;
     const name = kubeconfigSecretName(input.cluster);
+    const mark = ownershipMark(provisioningOwner(input.owner));
     const body: V1Secret = {
-      metadata: { name, labels: { [CLUSTER_LABEL]: input.cluster } },
+      metadata: {
+        name,
+        labels: { ...mark.labels, [CLUSTER_LABEL]: input.cluster },
+        annotations: mark.annotations,
+      },
       type: 'Opaque',
       stringData: { [KUBECONFIG_KEY]: stringify(config) },
     };
-    await createOrReplace(
-      `Secret ${input.namespace}/${name}`,
-      () => core.createNamespacedSecret({ namespace: input.namespace, body }),
-      () => core.replaceNamespacedSecret({ name, namespace: input.namespace, body }),
+    const written = await createOrReplaceIfOurs(
+      core,
+      provisioningOwner(input.owner),
+      {
+        what: `Secret ${namespace}/${name}`,
+        read: () => core.readNamespacedSecret({ name, namespace }),
+        create: (b) => core.createNamespacedSecret({ namespace, body: b }),
+        replace: (b) => core.replaceNamespacedSecret({ name, namespace, body: b }),
+      },
+      body,
+      { isOurs: clusterOutputCheck(custom, input.owner, input.cluster) },
     );
+    if (written === 'not-ours') {
+      throw ApplicationFailure.nonRetryable(
+        `Secret ${namespace}/${name} is not this Provisioning's (another Provisioning or a ` +
+          `person made it), so the kubeconfig was not stored: give the cluster a label no other ` +
+          'Provisioning here uses, or delete that Secret',
+        'ClusterOutputNotOwned',
+      );
+    }
     return name;
   };
 }

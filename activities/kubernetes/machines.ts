@@ -1,11 +1,13 @@
 // Kubernetes adapter for Cluster API Machines: their finalizer, status, providerID and Events;
 // the HostflowMachine a Machine's infrastructureRef names (what it asks for, what was made);
 // and the bootstrap Secret, whose presence gates everything and whose data never leaves here.
+import { ApplicationFailure } from '@temporalio/common';
 import {
   PatchStrategy,
   setHeaderOptions,
   type CoreV1Api,
   type CustomObjectsApi,
+  type V1ObjectMeta,
 } from '@kubernetes/client-node';
 import {
   BOOTSTRAP_DATA_KEY,
@@ -16,9 +18,11 @@ import {
   type HostflowMachineSpec,
   type ObjectReference,
 } from '../../shared/machine-api.js';
+import { markedFor, type Owner } from '../../shared/ownership.js';
 import { setFinalizer, type CustomResourceRef } from './custom-finalizer.js';
-import { isNotFound, rethrowKube } from './errors.js';
+import { isConflict, isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './events.js';
+import { deleteIfOurs } from './owned-objects.js';
 
 export type MachineRef = CustomResourceRef;
 
@@ -32,6 +36,26 @@ export type InfrastructureLookup =
 
 export type BootstrapData = 'ready' | 'missing' | 'no-value';
 
+const MACHINE_API_VERSION = `${MACHINE_API.group}/${MACHINE_API.version}`;
+
+const machineOwner = (ref: MachineRef): Owner => ({
+  apiVersion: MACHINE_API_VERSION,
+  kind: 'Machine',
+  ...ref,
+});
+
+interface OwnerReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
+}
+
+/** The Machine whose infrastructure an object is, by its controller ownerReference. */
+const controllingMachine = (refs: OwnerReference[] | undefined) =>
+  (refs ?? []).find((r) => r.controller && r.kind === 'Machine');
+
 export function createMachineActivities({
   core,
   custom,
@@ -39,7 +63,7 @@ export function createMachineActivities({
   core: CoreV1Api;
   custom: CustomObjectsApi;
 }) {
-  return {
+  const api = {
     /** Added before any external action; false when the Machine (this uid) is gone. */
     addMachineFinalizer: (ref: MachineRef) =>
       setFinalizer(custom, MACHINE_API, ref, MACHINE_FINALIZER, true, where(ref)),
@@ -106,6 +130,8 @@ export function createMachineActivities({
     async readMachineInfrastructure(input: {
       namespace: string;
       ref: ObjectReference;
+      /** The Machine reading it: set as its controller owner, as Cluster API does. */
+      machine?: MachineRef;
     }): Promise<InfrastructureLookup> {
       const { ref, namespace } = input;
       const wanted = `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`;
@@ -123,7 +149,19 @@ export function createMachineActivities({
           ...HOSTFLOW_MACHINE_API,
           namespace: ref.namespace ?? namespace,
           name: ref.name ?? '',
-        })) as { metadata: { name: string; uid: string }; spec?: HostflowMachineSpec };
+        })) as {
+          metadata: {
+            name: string;
+            uid: string;
+            resourceVersion?: string;
+            ownerReferences?: OwnerReference[];
+          };
+          spec?: HostflowMachineSpec;
+        };
+        if (input.machine) {
+          const taken = await claimInfrastructure(input.machine, obj.metadata);
+          if (taken) return { found: false, final: true, reason: taken };
+        }
         return {
           found: true,
           name: obj.metadata.name,
@@ -169,25 +207,135 @@ export function createMachineActivities({
       }
     },
 
-    async deleteBootstrapSecret(input: { namespace: string; name: string }): Promise<void> {
-      try {
-        await core.deleteNamespacedSecret(input);
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowKube(`delete Secret ${input.namespace}/${input.name}`, err);
-      }
+    /**
+     * Deletes the bootstrap Secret only when its bootstrap provider made it for this Machine (an
+     * ownerReference to the Machine, or to the object its spec.bootstrap.configRef names) or
+     * hostflow marked it as the Machine's. A Secret a person named in dataSecretName, maybe for
+     * several Machines, is theirs: Cluster API leaves it too. It stays, and an Event says so.
+     */
+    async deleteBootstrapSecret(input: {
+      namespace: string;
+      name: string;
+      machine: MachineRef;
+      configRef?: ObjectReference;
+    }): Promise<'deleted' | 'absent' | 'not-ours'> {
+      const { namespace, name, machine, configRef } = input;
+      return deleteIfOurs(
+        core,
+        machineOwner(machine),
+        {
+          what: `Secret ${namespace}/${name}`,
+          read: () => core.readNamespacedSecret({ namespace, name }),
+          delete: (preconditions) =>
+            core.deleteNamespacedSecret({ namespace, name, body: { preconditions } }),
+        },
+        {
+          isOurs: (meta) =>
+            markedFor(meta, machine.uid) ||
+            (configRef?.kind !== undefined &&
+              (meta?.ownerReferences ?? []).some(
+                (r) => r.controller && r.kind === configRef.kind && r.name === configRef.name,
+              )),
+          why:
+            'spec.bootstrap.dataSecretName names it, but no bootstrap provider made it for this ' +
+            'Machine (no ownerReference to the Machine or to its spec.bootstrap.configRef): a ' +
+            'Secret a person names there is theirs, and other Machines may use it',
+        },
+      );
     },
 
-    /** Deletes the HostflowMachine once what it made is gone, as Cluster API deletes its infra object. */
-    async deleteInfrastructure(input: { namespace: string; name: string }): Promise<void> {
-      try {
-        await custom.deleteNamespacedCustomObject({ ...HOSTFLOW_MACHINE_API, ...input });
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowKube(`delete ${HOSTFLOW_MACHINE_KIND} ${input.namespace}/${input.name}`, err);
-      }
+    /**
+     * Deletes the HostflowMachine, as Cluster API deletes its infra object, when it is this
+     * Machine's: its controller ownerReference names the Machine. One made before hostflow set
+     * that reference (no controlling Machine) is the Machine's when `madeInfrastructure` says
+     * the Machine's own workflow made infrastructure from it.
+     */
+    async deleteInfrastructure(input: {
+      namespace: string;
+      name: string;
+      machine: MachineRef;
+      madeInfrastructure?: boolean;
+    }): Promise<'deleted' | 'absent' | 'not-ours'> {
+      const { namespace, name, machine } = input;
+      const target = {
+        what: `${HOSTFLOW_MACHINE_KIND} ${namespace}/${name}`,
+        read: () =>
+          custom.getNamespacedCustomObject({
+            ...HOSTFLOW_MACHINE_API,
+            namespace,
+            name,
+          }) as Promise<{
+            metadata?: V1ObjectMeta;
+          }>,
+        delete: (preconditions: { uid?: string }) =>
+          custom.deleteNamespacedCustomObject({
+            ...HOSTFLOW_MACHINE_API,
+            namespace,
+            name,
+            body: { preconditions: { uid: preconditions.uid } },
+          }),
+      };
+      return deleteIfOurs(core, machineOwner(machine), target, {
+        isOurs: (meta) => {
+          const controller = controllingMachine(meta?.ownerReferences as OwnerReference[]);
+          return controller ? controller.uid === machine.uid : input.madeInfrastructure === true;
+        },
+        why: "it is not this Machine's infrastructure (its controller ownerReference names another Machine, or none)",
+      });
     },
   };
+  return api;
+
+  /**
+   * Makes `machine` the controller owner of its HostflowMachine, as Cluster API's Machine
+   * controller does with its infra object; why not, when another Machine already is.
+   */
+  async function claimInfrastructure(
+    machine: MachineRef,
+    meta: { name: string; resourceVersion?: string; ownerReferences?: OwnerReference[] },
+  ): Promise<string | undefined> {
+    const controller = controllingMachine(meta.ownerReferences);
+    if (controller?.uid === machine.uid) return undefined;
+    if (controller) {
+      return (
+        `${HOSTFLOW_MACHINE_KIND} ${machine.namespace}/${meta.name} is the infrastructure of ` +
+        `Machine ${controller.name}: give this Machine a ${HOSTFLOW_MACHINE_KIND} of its own`
+      );
+    }
+    const ownerReferences = [
+      ...(meta.ownerReferences ?? []),
+      {
+        apiVersion: MACHINE_API_VERSION,
+        kind: 'Machine',
+        name: machine.name,
+        uid: machine.uid,
+        controller: true,
+      },
+    ];
+    try {
+      await custom.patchNamespacedCustomObject(
+        {
+          ...HOSTFLOW_MACHINE_API,
+          namespace: machine.namespace,
+          name: meta.name,
+          // The resourceVersion read: a claim by another Machine meanwhile is a conflict.
+          body: { metadata: { resourceVersion: meta.resourceVersion, ownerReferences } },
+        },
+        mergePatch,
+      );
+    } catch (err) {
+      if (isConflict(err)) {
+        throw ApplicationFailure.retryable(
+          `${HOSTFLOW_MACHINE_KIND} ${meta.name} changed: read again`,
+        );
+      }
+      rethrowKube(
+        `set the owner of ${HOSTFLOW_MACHINE_KIND} ${machine.namespace}/${meta.name}`,
+        err,
+      );
+    }
+    return undefined;
+  }
 }
 
 export type MachineActivities = ReturnType<typeof createMachineActivities>;

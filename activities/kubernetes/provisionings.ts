@@ -15,10 +15,12 @@ import {
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
 } from '../../shared/bpa-api.js';
+import { ownershipMark } from '../../shared/ownership.js';
+import { clusterOutputCheck, provisioningOwner } from './cluster-outputs.js';
 import { setSecretFinalizer } from './custom-finalizer.js';
 import { isNotFound, rethrowKube } from './errors.js';
-import { createOrReplace } from './create-or-replace.js';
 import { recordEvent } from './events.js';
+import { createOrReplaceIfOurs, deleteIfOurs } from './owned-objects.js';
 
 export interface ProvisioningRef {
   namespace: string;
@@ -135,51 +137,88 @@ export function createProvisioningActivities({
       });
     },
 
-    /** The original's success marker: `<cluster>-configmap` with MASTER_<label> / WORKER_<label> → IP. */
+    /**
+     * The original's success marker: `<cluster>-configmap` with MASTER_<label> / WORKER_<label> →
+     * IP, marked as this Provisioning's. One that is another's is left alone (with an Event).
+     */
     async writeClusterIpMap(input: {
       namespace: string;
       cluster: string;
       data: Record<string, string>;
-    }): Promise<void> {
+      owner: ProvisioningRef;
+    }): Promise<'written' | 'not-ours'> {
       const name = `${input.cluster}-configmap`;
+      const { namespace } = input;
+      const mark = ownershipMark(provisioningOwner(input.owner));
       const body = {
-        metadata: { name, labels: { [CLUSTER_LABEL]: input.cluster } },
+        metadata: {
+          name,
+          labels: { ...mark.labels, [CLUSTER_LABEL]: input.cluster },
+          annotations: mark.annotations,
+        },
         data: input.data,
       };
-      await createOrReplace(
-        `ConfigMap ${input.namespace}/${name}`,
-        () => core.createNamespacedConfigMap({ namespace: input.namespace, body }),
-        () => core.replaceNamespacedConfigMap({ name, namespace: input.namespace, body }),
+      return createOrReplaceIfOurs(
+        core,
+        provisioningOwner(input.owner),
+        {
+          what: `ConfigMap ${namespace}/${name}`,
+          read: () => core.readNamespacedConfigMap({ name, namespace }),
+          create: (b) => core.createNamespacedConfigMap({ namespace, body: b }),
+          replace: (b) => core.replaceNamespacedConfigMap({ name, namespace, body: b }),
+        },
+        body,
+        { isOurs: clusterOutputCheck(custom, input.owner, input.cluster) },
       );
     },
 
-    /** Removes what an install left next to the resource: IP map, kubeconfig, installer key. */
-    async deleteClusterOutputs(input: { namespace: string; cluster: string }): Promise<void> {
-      const calls = [
-        () =>
-          core.deleteNamespacedConfigMap({
-            name: `${input.cluster}-configmap`,
-            namespace: input.namespace,
-          }),
-        () =>
-          core.deleteNamespacedSecret({
-            name: kubeconfigSecretName(input.cluster),
-            namespace: input.namespace,
-          }),
-        // The hosts still list its public key: without the private key, that grants nobody. Its
-        // finalizer kept it for the reset, which is done now.
-        async () => {
-          const key = { name: installerKeySecretName(input.cluster), namespace: input.namespace };
-          await setSecretFinalizer(core, key, INSTALLER_KEY_FINALIZER, false);
-          await core.deleteNamespacedSecret(key);
+    /**
+     * Removes what an install left next to the resource (IP map, kubeconfig, installer key), each
+     * only if it is this Provisioning's: another's, or one a person wrote, stays (with an Event).
+     */
+    async deleteClusterOutputs(input: {
+      namespace: string;
+      cluster: string;
+      owner: ProvisioningRef;
+    }): Promise<void> {
+      const { namespace, cluster } = input;
+      const owner = provisioningOwner(input.owner);
+      const isOurs = clusterOutputCheck(custom, input.owner, cluster);
+      const configMap = `${cluster}-configmap`;
+      await deleteIfOurs(
+        core,
+        owner,
+        {
+          what: `ConfigMap ${namespace}/${configMap}`,
+          read: () => core.readNamespacedConfigMap({ name: configMap, namespace }),
+          delete: (preconditions) =>
+            core.deleteNamespacedConfigMap({ name: configMap, namespace, body: { preconditions } }),
         },
-      ];
-      for (const call of calls) {
-        try {
-          await call();
-        } catch (err) {
-          if (!isNotFound(err)) rethrowKube(`clean up cluster ${input.cluster}`, err);
-        }
+        { isOurs },
+      );
+      for (const name of [kubeconfigSecretName(cluster), installerKeySecretName(cluster)]) {
+        const secret = { name, namespace };
+        await deleteIfOurs(
+          core,
+          owner,
+          {
+            what: `Secret ${namespace}/${name}`,
+            read: () => core.readNamespacedSecret(secret),
+            delete: async (preconditions) => {
+              // The installer key's finalizer kept it for the reset, which is done now. The
+              // hosts still list its public key: without the private key, that grants nobody.
+              if (name === installerKeySecretName(cluster)) {
+                await setSecretFinalizer(core, secret, INSTALLER_KEY_FINALIZER, false);
+                return core.deleteNamespacedSecret({
+                  ...secret,
+                  body: { preconditions: { uid: preconditions.uid } },
+                });
+              }
+              return core.deleteNamespacedSecret({ ...secret, body: { preconditions } });
+            },
+          },
+          { isOurs },
+        );
       }
     },
   };

@@ -4,6 +4,14 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
+import { deleteIfOurs, warnNotOwned } from './owned-objects.js';
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  markedFor,
+  type MarkedMetadata,
+  type Owner,
+} from '../../shared/ownership.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { EarlierDelivery, TaskRunRef } from '../../shared/types.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
@@ -23,6 +31,31 @@ export interface TaskRunMetadataPatch extends TaskRunRef {
 }
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Why a Secret of a TaskRun's name is not the engine's, in the words its Events use. */
+const NOT_MARKED =
+  'it has neither an ownerReference to a TaskRun nor the annotation ' +
+  `${ANNOTATIONS.ownerUid}, as the Secrets hostflow and the multi-platform controller make have`;
+
+const taskRunOwner = (ref: TaskRunRef): Owner => ({
+  apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
+  kind: 'TaskRun',
+  ...ref,
+});
+
+/**
+ * A Secret hostflow (or the original controller, before a migration) made for this TaskRun, or
+ * for a same-named predecessor that is gone since: the name is this TaskRun's now, so replacing
+ * that one only does early what the predecessor's clean-up (or garbage collection) would do.
+ */
+function isTaskRunSecret(meta: MarkedMetadata | undefined, uid: string): boolean {
+  if (markedFor(meta, uid)) return true;
+  if (meta?.labels?.[LABELS.multiPlatformSecret] !== 'true') return false;
+  return (
+    meta.annotations?.[ANNOTATIONS.ownerUid] !== undefined ||
+    (meta.ownerReferences ?? []).some((ref) => ref.kind === 'TaskRun')
+  );
+}
 
 /** Reads and writes of a Secret that another TaskRun's workflow changes meanwhile, per try. */
 const SECRET_WRITE_ATTEMPTS = 3;
@@ -90,11 +123,12 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
       input: TaskRunRef & { data: Record<string, string> },
     ): Promise<'written' | 'gone'> {
       const name = secretNameFor(input.name);
+      const what = `Secret ${input.namespace}/${name}`;
       const body = {
         metadata: {
           name,
           namespace: input.namespace,
-          labels: { [LABELS.multiPlatformSecret]: 'true' },
+          labels: { [LABELS.multiPlatformSecret]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY },
           annotations: { [ANNOTATIONS.ownerUid]: input.uid },
           ownerReferences: [
             {
@@ -117,10 +151,30 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
           if (!isConflict(err)) rethrowKube(`create Secret ${input.namespace}/${name}`, err);
         }
         try {
-          // Replace wholesale so stale keys (say an old `error`) cannot survive.
-          await core.replaceNamespacedSecret({ name, namespace: input.namespace, body });
+          const existing = await core.readNamespacedSecret({ name, namespace: input.namespace });
+          if (!isTaskRunSecret(existing.metadata, input.uid)) {
+            await warnNotOwned(core, taskRunOwner(input), what, 'replace', NOT_MARKED);
+            throw ApplicationFailure.nonRetryable(
+              `${what} exists and was not made for this TaskRun (${NOT_MARKED}): hostflow ` +
+                'leaves it alone, so the build cannot be given its host. Delete that Secret, ' +
+                'then run the build again',
+              'KubernetesSecretNotOwned',
+            );
+          }
+          // Replace wholesale so stale keys (say an old `error`) cannot survive; the
+          // resourceVersion read makes a Secret written in between be read again.
+          await core.replaceNamespacedSecret({
+            name,
+            namespace: input.namespace,
+            body: {
+              ...body,
+              metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
+            },
+          });
           return 'written';
         } catch (err) {
+          if (err instanceof ApplicationFailure) throw err;
+          if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue;
           if (!isNotFound(err)) rethrowKube(`replace Secret ${input.namespace}/${name}`, err);
           // Deleted since the create found it: create it again, a few times, then retry later.
           if (attempt >= SECRET_WRITE_ATTEMPTS) {
@@ -134,30 +188,25 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     },
 
     /**
-     * Deletes the Secret only if it belongs to this TaskRun: a same-named successor keeps its
+     * Deletes the Secret only if it carries this TaskRun's mark: a same-named successor keeps its
      * own, even one that replaced this TaskRun's Secret after it was read (the resourceVersion
-     * precondition refuses a delete of what was not read, and the Secret is read again).
+     * precondition refuses a delete of what was not read, and the Secret is read again), and a
+     * Secret nobody marked (a person's) stays, with a Warning Event on the TaskRun.
      */
     async deleteTaskRunSecret(input: TaskRunRef): Promise<'deleted' | 'absent' | 'not-ours'> {
       const name = secretNameFor(input.name);
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          const secret = await core.readNamespacedSecret({ name, namespace: input.namespace });
-          const owner = secret.metadata?.annotations?.[ANNOTATIONS.ownerUid];
-          if (owner !== undefined && owner !== input.uid) return 'not-ours';
-          const { uid, resourceVersion } = secret.metadata ?? {};
-          await core.deleteNamespacedSecret({
-            name,
-            namespace: input.namespace,
-            body: { preconditions: { uid, resourceVersion } },
-          });
-          return 'deleted';
-        } catch (err) {
-          if (isNotFound(err)) return 'absent';
-          if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue; // changed: read again
-          rethrowKube(`delete Secret ${input.namespace}/${name}`, err);
-        }
-      }
+      const secret = { name, namespace: input.namespace };
+      return deleteIfOurs(
+        core,
+        taskRunOwner(input),
+        {
+          what: `Secret ${input.namespace}/${name}`,
+          read: () => core.readNamespacedSecret(secret),
+          delete: (preconditions) =>
+            core.deleteNamespacedSecret({ ...secret, body: { preconditions } }),
+        },
+        { why: NOT_MARKED, quietIfAnother: true },
+      );
     },
 
     /** Merge-patches labels/annotations; the uid in the patch makes it fail on a successor. */

@@ -3,15 +3,19 @@
 // cluster), and handed to each of its hosts' admin user, idempotently, by logging in with the
 // admin key named on the BareMetalHost, and taken back the same way when the host leaves the
 // cluster. The private key never leaves the worker.
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   CLUSTER_LABEL,
   INSTALLER_KEY_FINALIZER,
   installerKeySecretName,
 } from '../../shared/bpa-api.js';
+import { ownershipMark } from '../../shared/ownership.js';
+import { clusterOutputCheck, provisioningOwner } from '../kubernetes/cluster-outputs.js';
 import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
+import { warnNotOwned } from '../kubernetes/owned-objects.js';
+import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 import { generateEd25519KeyPair } from './keys.js';
 import { withSsh } from './session.js';
 
@@ -37,7 +41,13 @@ const REVOKE =
   '{ [ -f "$f" ] && grep -qxF "$key" "$f" || exit 0; } && ' +
   '{ grep -vxF "$key" "$f" || true; } > "$f.hostflow-revoke" && mv -f "$f.hostflow-revoke" "$f"';
 
-export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
+export function createInstallerKeyActivities({
+  core,
+  custom,
+}: {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+}) {
   async function secretKey(
     namespace: string,
     name: string,
@@ -88,24 +98,53 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
   }
 
   return {
-    /** Creates the cluster's installer key once; returns its Secret's name. */
-    async ensureInstallerKey(input: { namespace: string; cluster: string }): Promise<string> {
-      const name = installerKeySecretName(input.cluster);
-      if (await secretKey(input.namespace, name, 'id_rsa.pub')) {
-        // A key made before the finalizer was, held from now on.
-        const secret = { namespace: input.namespace, name };
-        await setSecretFinalizer(core, secret, INSTALLER_KEY_FINALIZER, true);
-        return name;
+    /**
+     * Creates the cluster's installer key once, marked as the Provisioning's; returns its
+     * Secret's name. A key Secret of that name that is not this Provisioning's (another
+     * Provisioning named the same cluster, or a person wrote it) is never used: the step fails.
+     */
+    async ensureInstallerKey(input: {
+      namespace: string;
+      cluster: string;
+      owner: ProvisioningRef;
+    }): Promise<string> {
+      const { namespace, cluster } = input;
+      const name = installerKeySecretName(cluster);
+      const secret = { namespace, name };
+      const owner = provisioningOwner(input.owner);
+      let existing: V1Secret | undefined;
+      try {
+        existing = await core.readNamespacedSecret(secret);
+      } catch (err) {
+        if (!isNotFound(err)) rethrowKube(`read Secret ${namespace}/${name}`, err);
+      }
+      if (existing) {
+        if (!(await clusterOutputCheck(custom, input.owner, cluster)(existing.metadata))) {
+          await warnNotOwned(core, owner, `Secret ${namespace}/${name}`, 'replace');
+          throw ApplicationFailure.nonRetryable(
+            `Secret ${namespace}/${name} is not this Provisioning's (another Provisioning or a ` +
+              `person made it): hostflow will not use or replace it. Give the cluster a label no ` +
+              'other Provisioning here uses, or delete that Secret',
+            'ClusterOutputNotOwned',
+          );
+        }
+        if (existing.data?.['id_rsa.pub']) {
+          // A key made before the finalizer was, held from now on.
+          await setSecretFinalizer(core, secret, INSTALLER_KEY_FINALIZER, true);
+          return name;
+        }
       }
       // Never a pair ssh2 cannot read back (activities/ssh/keys.ts).
-      const pair = generateEd25519KeyPair(`hostflow ${input.cluster}`);
+      const pair = generateEd25519KeyPair(`hostflow ${cluster}`);
+      const mark = ownershipMark(owner);
       try {
         await core.createNamespacedSecret({
-          namespace: input.namespace,
+          namespace,
           body: {
             metadata: {
               name,
-              labels: { [CLUSTER_LABEL]: input.cluster },
+              labels: { ...mark.labels, [CLUSTER_LABEL]: cluster },
+              annotations: mark.annotations,
               finalizers: [INSTALLER_KEY_FINALIZER],
             },
             type: 'Opaque',
@@ -113,7 +152,9 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
           },
         });
       } catch (err) {
-        if (!isConflict(err)) rethrowKube(`create Secret ${input.namespace}/${name}`, err);
+        // Made meanwhile (a retry whose first create got through): checked on the next call.
+        if (!isConflict(err)) rethrowKube(`create Secret ${namespace}/${name}`, err);
+        throw ApplicationFailure.retryable(`Secret ${namespace}/${name} was created meanwhile`);
       }
       return name;
     },

@@ -28,13 +28,13 @@ export function kubesprayWorkerEnv(sfx: string) {
 
 /** The playbook activities as the worker makes them, on the tool venv's ansible. */
 export function playbookActivities(kubesprayDirs: string[], workDir: string) {
-  const { core } = kube();
+  const { core, custom } = kube();
   return createPlaybookActivities({
     ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
     kubesprayDirs,
     workDir,
     readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
-    storeKubeconfig: createKubeconfigStore(core),
+    storeKubeconfig: createKubeconfigStore(core, custom),
   });
 }
 

@@ -79,11 +79,31 @@ export class Machines {
     });
   }
 
-  async bootstrapSecret(name: string, script: string): Promise<void> {
+  /**
+   * The bootstrap data Secret: as a person writes it, or, with `owner` (a Machine's name), as a
+   * bootstrap provider makes it for that Machine (an ownerReference to it).
+   */
+  async bootstrapSecret(name: string, script: string, owner?: string): Promise<void> {
+    const machine = owner ? await this.get(owner) : undefined;
+    const ownerReferences = machine
+      ? [
+          {
+            apiVersion: `${MACHINE_API.group}/${MACHINE_API.version}`,
+            kind: 'Machine',
+            name: machine.metadata.name,
+            uid: machine.metadata.uid,
+            controller: true,
+          },
+        ]
+      : undefined;
     await this.scope.kube.core.createNamespacedSecret({
       namespace: this.ns,
       body: {
-        metadata: { name, labels: { 'cluster.x-k8s.io/cluster-name': 'workload' } },
+        metadata: {
+          name,
+          labels: { 'cluster.x-k8s.io/cluster-name': 'workload' },
+          ...(ownerReferences ? { ownerReferences } : {}),
+        },
         stringData: { value: script },
       },
     });

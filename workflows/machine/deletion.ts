@@ -3,7 +3,7 @@
 // nodeDrainTimeout, volume detach within nodeVolumeDetachTimeout, pre-terminate hooks, the
 // infrastructure terminated and confirmed (a static host given back), the bootstrap Secret and
 // the Node deleted, and only then the finalizer.
-import { condition, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import { CLUSTER_LOCKS_NAMESPACE } from '../../shared/lock-api.js';
 import {
   CONDITION,
@@ -17,6 +17,9 @@ import { backoffMs } from '../retry.js';
 import { releaseInfrastructure } from './infrastructure.js';
 import type { MachineRun } from './machine.js';
 import { durationMs } from './spec-check.js';
+
+/** v2: the HostflowMachine is deleted (when it is this Machine's) even if nothing was made from it. */
+export const PATCH_ALWAYS_DELETE_INFRASTRUCTURE = 'machine-always-delete-infrastructure';
 
 /** Cluster API's default for nodeDeletionTimeout. */
 const DEFAULT_NODE_DELETION_MS = 10_000;
@@ -67,11 +70,28 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
     );
   }
   const infraRef = spec.infrastructureRef;
-  if (infra && infraRef?.kind === HOSTFLOW_MACHINE_KIND && infraRef.name) {
-    await kube.deleteInfrastructure({ namespace: ref.namespace, name: infraRef.name });
+  if (
+    infraRef?.kind === HOSTFLOW_MACHINE_KIND &&
+    infraRef.name &&
+    (infra || patched(PATCH_ALWAYS_DELETE_INFRASTRUCTURE))
+  ) {
+    // Each delete checks the object is this Machine's first; one that is not stays, with an Event.
+    await kube.deleteInfrastructure({
+      namespace: ref.namespace,
+      name: infraRef.name,
+      machine: ref,
+      madeInfrastructure: infra !== undefined,
+    });
   }
   const secretName = spec.bootstrap?.dataSecretName;
-  if (secretName) await kube.deleteBootstrapSecret({ namespace: ref.namespace, name: secretName });
+  if (secretName) {
+    await kube.deleteBootstrapSecret({
+      namespace: ref.namespace,
+      name: secretName,
+      machine: ref,
+      ...(spec.bootstrap?.configRef ? { configRef: spec.bootstrap.configRef } : {}),
+    });
+  }
   if (run.nodeName) {
     await deleteNode(
       run,

@@ -160,6 +160,7 @@ async function infrastructurePlatform(
       : await kube.readMachineInfrastructure({
           namespace: run.ref.namespace,
           ref: spec.infrastructureRef!,
+          machine: run.ref,
         });
     if (lookup.found && lookup.spec.platform) {
       const startup = parseGoDuration(lookup.spec.nodeStartupTimeout ?? DEFAULT_NODE_STARTUP);

@@ -184,7 +184,11 @@ export class Provisioner {
       await this.lock();
     }
     if (this.cluster)
-      await kube.deleteClusterOutputs({ namespace: this.ref.namespace, cluster: this.cluster });
+      await kube.deleteClusterOutputs({
+        namespace: this.ref.namespace,
+        cluster: this.cluster,
+        owner: this.ref,
+      });
   }
 
   /** Lets go of every Lock (a cancelled run's non-cancellable clean-up). */
@@ -201,7 +205,11 @@ export class Provisioner {
         await this.playbook('reset.yml', step.nodes, plan);
         return this.letGo(step.nodes);
       case 'key': {
-        const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster });
+        const keySecret = await installerKey.ensureInstallerKey({
+          namespace,
+          cluster,
+          owner: this.ref,
+        });
         await installerKey.authorizeInstallerKey({
           namespace,
           keySecret,
@@ -226,7 +234,12 @@ export class Provisioner {
         await this.playbook('scale.yml', plan.nodes, plan, labels);
         return;
       case 'outputs':
-        await kube.writeClusterIpMap({ namespace, cluster, data: ipMap(plan.nodes) });
+        await kube.writeClusterIpMap({
+          namespace,
+          cluster,
+          data: ipMap(plan.nodes),
+          owner: this.ref,
+        });
         return this.done(plan);
     }
   }
@@ -324,6 +337,7 @@ export class Provisioner {
             groupVars: renderGroupVars({ cluster, ...(podSubnet ? { podSubnet } : {}), plugins }),
             sshUser: 'root',
             sshKeySecret: installerKeySecretName(cluster),
+            owner: this.ref,
             ...(limit ? { limit } : {}),
             ...(kubesprayRelease ? { kubesprayRelease } : {}),
             ...(playbook === 'cluster.yml'

@@ -85,7 +85,7 @@ export async function provisioningBeforePlans({
     const summary = nodeSummary(nodes);
 
     await step('Installing', 'Hand out the installer key', summary);
-    const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster });
+    const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster, owner: ref });
     await installerKey.authorizeInstallerKey({
       namespace,
       keySecret,
@@ -110,6 +110,7 @@ export async function provisioningBeforePlans({
             }),
             sshUser: 'root',
             sshKeySecret: keySecret,
+            owner: ref,
             controlPlaneIp: nodes.find((n) => n.roles.includes('master'))!.ip,
           },
         ],
@@ -125,7 +126,7 @@ export async function provisioningBeforePlans({
       await event('Warning', 'InstallFailed', message); // a changed spec tries again
       continue;
     }
-    await kube.writeClusterIpMap({ namespace, cluster, data: ipMap(nodes) });
+    await kube.writeClusterIpMap({ namespace, cluster, data: ipMap(nodes), owner: ref });
     installed = true;
     await step('Ready', 'Installed', {
       ...ready('True', 'Installed', `cluster ${cluster} is installed`),
@@ -163,7 +164,7 @@ export async function provisioningBeforePlans({
     }
   }
   await kube.releaseBareMetalHosts({ consumer: ref });
-  if (cluster) await kube.deleteClusterOutputs({ namespace, cluster });
+  if (cluster) await kube.deleteClusterOutputs({ namespace, cluster, owner: ref });
   await kube.removeProvisioningFinalizer(ref);
   setCurrentDetails(`**${consumer}**: deleted; hosts released (${workflowInfo().workflowId}).`);
 }
