@@ -55,32 +55,45 @@ owned_by() {
   done <<<"$1"
   printf '%s\\n' -false ')'
 }
-# The live processes (and threads' processes) with any uid in the ranges $1 on this host: those
-# in our network namespace, or in a user namespace of their own (rootless containers, as userdel
-# judges). Same-numbered uids elsewhere on the kernel (containers run by root, other test hosts)
-# belong to someone else.
-processes_in() {
-  local NET USERNS p
+# "pid uid ours" for each live process with any uid in the ranges $1 (the real uid when that is
+# one, else the first that is): ours=1 for those of this host, in our network namespace or in a
+# user namespace of their own (rootless containers, as userdel judges); same-numbered uids
+# elsewhere on the kernel (containers run by root, other test hosts) belong to someone else.
+processes_with() {
+  local NET USERNS p u
   NET=$(readlink /proc/self/ns/net) USERNS=$(readlink /proc/self/ns/user)
-  for p in $(grep -sH '^Uid:' /proc/[0-9]*/task/[0-9]*/status | awk -v r="$(printf '%s ' $1)" '
+  # zombies hold nothing (and init may reap them only now and then): skipped by their State
+  grep -sH -e '^State:' -e '^Uid:' /proc/[0-9]*/task/[0-9]*/status | awk -v r="$(printf '%s ' $1)" '
     BEGIN { n = split(r, a, " ") }
-    { split($1, f, "/"); for (k = 2; k <= 5; k++) for (j = 1; j < n; j += 2)
-        if ($k + 0 >= a[j] + 0 && $k + 0 <= a[j + 1] + 0) { print f[3]; next } }' | sort -un); do
-    [ "$(ps -o state= -p "$p" 2>/dev/null | tr -d ' ')" != Z ] || continue # zombies hold nothing
+    $1 ~ /:State:$/ { zombie = $2 == "Z"; next }
+    !zombie { split($1, f, "/"); for (k = 2; k <= 5; k++) for (j = 1; j < n; j += 2)
+        if ($k + 0 >= a[j] + 0 && $k + 0 <= a[j + 1] + 0) { print f[3], $k; next } }' |
+    sort -un | while read -r p u; do
     if [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$NET" ] ||
       [ "$(readlink "/proc/$p/ns/user" 2>/dev/null || echo "$USERNS")" != "$USERNS" ]; then
-      echo "$p"
+      echo "$p $u 1"
+    else
+      echo "$p $u 0"
     fi
   done
 }
-# Ends every process in the ranges $2, bounded: each round stops all it finds before killing
-# them, since a stopped process forks no more, so a fork bomb cannot outrun the scan.
+processes_in() { processes_with "$1" | awk '$3 == 1 { print $1 }'; }
+# Ends every process of this host in the ranges $2, bounded. A uid whose processes are all ours
+# is ended by kill(-1) as that uid: the kernel signals them all at once, so neither a fork nor a
+# process that hops to a new pid faster than a scan escapes. Others are stopped, then killed: a
+# stopped process forks no more.
 end_processes() {
-  local WHO=$1 R=$2 i pids
+  local WHO=$1 R=$2 i found pids u
   for i in $(seq 100); do
-    pids=$(processes_in "$R")
+    found=$(processes_with "$R")
+    pids=$(awk '$3 == 1 { print $1 }' <<<"$found")
     [ -n "$pids" ] || return 0
     kill -STOP $pids 2>/dev/null || true
+    for u in $(awk '$3 == 1 { print $2 }' <<<"$found" | sort -u); do
+      if ! awk -v u="$u" '$2 == u && $3 == 0 { bad = 1 } END { exit !bad }' <<<"$found"; then
+        setpriv --reuid="$u" --regid=65534 --clear-groups -- kill -9 -1 2>/dev/null || true
+      fi
+    done
     kill -KILL $pids $(processes_in "$R") 2>/dev/null || true
     sleep 0.1
   done

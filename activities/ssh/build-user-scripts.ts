@@ -122,7 +122,7 @@ const REMOVE_SCRIPT = `${COMMON}
 main() {
   local U=$1 H=$2 MIN_AGE=$3 TRASH created existed=absent
   TRASH=$(dirname "$H")/.hostflow-removed
-  require flock unshare ipcrm
+  require flock setpriv unshare ipcrm
   lock
   if [ "$MIN_AGE" -gt 0 ] && [ -f "$STATE/$U" ]; then
     created=$(cat "$STATE/$U" 2>/dev/null || echo 0)
