@@ -10,6 +10,8 @@ say() { printf 'bootstrap: %s\n' "$*" >&2; }
 declare -A need=(
   [/usr/sbin/sshd]=openssh-server [ssh-keygen]=openssh-client [sudo]=sudo [openssl]=openssl
   [ip]=iproute2 [nsenter]=util-linux [python3]=python3
+  # what a build user can leave on a test host, which its removal must clear
+  [/usr/sbin/atd]=at [crontab]=cron [newuidmap]=uidmap [ipcmk]=util-linux
 )
 # Debian's Chromium, which the UI test drives headless (playwright-core downloads no browser).
 need[/usr/bin/chromium]=chromium

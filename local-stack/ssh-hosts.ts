@@ -1,7 +1,8 @@
 // Real OpenSSH test hosts (DESIGN.md §8): each sshd runs in its own network namespace, at its own
 // address on the hfbr0 bridge, and in its own mount namespace with a private /etc (overlayfs),
-// /home, /root, /tmp, /var/tmp, /dev/shm, /run, /var/mail and /var/log, so users created on one
-// host exist nowhere else, nor do their files.
+// /home, /root, /tmp, /var/tmp, /dev/shm, /run, /var/mail, /var/log and /var/spool (at and cron
+// jobs), so users created on one host exist nowhere else, nor do their files; and in its own IPC
+// namespace, so are their SysV IPC objects and POSIX message queues. Each runs atd, as a host does.
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { writeFileSync } from 'node:fs';
@@ -69,6 +70,8 @@ const HOST_DIRS: Array<[string, number]> = [
   ['etc.work', 0o755],
   ['var/log.upper', 0o755],
   ['var/log.work', 0o755],
+  ['var/spool.upper', 0o755],
+  ['var/spool.work', 0o755],
   ['home', 0o755],
   ['root', 0o700],
   ['var-lib-hostflow', 0o755],
@@ -80,6 +83,11 @@ const TOOLS: Array<[string, string]> = [
   ['/usr/bin/sudo', 'sudo'],
   ['/usr/bin/nsenter', 'util-linux'],
   ['/usr/bin/unshare', 'util-linux'],
+  // what a build can leave behind, so that removal is tested against the real thing
+  ['/usr/bin/ipcmk', 'util-linux'],
+  ['/usr/bin/newuidmap', 'uidmap'],
+  ['/usr/sbin/atd', 'at'],
+  ['/usr/bin/crontab', 'cron'],
 ];
 
 // Runs as root inside the host's network namespace, in a fresh private mount namespace: makes
@@ -93,7 +101,7 @@ mkdir "$S/run/${STATE_MOUNT}" && mount -n --bind "$S" "$S/run/${STATE_MOUNT}"
 mount -n --move "$S/run" /run
 S=/run/${STATE_MOUNT}
 # useradd/userdel replace /etc files by rename, so /etc needs a writable copy-on-write layer
-for d in etc var/log; do
+for d in etc var/log var/spool; do
   mount -n -t overlay overlay -o "lowerdir=/$d,upperdir=$S/$d.upper,workdir=$S/$d.work" "/$d"
 done
 # Build-user state and the per-host lock (activities/ssh/build-user-scripts.ts) are the host's
@@ -107,6 +115,10 @@ mount -n -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -n -t tmpfs -o mode=2775 tmpfs /var/mail && chgrp mail /var/mail
 mkdir -p -m 755 /run/sshd && mkdir -p -m 1777 /run/lock
 hostname "$NAME"
+# The host's at daemon, running the jobs in its own /var/spool (a restarted sshd finds it still
+# there). No cron daemon: it would run the machine's system jobs once per host; crontabs are
+# checked in the spool.
+atd || true
 grep -qx "$ADDR $NAME" /etc/hosts || echo "$ADDR $NAME" >> /etc/hosts
 # '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
 if [ "$ADMIN" = root ]; then # as on IBM Cloud images: root logs in with the key
@@ -181,7 +193,8 @@ async function startHost(
       recursive: true,
     });
 
-    const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--propagation', 'private'];
+    const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--ipc'];
+    args.push('--propagation', 'private');
     args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser);
     const sshd = spawnManaged(`ssh host ${name}: sshd`, 'ip', args, {
       logFile: join(dir, 'sshd.log'),
@@ -206,7 +219,16 @@ async function startHost(
       hostPublicKey,
       // `ip netns exec` → `unshare` → `sh` → sshd all exec in place: the pid we spawned is sshd's
       exec: (cmd) =>
-        run('nsenter', ['--target', String(sshd.pid), '--net', '--mount', '--uts', '--', ...cmd]),
+        run('nsenter', [
+          '--target',
+          String(sshd.pid),
+          '--net',
+          '--mount',
+          '--uts',
+          '--ipc',
+          '--',
+          ...cmd,
+        ]),
       stop,
     };
   } catch (err) {

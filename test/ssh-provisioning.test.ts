@@ -261,6 +261,7 @@ describe('build users on static hosts over SSH', () => {
   it('never reuses a stale user: its processes, files and home go, and a fresh user is made', async () => {
     const tr = taskRun();
     const first = await provisionBuildUser(deps, { host: hostConfig(h1), ...tr });
+    const firstUid = await onHost(h1, 'id', '-u', first.user);
     const sleeper = Number(
       (await login(h1, first.user, first.privateKey, 'nohup sleep 1002 >/dev/null 2>&1 & echo $!'))
         .stdout,
@@ -270,12 +271,17 @@ describe('build users on static hosts over SSH', () => {
     expect(second.user).toBe(first.user);
     expect(alive(sleeper)).toBe(false);
     expect(await exists(h1, `/home/${first.user}/left-behind`)).toBe(false);
-    expect(await exists(h1, '/tmp/mine')).toBe(false);
     expect(await onHost(h1, 'stat', '-c', '%U', `/home/${first.user}`)).toBe(first.user);
     expect((await login(h1, second.user, second.privateKey, 'whoami')).stdout).toBe(
       `${second.user}\n`,
     );
+    // The stale user's uid stays taken until its files in /tmp are gone (the next removal on the
+    // host deletes them, outside the host lock): the fresh user never owns them.
+    expect(await onHost(h1, 'id', '-u', second.user)).not.toBe(firstUid);
+    expect(await onHost(h1, 'stat', '-c', '%U', '/tmp/mine')).toBe(`hf-retired-${firstUid}`);
     expect(await activities.removeBuildUser({ host: hostConfig(h1), ...tr })).toBe('removed');
+    expect(await exists(h1, '/tmp/mine')).toBe(false);
+    expect((await h1.exec(['getent', 'passwd', `hf-retired-${firstUid}`])).code).toBe(2);
   });
 
   it('never writes through a link planted in a stale home: another account stays untouched', async () => {

@@ -7,7 +7,9 @@
 // build directory are then written as the new user itself (setpriv), so no link planted in a
 // home can send root's writes elsewhere. Each user has a root-owned marker with its creation
 // time (under /var/lib/hostflow), which garbage collection reads; one lock per host serializes
-// the user-database steps, and the slow part of a removal (the home) runs outside it.
+// the user-database steps, and the slow parts of a removal (the home, the user's files in the
+// shared temporary directories) run outside it, while a placeholder account holds the retired
+// user's ids (build-user-retirement.ts).
 import {
   buildDir,
   checkBuildUser,
@@ -16,13 +18,12 @@ import {
   homeDir,
   sudoersLine,
 } from './build-user-names.js';
+import { RETIREMENT_FUNCTIONS } from './build-user-retirement.js';
 
 /** Exit codes the scripts use for outcomes that retrying cannot fix (sysexits.h). */
 export const EXIT_SUDOERS_REJECTED = 65;
 /** The host lacks a tool the scripts need (see the README's host requirements). */
 export const EXIT_REQUIREMENT_MISSING = 69;
-/** …and for those it can. */
-export const EXIT_PROCESSES_SURVIVE = 75;
 
 export interface RemoteScript {
   script: string;
@@ -49,53 +50,15 @@ lock() {
   flock -w 120 9
 }
 unlock() { exec 9<&-; }
-# The user's live processes on this host: those in our network namespace, or in a user namespace
-# of their own (rootless containers, as userdel itself judges). Same-numbered uids elsewhere on
-# the kernel (containers run by root, other test hosts) belong to someone else.
-processes_of() {
-  local U=$1 NET USERNS p
-  NET=$(readlink /proc/self/ns/net) USERNS=$(readlink /proc/self/ns/user)
-  for p in $({ pgrep -u "$U" || true; pgrep -U "$U" || true; } | sort -un); do
-    [ "$(ps -o state= -p "$p" 2>/dev/null | tr -d ' ')" != Z ] || continue # zombies hold nothing
-    if [ "$(readlink "/proc/$p/ns/net" 2>/dev/null)" = "$NET" ] ||
-      [ "$(readlink "/proc/$p/ns/user" 2>/dev/null || echo "$USERNS")" != "$USERNS" ]; then
-      echo "$p"
-    fi
-  done
-}
-# Under the lock: ends the user's processes, removes its files outside its home, the account,
-# its sudo rule and its marker, and moves the home aside into TRASH (deleted by the caller,
-# outside the lock, however long that takes). Prints nothing.
+${RETIREMENT_FUNCTIONS}
+# Under the lock: retires the user (retire_account), removes its sudo rule, mail and marker, and
+# moves the home aside into TRASH (deleted by the caller, outside the lock, however long that
+# takes). Prints nothing.
 retire_user() {
-  local U=$1 H=$2 TRASH=$3 i pids uid
+  local U=$1 H=$2 TRASH=$3
   rm -f -- "/etc/sudoers.d/$U" # first, so nothing escalates while we clean up
-  if id -u "$U" >/dev/null 2>&1; then
-    for i in $(seq 50); do
-      pids=$(processes_of "$U")
-      [ -n "$pids" ] || break
-      kill -KILL $pids 2>/dev/null || true # a fork may race the scan: the loop catches it
-      sleep 0.1
-    done
-    pids=$(processes_of "$U")
-    if [ -n "$pids" ]; then
-      echo "processes of $U survive SIGKILL:" $pids >&2
-      exit ${EXIT_PROCESSES_SURVIVE}
-    fi
-    uid=$(id -u "$U")
-    # Its files in shared temporary directories, before the uid is free for someone else.
-    # find never follows links (-P), -xdev keeps it on each directory's own filesystem.
-    for d in /tmp /var/tmp /dev/shm; do
-      if [ -d "$d" ]; then find "$d" -xdev -mindepth 1 -uid "$uid" -delete 2>/dev/null || true; fi
-    done
-    # -f: what is left are zombies and other namespaces' uids, which userdel cannot tell apart.
-    # Its exit code mixes warnings (no mail spool) with failures, so judge by the result.
-    userdel -f "$U" >&2 || true
-    if id -u "$U" >/dev/null 2>&1; then
-      echo "userdel could not remove $U" >&2
-      exit 1
-    fi
-  fi
-  if getent group "$U" >/dev/null; then groupdel "$U"; fi
+  if id -u "$U" >/dev/null 2>&1; then retire_account "$U"; fi
+  if getent group "$U" >/dev/null; then groupdel -f "$U"; fi
   rm -f -- "/var/mail/$U" "/var/spool/mail/$U" "$STATE/$U"
   if [ -e "$H" ] || [ -L "$H" ]; then
     install -d -m 700 -o root -g root "$TRASH"
@@ -113,7 +76,7 @@ main() {
   local U=$1 H=$2 B=$3 KEY=$4 RULE=$5 G T
   local TRASH
   TRASH=$(dirname "$H")/.hostflow-removed
-  require flock setpriv
+  require flock setpriv unshare ipcrm
   lock
   retire_user "$U" "$H" "$TRASH" # a user of this name is stale: never reused
   date +%s >"$STATE/$U"
@@ -151,13 +114,15 @@ main "$@" </dev/null
 /**
  * Args: user home min-age-seconds. Prints `removed`, `absent`, or `young` when the user was
  * created (or re-created) less than min-age seconds ago and is left alone (garbage collection's
- * guard against racing a provisioning). Kills only this host's processes of the user.
+ * guard against racing a provisioning). Kills only this host's processes of the user. Also
+ * finishes every retired user on the host (a stale one replaced by a provisioning, or one whose
+ * removal was interrupted).
  */
 const REMOVE_SCRIPT = `${COMMON}
 main() {
   local U=$1 H=$2 MIN_AGE=$3 TRASH created existed=absent
   TRASH=$(dirname "$H")/.hostflow-removed
-  require flock
+  require flock setpriv unshare ipcrm
   lock
   if [ "$MIN_AGE" -gt 0 ] && [ -f "$STATE/$U" ]; then
     created=$(cat "$STATE/$U" 2>/dev/null || echo 0)
@@ -171,6 +136,7 @@ main() {
   retire_user "$U" "$H" "$TRASH"
   unlock
   empty_trash "$TRASH"
+  reap_all_retired # this user's leftovers, and any an interrupted removal left
   echo "$existed"
 }
 main "$@" </dev/null
