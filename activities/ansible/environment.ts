@@ -1,8 +1,8 @@
 // The environment ansible-playbook runs with: what ansible, Python and SSH need, and none of the
 // worker's credentials. ansible runs against hosts that tenants control, and a controller-side
 // module, lookup or plugin runs with this environment: KUBECONFIG, TEMPORAL_API_KEY, cloud keys
-// and the OTP store token's path stay with the worker. (The pod's service-account token file is
-// still readable by the same uid; see deploy/base/engine/worker.yaml.)
+// and the OTP store token's path stay with the worker. (The files stay readable: ansible runs as
+// the worker's uid, which can read the pod's service-account token and the OTP store token.)
 
 /** Passed as they are. */
 const NAMES = new Set([
