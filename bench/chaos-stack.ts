@@ -16,6 +16,7 @@ import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js
 import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { HOST_CONFIG_NAME, LABELS, OWNER_TAG_KEY } from '../platform-config/contract.js';
+import { ensureNamespace } from '../local-stack/cluster-setup.js';
 import type { ChaosTarget } from './chaos-run.js';
 import { awsPlatformConfig } from './aws-platform-config.js';
 
@@ -77,10 +78,13 @@ export async function startChaosStack(infra: ChaosInfra): Promise<ChaosStack> {
       subnetCidr: infra.subnetCidr,
     });
     stops.push(() => vms.stop());
+    // The OTP records' own namespace, as an install has it.
+    const otpNamespace = `${infra.engineNamespace}-otp`;
+    await ensureNamespace(kc, otpNamespace);
     const otp: OtpService = await startOtpService({
       stateDir: join(infra.stateDir, 'otp'),
       kubeconfig: infra.kubeconfigPath,
-      namespace: infra.engineNamespace,
+      namespace: otpNamespace,
       logFile: join(infra.logDir, `otp-${tag}.log`),
       restart: true,
     });

@@ -133,6 +133,8 @@ export async function startBenchStack(
     const engineNamespace = 'bench-engine';
     await step(ensureNamespace(kc, namespace));
     await step(ensureNamespace(kc, engineNamespace, { engineNamespace: true }));
+    const otpNamespace = 'bench-otp';
+    await step(ensureNamespace(kc, otpNamespace));
     const core = kc.makeApiClient(CoreV1Api);
 
     let sshHosts: SshHost[] = [];
@@ -144,7 +146,7 @@ export async function startBenchStack(
           startOtpService({
             stateDir: join(dir, 'otp'),
             kubeconfig: kube.kubeconfigPath,
-            namespace: engineNamespace,
+            namespace: otpNamespace,
             logFile: join(logDir, 'otp-server.log'),
           }),
         ),

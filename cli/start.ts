@@ -4,7 +4,12 @@
 import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DEFAULT_ENGINE_NAMESPACE, HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
+import {
+  DEFAULT_ENGINE_NAMESPACE,
+  DEFAULT_OTP_NAMESPACE,
+  HOST_CONFIG_NAME,
+  LABELS,
+} from '../platform-config/contract.js';
 import {
   ensureNamespace,
   installClusterResources,
@@ -53,7 +58,8 @@ start options (each defaults to a local component started and stopped by hostflo
   --state-dir DIR              where local state persists (default: .hostflow/)
 
 environment: TEMPORAL_* and KUBECONFIG as for the temporal CLI and kubectl;
-HOSTFLOW_NAMESPACE is the engine namespace holding host-config (default ${DEFAULT_ENGINE_NAMESPACE}).`;
+HOSTFLOW_NAMESPACE is the engine namespace holding host-config (default ${DEFAULT_ENGINE_NAMESPACE});
+HOSTFLOW_OTP_NAMESPACE holds the OTP service's records (default ${DEFAULT_OTP_NAMESPACE}).`;
 
 const DEMO_HOST_CONFIG = { 'local-platforms': 'linux/amd64' };
 /** The processes' names line up in the log lines shown (otp-server and lock-audit are longest). */
@@ -82,6 +88,7 @@ export async function runStart(options: StartOptions): Promise<number> {
   try {
     const env: NodeJS.ProcessEnv = { ...process.env };
     const engineNamespace = env.HOSTFLOW_NAMESPACE || DEFAULT_ENGINE_NAMESPACE;
+    const otpNamespace = env.HOSTFLOW_OTP_NAMESPACE || DEFAULT_OTP_NAMESPACE;
     let uiUrl = 'your Temporal UI';
     let demoHosts: string[] = [];
 
@@ -195,10 +202,15 @@ export async function runStart(options: StartOptions): Promise<number> {
 
     if (kubeconfigPath) {
       await assertPortsFree('OTP service', [LOCAL_PORTS.otp]);
+      // Its records go in a namespace of their own, as the manifests make it.
+      const kc = new KubeConfig();
+      kc.loadFromFile(kubeconfigPath);
+      if (env.HOSTFLOW_KUBE_CONTEXT) kc.setCurrentContext(env.HOSTFLOW_KUBE_CONTEXT);
+      await ensureNamespace(kc, otpNamespace);
       const otp = await planOtpService({
         stateDir: join(stateDir, 'otp'),
         kubeconfig: kubeconfigPath,
-        namespace: engineNamespace,
+        namespace: otpNamespace,
         port: LOCAL_PORTS.otp,
       });
       // Supervised like the worker and the bridge: restarted with back-off if it dies.

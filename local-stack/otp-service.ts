@@ -31,7 +31,7 @@ export interface OtpServiceOptions {
   restart?: boolean;
   stateDir: string;
   kubeconfig: string;
-  /** Namespace for its records (the engine namespace). */
+  /** Namespace for its records: its own, not the engine's (the caller creates it). */
   namespace: string;
   port?: number;
   /** host:port for its /metrics endpoint. */
@@ -76,7 +76,7 @@ export async function planOtpService(options: OtpServiceOptions): Promise<OtpSer
     env: {
       ...process.env,
       KUBECONFIG: options.kubeconfig,
-      HOSTFLOW_NAMESPACE: options.namespace,
+      HOSTFLOW_OTP_NAMESPACE: options.namespace,
       HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
       HOSTFLOW_OTP_TLS_CERT_FILE: cert.cert,
       HOSTFLOW_OTP_TLS_KEY_FILE: cert.key,

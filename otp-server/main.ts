@@ -1,6 +1,7 @@
 // The OTP service process: serves HTTPS until SIGINT/SIGTERM, sweeping expired records
-// meanwhile. Records live as Secrets in the engine namespace (HOSTFLOW_NAMESPACE), so any
-// number of replicas share them and a restart loses none.
+// meanwhile. Records live as Secrets in a namespace of their own (HOSTFLOW_OTP_NAMESPACE), so
+// any number of replicas share them, a restart loses none, and the service's account needs no
+// rights in the engine namespace, where admin keys and cloud credentials are.
 import { CoreV1Api } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -8,6 +9,7 @@ import { Histogram } from 'prom-client';
 import { createLogger, lineLog, type LineLog, type Logger } from '../workers/logger.js';
 import { createRegistry, serveMetrics } from '../workers/metrics-server.js';
 import { kubeConfig, loadSettings } from '../workers/settings.js';
+import { DEFAULT_OTP_NAMESPACE } from '../platform-config/contract.js';
 import { createSealer, readSealingKey } from './sealing.js';
 import { startOtpServer } from './server.js';
 import { errorGist, KubeOtpStore, type OtpStore } from './store.js';
@@ -16,6 +18,12 @@ const seconds = (min: number, max: number) => z.coerce.number().int().min(min).m
 const file = z.string().min(1, 'must name a file');
 
 const OtpEnvSchema = z.object({
+  /** The namespace of its records, and the only one its account may read. */
+  HOSTFLOW_OTP_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name')
+    .max(63, 'must be a Kubernetes namespace name (63 characters at most)')
+    .default(DEFAULT_OTP_NAMESPACE),
   /** host:port to listen on. */
   HOSTFLOW_OTP_LISTEN: z
     .string()
@@ -67,12 +75,16 @@ function startSweeper(store: OtpStore, intervalMs: number, log: LineLog) {
 }
 
 async function main(logger: Logger): Promise<void> {
-  const base = loadSettings(); // KUBECONFIG, HOSTFLOW_KUBE_CONTEXT, HOSTFLOW_NAMESPACE
+  const base = loadSettings(); // KUBECONFIG, HOSTFLOW_KUBE_CONTEXT, HOSTFLOW_METRICS_ADDRESS
   const settings = loadOtpSettings();
   const log = lineLog(logger);
   const sealer = createSealer(readSealingKey(settings.HOSTFLOW_OTP_SEALING_KEY_FILE));
   const kc = kubeConfig(base);
-  const store = new KubeOtpStore(kc.makeApiClient(CoreV1Api), base.HOSTFLOW_NAMESPACE, sealer);
+  const store = new KubeOtpStore(
+    kc.makeApiClient(CoreV1Api),
+    settings.HOSTFLOW_OTP_NAMESPACE,
+    sealer,
+  );
   const registry = createRegistry('otp-server');
   const requests = new Histogram({
     name: 'hostflow_otp_request_seconds',
@@ -101,7 +113,7 @@ async function main(logger: Logger): Promise<void> {
   const sweeper = startSweeper(store, settings.HOSTFLOW_OTP_SWEEP_SECONDS * 1000, log);
   store.ready().catch((err) => log(`store not reachable yet: ${errorGist(err)}`, 'warn'));
   log(
-    `listening on ${server.url} (redeem ${server.url}/otp), records in namespace ${base.HOSTFLOW_NAMESPACE}, sealing key ${sealer.keyId}`,
+    `listening on ${server.url} (redeem ${server.url}/otp), records in namespace ${settings.HOSTFLOW_OTP_NAMESPACE}, sealing key ${sealer.keyId}`,
   );
 
   let stopping = false;

@@ -1,6 +1,6 @@
 // Where issued keys wait for their one redemption. The Kubernetes store keeps one Secret per
-// OTP in the engine namespace, so records survive restarts and are shared by every replica:
-// the name is a hash of the token (the token itself is never stored), the data is the key
+// OTP in a namespace of its own (not the engine's, which holds admin keys), so records survive
+// restarts and are shared by every replica: the name is a hash of the token (the token itself is never stored), the data is the key
 // sealed at rest, and redemption is a delete with uid + resourceVersion preconditions, which
 // the API server grants to exactly one caller.
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';

@@ -7,6 +7,8 @@ export const PLATFORM_PARAM = 'PLATFORM';
 export const SECRET_PREFIX = 'multi-platform-ssh-';
 export const HOST_CONFIG_NAME = 'host-config';
 export const DEFAULT_ENGINE_NAMESPACE = 'multi-platform-controller';
+/** Where the OTP service keeps its records: apart from the engine's admin keys and credentials. */
+export const DEFAULT_OTP_NAMESPACE = 'hostflow-otp';
 export const LOCALHOST = 'localhost';
 
 export const LABELS = {

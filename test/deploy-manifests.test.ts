@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
+import { DEFAULT_OTP_NAMESPACE } from '../platform-config/contract.js';
 import { SETTING_NAMES } from '../workers/settings.js';
 import {
   kubectl,
@@ -31,6 +32,8 @@ import {
 
 const ENGINE_NAMESPACE = 'multi-platform-controller';
 const COMPONENTS = ['worker', 'bridge', 'otp'] as const;
+/** Where Prometheus runs, as the NetworkPolicies admit it (an overlay patches it). */
+const MONITORING_NAMESPACE = { 'kubernetes.io/metadata.name': 'monitoring' };
 
 let objects: Manifest[];
 const deployments = () => ofKind(objects, 'Deployment') as unknown as V1Deployment[];
@@ -147,7 +150,7 @@ describe('the example overlay', () => {
     }
   });
 
-  it('gives each component its own ServiceAccount: the bridge only reads, the OTP service only its Secrets', () => {
+  it('gives each component its own ServiceAccount: the bridge only reads, the OTP service only its records, the worker Secrets only by name', () => {
     const accounts = ofKind(objects, 'ServiceAccount').map(
       (a) => `${a.metadata.namespace}/${a.metadata.name}`,
     );
@@ -177,16 +180,35 @@ describe('the example overlay', () => {
       expect(rule.verbs.every((v) => ['get', 'list', 'watch'].includes(v))).toBe(true);
     expect(bridge.namespaced.flatMap((r) => r.resources)).toEqual(['configmaps']);
 
+    // The OTP service: its records' Secrets in their own namespace, nothing in the engine's
+    // (admin keys, cloud credentials), nothing cluster-wide.
     const otp = rulesOf('hostflow-otp');
     expect(otp.cluster).toEqual([]);
     expect(otp.namespaced).toEqual([
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
     ]);
-    for (const binding of ofKind(objects, 'RoleBinding'))
-      expect(binding.metadata.namespace).toBe(ENGINE_NAMESPACE);
+    const otpEnv = deploymentOf('otp').spec!.template.spec!.containers[0]!.env!;
+    const otpNamespace = otpEnv.find((e) => e.name === 'HOSTFLOW_OTP_NAMESPACE')?.value;
+    expect(otpNamespace).toBe(DEFAULT_OTP_NAMESPACE);
+    expect(ofKind(objects, 'Namespace').map((n) => n.metadata.name)).toContain(otpNamespace);
+    const bindingPlaces = (ofKind(objects, 'RoleBinding') as unknown as V1RoleBinding[]).map(
+      (b) => `${b.subjects![0]!.name} in ${b.metadata!.namespace}`,
+    );
+    expect(bindingPlaces.sort()).toEqual([
+      `hostflow-bridge in ${ENGINE_NAMESPACE}`,
+      `hostflow-otp in ${otpNamespace}`,
+    ]);
+
+    // The worker: Secrets by name only, never listed or watched anywhere (garbage collection
+    // reads Temporal's records instead); and no Role of its own in the engine namespace.
+    const worker = rulesOf('hostflow-worker');
+    expect(worker.namespaced).toEqual([]);
+    const secretVerbs = worker.cluster
+      .filter((r) => r.apiGroups!.includes('') && r.resources!.includes('secrets'))
+      .flatMap((r) => r.verbs);
+    expect(new Set(secretVerbs)).toEqual(new Set(['get', 'create', 'update', 'patch', 'delete']));
 
     // Nobody may escalate: no wildcards, no RBAC or impersonation rights.
-    const worker = rulesOf('hostflow-worker');
     for (const rule of [...worker.cluster, ...worker.namespaced, ...bridge.cluster]) {
       expect(rule.verbs).not.toContain('*');
       expect(rule.resources).not.toContain('*');
@@ -248,7 +270,7 @@ describe('the example overlay', () => {
     }
   });
 
-  it('serves the OTP endpoint through a Service, and admits traffic only to declared ports', () => {
+  it('serves the OTP endpoint through a Service, and admits to each port only what must reach it', () => {
     const service = named(objects, 'Service', 'hostflow-otp') as unknown as V1Service;
     expect(service.spec!.selector).toEqual({ 'app.kubernetes.io/component': 'otp' });
     expect(service.spec!.ports).toEqual([{ name: 'https', port: 8443, targetPort: 'https' }]);
@@ -256,7 +278,35 @@ describe('the example overlay', () => {
     expect(settings.HOSTFLOW_OTP_URL).toBe(
       `https://hostflow-otp.${ENGINE_NAMESPACE}.svc:${service.spec!.ports![0]!.port}`,
     );
-    const policies = ofKind(objects, 'NetworkPolicy') as unknown as V1NetworkPolicy[];
+    // As written (`from`), not as the client's types name it (`_from`).
+    type Policy = V1NetworkPolicy & { spec: { ingress?: Array<{ from?: unknown[] }> } };
+    const policies = ofKind(objects, 'NetworkPolicy') as unknown as Policy[];
+    for (const policy of policies) {
+      expect(policy.metadata!.namespace).toBe(ENGINE_NAMESPACE);
+      expect(policy.spec!.policyTypes).toEqual(['Ingress']);
+      // Every rule names both who and which port: none admits anyone, or to every port.
+      for (const rule of policy.spec!.ingress ?? []) {
+        expect(rule.from?.length).toBeGreaterThan(0);
+        expect(rule.ports?.length).toBeGreaterThan(0);
+      }
+    }
+    // Default deny: a policy that selects every pod of the namespace and admits nothing.
+    const denyAll = policies.filter((p) => Object.keys(p.spec!.podSelector!).length === 0);
+    expect(denyAll.map((p) => p.spec!.ingress ?? [])).toEqual([[]]);
+
+    // Who may reach each port of each component ('node' = only the kubelet, which NetworkPolicy
+    // always admits from a pod's own node).
+    const monitoring = { namespaceSelector: { matchLabels: MONITORING_NAMESPACE } };
+    const buildPods = {
+      namespaceSelector: {},
+      podSelector: { matchExpressions: [{ key: 'tekton.dev/taskRun', operator: 'Exists' }] },
+    };
+    const worker = { podSelector: { matchLabels: { 'app.kubernetes.io/component': 'worker' } } };
+    const expected: Record<string, Record<number, unknown[]>> = {
+      otp: { 8443: [buildPods, worker], 9464: [monitoring] },
+      worker: { 9464: [monitoring], 8081: ['node'] },
+      bridge: { 9464: [monitoring], 8081: ['node'] },
+    };
     for (const component of COMPONENTS) {
       const container = deploymentOf(component).spec!.template.spec!.containers[0]!;
       const covering = policies.filter((p) => {
@@ -267,8 +317,15 @@ describe('the example overlay', () => {
         );
       });
       expect(covering).toHaveLength(1);
-      const admitted = covering[0]!.spec!.ingress!.flatMap((i) => i.ports!.map((p) => p.port));
-      expect(admitted.sort()).toEqual(container.ports!.map((p) => p.containerPort).sort());
+      const admitted: Record<number, unknown[]> = {};
+      for (const port of container.ports!) admitted[port.containerPort] = ['node'];
+      for (const rule of covering[0]!.spec!.ingress!)
+        for (const port of rule.ports!) {
+          const number = port.port as number;
+          expect(container.ports!.map((p) => p.containerPort)).toContain(number);
+          admitted[number] = rule.from!;
+        }
+      expect({ component, admitted }).toEqual({ component, admitted: expected[component] });
     }
   });
 });

@@ -1,13 +1,23 @@
 // The engine runs as its manifests' ServiceAccounts, with exactly their RBAC: the worker, the
 // bridge and the OTP service each authenticate with a token of their own account, bound as
 // deploy/base binds it (moved into this file's namespaces). A local-platform and a static
-// TaskRun are then served and cleaned up, and no process was refused anything: the RBAC is
-// enough, and since every grant is checked in deploy-manifests.test.ts, no more than that.
+// TaskRun are then served and cleaned up, a terminated one's Secret is collected, and no process
+// was refused anything: the RBAC is enough. What each account may NOT do is asked of the real
+// API server too, by SubjectAccessReviews and by requests made with the account's own token.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+} from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
+import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { statusCode } from '../shared/kube-errors.js';
+import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { kubectl, manifestFile, renderManifests, type Manifest } from './support/manifests.js';
 import type { TestScope } from './support/scope.js';
@@ -15,10 +25,15 @@ import { serviceAccountKubeconfig } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
 const MANIFEST_NAMESPACE = 'multi-platform-controller';
+const MANIFEST_OTP_NAMESPACE = 'hostflow-otp';
+/** Garbage collection every few seconds, so that a terminated TaskRun's Secret goes soon. */
+const PERIOD = { HOSTFLOW_RESYNC_SECONDS: '5', HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: '2' };
 const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 const clusterScoped: Manifest[] = [];
 let pool: StaticPool;
 const health = { worker: '', bridge: '' };
+/** Each component's kubeconfig: its account's token, nothing more. */
+const kubeconfigs: Record<string, string> = {};
 
 /** The manifests' RBAC for this scope: its engine namespace, cluster-wide names made unique. */
 function rbacFor(objects: Manifest[], scope: TestScope): Manifest[] {
@@ -32,8 +47,12 @@ function rbacFor(objects: Manifest[], scope: TestScope): Manifest[] {
         roleRef?: { kind: string; name: string };
       };
       if (copy.metadata.namespace) {
-        expect(copy.metadata.namespace).toBe(MANIFEST_NAMESPACE);
-        copy.metadata.namespace = scope.engineNamespace;
+        const places: Record<string, string> = {
+          [MANIFEST_NAMESPACE]: scope.engineNamespace,
+          [MANIFEST_OTP_NAMESPACE]: scope.otpNamespace,
+        };
+        expect(Object.keys(places)).toContain(copy.metadata.namespace);
+        copy.metadata.namespace = places[copy.metadata.namespace];
       } else {
         copy.metadata.name = renamed(copy.metadata.name);
       }
@@ -49,19 +68,17 @@ beforeAll(async () => {
   health.worker = `http://127.0.0.1:${workerHealth}`;
   health.bridge = `http://127.0.0.1:${bridgeHealth}`;
   pool = await createStaticPool('rbac', 1, {
-    worker: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${workerHealth}` },
-    bridge: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${bridgeHealth}` },
+    worker: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${workerHealth}`, ...PERIOD },
+    bridge: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${bridgeHealth}`, ...PERIOD },
     identities: async (scope) => {
       const rbac = rbacFor(objects, scope);
       clusterScoped.push(...rbac.filter((o) => !o.metadata.namespace));
       await kubectl(['apply', '-f', manifestFile(rbac)]);
       const kubeconfigOf = (component: string) =>
         serviceAccountKubeconfig(scope.kube.kc, scope.engineNamespace, `hostflow-${component}`);
-      return {
-        worker: await kubeconfigOf('worker'),
-        bridge: await kubeconfigOf('bridge'),
-        otp: await kubeconfigOf('otp'),
-      };
+      for (const component of ['worker', 'bridge', 'otp'])
+        kubeconfigs[component] = await kubeconfigOf(component);
+      return { worker: kubeconfigs.worker!, bridge: kubeconfigs.bridge!, otp: kubeconfigs.otp! };
     },
   });
   await pool.scope.setHostConfig({
@@ -148,6 +165,33 @@ describe('the engine as its manifests deploy it', () => {
     expect(await reasons()).toContain('HostAllocated');
   });
 
+  it("collects a terminated TaskRun's Secret without listing Secrets (from Temporal's records)", async () => {
+    const { scope } = pool;
+    const tr = await scope.taskRuns.create({ name: 'terminated', platform: 'linux/amd64' });
+    await scope.taskRuns.waitForSecret(tr.name);
+    // No bridge meanwhile, so that no new run takes the TaskRun over while it is being deleted.
+    await pool.stopBridge();
+    try {
+      await scope.temporal.client.workflow
+        .getHandle(WORKFLOW_ID.taskRun(scope.namespace, tr.name, tr.uid))
+        .terminate('test: an operator ends the workflow');
+      // As `kubectl delete --cascade=orphan` does: the Secret is the engine's to find.
+      await scope.taskRuns.delete(tr.name, { orphan: true });
+      // (Kubernetes' garbage collector orphans the Secret first: it removes the ownerReference.)
+      await waitFor(
+        'the TaskRun gone',
+        async () =>
+          (await statusOf(() => scope.taskRuns.get(tr.name))) === 404 ? true : undefined,
+        { timeoutMs: 60_000 },
+      );
+      await scope.taskRuns.waitForSecretGone(tr.name, 30_000);
+    } finally {
+      await pool.startBridge();
+    }
+    const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.engineNamespace });
+    expect(events.items.map((e) => e.reason)).toContain('OrphanSecretCollected');
+  });
+
   it('was refused nothing: no process logged a forbidden call', () => {
     for (const [kind, log] of Object.entries(logs())) {
       expect(log.length).toBeGreaterThan(0);
@@ -165,5 +209,183 @@ describe('the engine as its manifests deploy it', () => {
       expect([ready!.status, await ready!.text()]).toEqual([200, 'ok\n']);
       expect(other!.status).toBe(404);
     }
+  });
+});
+
+/** The component's account, as the API server names it. */
+const accountOf = (component: string) => ({
+  user: `system:serviceaccount:${pool.scope.engineNamespace}:hostflow-${component}`,
+  groups: [
+    'system:serviceaccounts',
+    `system:serviceaccounts:${pool.scope.engineNamespace}`,
+    'system:authenticated',
+  ],
+});
+
+interface Attempt {
+  verb: string;
+  resource: string;
+  group?: string;
+  /** Unset: in every namespace (or a cluster-scoped resource). */
+  namespace?: string;
+  name?: string;
+}
+
+/** What RBAC lets the component do, asked of the API server (a SubjectAccessReview). */
+async function allowed(component: string, attempt: Attempt): Promise<boolean> {
+  const review = await pool.scope.kube.kc
+    .makeApiClient(AuthorizationV1Api)
+    .createSubjectAccessReview({
+      body: {
+        spec: {
+          ...accountOf(component),
+          resourceAttributes: { group: '', ...attempt },
+        },
+      },
+    });
+  return review.status!.allowed;
+}
+
+/** The component's own clients: its token, as its process has it. */
+function clientsOf(component: string) {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigs[component]!);
+  return { core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+}
+
+/** The HTTP status a request as the component gets: 403 when RBAC refuses it. */
+async function statusOf(call: () => Promise<unknown>): Promise<number> {
+  try {
+    await call();
+    return 200;
+  } catch (err) {
+    return statusCode(err) ?? -1;
+  }
+}
+
+describe('what each component cannot do, as the API server answers its own token', () => {
+  it('the OTP service reads and writes its records only: never an admin key or a cloud credential', async () => {
+    const { engineNamespace, otpNamespace } = pool.scope;
+    // A cloud credential beside the static host's admin key (admin-0), as an install has them.
+    await pool.scope.kube.core.createNamespacedSecret({
+      namespace: engineNamespace,
+      body: {
+        metadata: { name: 'aws-creds' },
+        stringData: { 'access-key-id': 'AKIAEXAMPLE', 'secret-access-key': 'not-a-real-one' },
+      },
+    });
+    const otp = clientsOf('otp');
+    const refused = {
+      'read the admin key': await statusOf(() =>
+        otp.core.readNamespacedSecret({ name: 'admin-0', namespace: engineNamespace }),
+      ),
+      'read the cloud credential': await statusOf(() =>
+        otp.core.readNamespacedSecret({ name: 'aws-creds', namespace: engineNamespace }),
+      ),
+      'list the engine namespace': await statusOf(() =>
+        otp.core.listNamespacedSecret({ namespace: engineNamespace }),
+      ),
+      "list a tenant's Secrets": await statusOf(() =>
+        otp.core.listNamespacedSecret({ namespace: pool.scope.namespace }),
+      ),
+      'plant a Secret in the engine namespace': await statusOf(() =>
+        otp.core.createNamespacedSecret({
+          namespace: engineNamespace,
+          body: { metadata: { name: 'planted' }, stringData: { id_rsa: 'x' } },
+        }),
+      ),
+    };
+    expect(refused).toEqual(Object.fromEntries(Object.keys(refused).map((k) => [k, 403])));
+    // …while its own namespace serves it (the static TaskRun above redeemed through it).
+    expect(
+      await statusOf(() => otp.core.listNamespacedSecret({ namespace: otpNamespace, limit: 1 })),
+    ).toBe(200);
+    for (const verb of ['get', 'list', 'create', 'delete'])
+      expect(await allowed('otp', { verb, resource: 'secrets', namespace: otpNamespace })).toBe(
+        true,
+      );
+    for (const verb of ['get', 'list', 'watch', 'create', 'update', 'delete'])
+      expect({
+        verb,
+        allowed: await allowed('otp', { verb, resource: 'secrets', namespace: engineNamespace }),
+      }).toEqual({ verb, allowed: false });
+  });
+
+  it('the bridge writes nothing, anywhere: no create, update, patch or delete of any resource', async () => {
+    const { engineNamespace, namespace } = pool.scope;
+    const resources: Array<[string, string]> = [
+      ['', 'secrets'],
+      ['', 'configmaps'],
+      ['', 'events'],
+      ['', 'pods'],
+      ['', 'pods/eviction'],
+      ['', 'nodes'],
+      ['', 'namespaces'],
+      ['', 'serviceaccounts/token'],
+      ['tekton.dev', 'taskruns'],
+      ['bpa.akraino.org', 'provisionings'],
+      ['bpa.akraino.org', 'provisionings/status'],
+      ['cluster.x-k8s.io', 'machines'],
+      ['infrastructure.hostflow.dev', 'hostflowmachines'],
+      ['metal3.io', 'baremetalhosts'],
+      ['machineconfiguration.openshift.io', 'machineconfigpools'],
+      ['kotas.tech', 'locks'],
+      ['rbac.authorization.k8s.io', 'rolebindings'],
+    ];
+    const granted: string[] = [];
+    for (const where of [engineNamespace, namespace, undefined])
+      for (const [group, resource] of resources)
+        for (const verb of ['create', 'update', 'patch', 'delete', 'deletecollection'])
+          if (await allowed('bridge', { verb, group, resource, namespace: where }))
+            granted.push(`${verb} ${resource} in ${where ?? 'every namespace'}`);
+    expect(granted).toEqual([]);
+    // And as the API server answers its token.
+    const bridge = clientsOf('bridge');
+    const hostConfigChange = await statusOf(() =>
+      bridge.core.createNamespacedConfigMap({
+        namespace: engineNamespace,
+        body: { metadata: { name: 'planted' } },
+      }),
+    );
+    const tr = await pool.scope.taskRuns.create({ name: 'bridge-cannot', platform: 'none/none' });
+    const taskRunPatch = await statusOf(() =>
+      bridge.custom.patchNamespacedCustomObject({
+        ...TASKRUN_API,
+        namespace,
+        name: tr.name,
+        body: [{ op: 'add', path: '/metadata/labels', value: { planted: 'true' } }],
+      }),
+    );
+    expect({ hostConfigChange, taskRunPatch }).toEqual({
+      hostConfigChange: 403,
+      taskRunPatch: 403,
+    });
+    await pool.scope.taskRuns.delete(tr.name);
+  });
+
+  it("the worker reads tenants' Secrets only by name: it cannot list or watch them", async () => {
+    const { engineNamespace, namespace } = pool.scope;
+    const worker = clientsOf('worker');
+    const listed = {
+      "a tenant's namespace": await statusOf(() => worker.core.listNamespacedSecret({ namespace })),
+      'every namespace': await statusOf(() => worker.core.listSecretForAllNamespaces()),
+    };
+    expect(listed).toEqual({ "a tenant's namespace": 403, 'every namespace': 403 });
+    const refused: string[] = [];
+    for (const where of [namespace, engineNamespace, undefined])
+      for (const verb of ['list', 'watch', 'deletecollection'])
+        if (await allowed('worker', { verb, resource: 'secrets', namespace: where }))
+          refused.push(`${verb} secrets in ${where ?? 'every namespace'}`);
+    expect(refused).toEqual([]);
+    // What the TaskRun contract needs, by name, in the tenant's namespace.
+    for (const verb of ['get', 'create', 'update', 'delete'])
+      expect(
+        await allowed('worker', {
+          verb,
+          resource: 'secrets',
+          namespace,
+          name: 'multi-platform-ssh-x',
+        }),
+      ).toBe(true);
   });
 });

@@ -74,7 +74,7 @@ beforeAll(async () => {
   const plan = await planOtpService({
     stateDir: join(dir, 'otp-state'),
     kubeconfig: testEnv('kubeconfig'),
-    namespace: scope.engineNamespace,
+    namespace: scope.otpNamespace,
     port,
   });
   otpUrl = plan.url;
@@ -132,6 +132,7 @@ beforeAll(async () => {
     'otp',
     {
       HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
+      HOSTFLOW_OTP_NAMESPACE: scope.otpNamespace,
       HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${otpMetrics}`,
     },
     plan.readyLine,

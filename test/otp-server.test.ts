@@ -469,7 +469,12 @@ describe('settings', () => {
     expect(loadOtpSettings(files)).toMatchObject({
       HOSTFLOW_OTP_LISTEN: '0.0.0.0:8443',
       HOSTFLOW_OTP_TTL_SECONDS: 1200,
+      // Its own namespace, never the engine's (HOSTFLOW_NAMESPACE), which holds admin keys.
+      HOSTFLOW_OTP_NAMESPACE: 'hostflow-otp',
     });
+    expect(() => loadOtpSettings({ ...files, HOSTFLOW_OTP_NAMESPACE: 'Not_A_Namespace' })).toThrow(
+      /HOSTFLOW_OTP_NAMESPACE: must be a Kubernetes namespace name/,
+    );
     expect(() => loadOtpSettings({ ...files, HOSTFLOW_OTP_TTL_SECONDS: 'soon' })).toThrow(
       /HOSTFLOW_OTP_TTL_SECONDS/,
     );
@@ -487,7 +492,7 @@ describe('settings', () => {
         env: {
           ...process.env,
           KUBECONFIG: testEnv('kubeconfig'),
-          HOSTFLOW_NAMESPACE: fx.namespace,
+          HOSTFLOW_OTP_NAMESPACE: fx.namespace,
           HOSTFLOW_OTP_LISTEN: `127.0.0.1:${await freePort()}`,
           HOSTFLOW_OTP_TLS_CERT_FILE: fx.certFile,
           HOSTFLOW_OTP_TLS_KEY_FILE: fx.keyFile,

@@ -27,6 +27,7 @@ import {
   readCheckout,
   type KubesprayCheckout,
 } from './kubespray-release.js';
+import { ansibleEnvironment } from './environment.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 
@@ -243,7 +244,7 @@ function runAnsible(
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
-      ...process.env,
+      ...ansibleEnvironment(process.env),
       ...kubesprayConfig(kubespray.dir, dir),
       ANSIBLE_NOCOLOR: '1',
       ANSIBLE_FORCE_COLOR: '0',

@@ -9,9 +9,13 @@
 // running as that user). A user created less than the grace period ago is never removed (the
 // check runs on the host, under its lock, so it cannot race a provisioning), nor is a Secret
 // younger than that. When TaskRuns cannot be listed, nothing is removed.
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+//
+// Leftover Secrets are found from the engine's own records, not by listing tenants' Secrets
+// (the worker may not list them): the TaskRun workflows Temporal says ended unfinished, each
+// Secret read by name and deleted only when it carries that TaskRun's uid.
+import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
 import { Context, log } from '@temporalio/activity';
-import { ANNOTATIONS, LABELS, SECRET_PREFIX } from '../../platform-config/contract.js';
+import { ANNOTATIONS, LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { isCompleted, type TaskRunObject } from '../../k8s-bridge/taskrun-contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
@@ -35,6 +39,8 @@ export interface LeftoversGcDeps {
   loadStaticHosts(): Promise<Host[]>;
   /** Running TaskRun workflows: their TaskRun and the host each holds. */
   runningTaskRuns(): Promise<Array<TaskRunRef & { host?: string }>>;
+  /** TaskRun workflows of this engine that ended without cleaning up (Temporal visibility). */
+  endedTaskRuns(): Promise<TaskRunRef[]>;
   closedWorkflows(input: { workflowIds: string[] }): Promise<string[]>;
   locks: Pick<ReturnType<typeof createLockActivities>, 'releaseLocksOfEnded'>;
 }
@@ -129,15 +135,24 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
   ): Promise<void> {
     // A TaskRun still there gets a new workflow from the bridge, which takes its Secret over.
     const owned = new Set([...running, ...existing].map((taskRun) => taskRun.uid));
-    const labelSelector = `${LABELS.multiPlatformSecret}=true`;
-    const list = deps.watchNamespace
-      ? await deps.core.listNamespacedSecret({ namespace: deps.watchNamespace, labelSelector })
-      : await deps.core.listSecretForAllNamespaces({ labelSelector });
-    for (const secret of list.items) {
-      const { name, namespace, uid, resourceVersion, annotations, creationTimestamp } =
+    for (const taskRun of await deps.endedTaskRuns()) {
+      if (owned.has(taskRun.uid)) continue;
+      if (deps.watchNamespace && taskRun.namespace !== deps.watchNamespace) continue;
+      const name = secretNameFor(taskRun.name);
+      const { namespace } = taskRun;
+      let secret: V1Secret;
+      try {
+        secret = await deps.core.readNamespacedSecret({ name, namespace });
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        rethrowKube(`read Secret ${namespace}/${name}`, err);
+      }
+      const { uid, resourceVersion, labels, annotations, creationTimestamp } =
         secret.metadata ?? {};
-      const owner = annotations?.[ANNOTATIONS.ownerUid];
-      if (!name?.startsWith(SECRET_PREFIX) || !namespace || !owner || owned.has(owner)) continue;
+      // Only the Secret the engine wrote for this very TaskRun: a same-named successor's, or one
+      // a person made, is not this workflow's to collect.
+      if (labels?.[LABELS.multiPlatformSecret] !== 'true') continue;
+      if (annotations?.[ANNOTATIONS.ownerUid] !== taskRun.uid) continue;
       const age = creationTimestamp
         ? (Date.now() - new Date(creationTimestamp).getTime()) / 1000
         : 0;
@@ -146,7 +161,7 @@ export function createLeftoversGcActivities(deps: LeftoversGcDeps) {
         await deps.core.deleteNamespacedSecret({
           name,
           namespace,
-          // Only as listed: a same-named successor may have replaced it since (409).
+          // Only as read: a same-named successor may have replaced it since (409).
           body: { preconditions: { uid, resourceVersion } },
         });
       } catch (err) {

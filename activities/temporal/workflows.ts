@@ -203,6 +203,23 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
       return found;
     },
 
+    /**
+     * TaskRun workflows of this task queue that ended without finishing their work (terminated,
+     * failed, timed out or cancelled): the only ones that may have left a Secret behind, since a
+     * run that completes has deleted its own. Each TaskRun once, as long as Temporal keeps it.
+     */
+    async endedTaskRuns(): Promise<TaskRunRef[]> {
+      const query =
+        `${SA.kind.name} = '${KIND.taskRun}' AND TaskQueue = ${quoted(taskQueue)} AND ` +
+        `ExecutionStatus IN (${ENDED_UNFINISHED.map(quoted).join(', ')})`;
+      const found = new Map<string, TaskRunRef>();
+      for await (const execution of client.workflow.list({ query })) {
+        const taskRun = parseTaskRunWorkflowId(execution.workflowId);
+        if (taskRun) found.set(taskRun.uid, taskRun);
+      }
+      return [...found.values()];
+    },
+
     /** Tells every running allocator of this task queue that host-config changed. */
     async notifyAllocators(): Promise<number> {
       const query = `${SA.kind.name} = '${KIND.allocator}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
@@ -221,6 +238,9 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
 }
 
 export type TemporalActivities = ReturnType<typeof createTemporalActivities>;
+
+/** How a workflow ends without having cleaned up (visibility's ExecutionStatus values). */
+const ENDED_UNFINISHED = ['Terminated', 'Failed', 'TimedOut', 'Canceled'];
 
 /** A string literal of the visibility query language. */
 function quoted(value: string): string {

@@ -112,7 +112,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
     otp = await startOtpService({
       stateDir: join(testEnv('stateDir'), `otp-${kind}-${sfx}`),
       kubeconfig: testEnv('kubeconfig'),
-      namespace: scope.engineNamespace,
+      namespace: scope.otpNamespace,
     });
     worker = await startWorker(scope, { ...otp.workerEnv, ...cloud.workerEnv, ...GC_ENV });
     bridge = await startBridge(scope);

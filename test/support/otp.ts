@@ -112,7 +112,7 @@ export async function createOtpFixture(prefix = 'otp'): Promise<OtpFixture> {
           env: {
             ...process.env,
             KUBECONFIG: testEnv('kubeconfig'),
-            HOSTFLOW_NAMESPACE: namespace,
+            HOSTFLOW_OTP_NAMESPACE: namespace,
             HOSTFLOW_OTP_LISTEN: `127.0.0.1:${listen}`,
             HOSTFLOW_OTP_TLS_CERT_FILE: certFile,
             HOSTFLOW_OTP_TLS_KEY_FILE: keyFile,

@@ -9,6 +9,8 @@ import { upsert } from '../../local-stack/upsert.js';
 import { statusCode } from '../../shared/kube-errors.js';
 
 export interface TestScope extends EngineScope {
+  /** The OTP service's records, apart from the engine namespace as an install keeps them. */
+  otpNamespace: string;
   kube: ReturnType<typeof kube>;
   temporal: Awaited<ReturnType<typeof temporalClient>>;
   taskRuns: TaskRuns;
@@ -65,16 +67,19 @@ export async function createScope(
     );
   };
   await setHostConfig(hostConfig);
+  const otpNamespace = `${prefix}-otp-${sfx}`;
+  await k.core.createNamespace({ body: { metadata: { name: otpNamespace } } });
   const temporal = await temporalClient();
   return {
     ...scope,
+    otpNamespace,
     kube: k,
     temporal,
     taskRuns: new TaskRuns(k.core, k.custom, scope.namespace),
     setHostConfig,
     async dispose() {
       await temporal.close();
-      for (const name of [scope.namespace, scope.engineNamespace])
+      for (const name of [scope.namespace, scope.engineNamespace, otpNamespace])
         await k.core.deleteNamespace({ name }).catch(() => undefined);
     },
   };

@@ -21,7 +21,8 @@ export interface WorkerIdentity {
 
 /** What the worker does in the cluster, cluster-wide (TaskRuns live in any namespace). */
 const WORKER_RULES: V1PolicyRule[] = [
-  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+  // By name only, as deploy/base grants it: the worker never lists Secrets.
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['tekton.dev'], resources: ['taskruns'], verbs: ['get', 'list', 'patch'] },
   {

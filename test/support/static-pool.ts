@@ -89,7 +89,7 @@ export async function createStaticPool(
   const otpOptions = {
     stateDir: join(testEnv('stateDir'), `otp-${prefix}-${sfx}`),
     kubeconfig: identities?.otp ?? testEnv('kubeconfig'),
-    namespace: scope.engineNamespace,
+    namespace: scope.otpNamespace,
     logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
     metricsAddress: `127.0.0.1:${otpMetrics}`,
     port: await freePort(),
