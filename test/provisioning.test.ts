@@ -388,13 +388,15 @@ describe('a Provisioning', () => {
         message: `master m: MAC ${mac(1)} is BareMetalHost ${metal3}/capi, which is consumed by Metal3Machine ${metal3}/tenant-b-worker`,
       });
       const busy = await decided('busy');
-      expect(busy.phase).toBe('Refused');
-      expect(busy.message.split('; ')).toEqual([
-        `master m: MAC ${mac(2)} is BareMetalHost ${metal3}/busy-provisioning, which is in metal3 provisioning state "provisioning", not available`,
-        `worker w3: MAC ${mac(3)} is BareMetalHost ${metal3}/busy-provisioned, which is in metal3 provisioning state "provisioned", not available`,
-        `worker w4: MAC ${mac(4)} is BareMetalHost ${metal3}/busy-deprovisioning, which is in metal3 provisioning state "deprovisioning", not available`,
-        `worker w5: MAC ${mac(5)} is BareMetalHost ${metal3}/busy-unregistered, which has no metal3 provisioning state yet (the baremetal-operator has not registered and inspected it)`,
-      ]);
+      expect({ phase: busy.phase, problems: busy.message.split('; ') }).toEqual({
+        phase: 'Refused',
+        problems: [
+          `master m: MAC ${mac(2)} is BareMetalHost ${metal3}/busy-provisioning, which is in metal3 provisioning state "provisioning", not available`,
+          `worker w3: MAC ${mac(3)} is BareMetalHost ${metal3}/busy-provisioned, which is in metal3 provisioning state "provisioned", not available`,
+          `worker w4: MAC ${mac(4)} is BareMetalHost ${metal3}/busy-deprovisioning, which is in metal3 provisioning state "deprovisioning", not available`,
+          `worker w5: MAC ${mac(5)} is BareMetalHost ${metal3}/busy-unregistered, which has no metal3 provisioning state yet (the baremetal-operator has not registered and inspected it)`,
+        ],
+      });
       for (const fake of fakes) {
         const found = (await scope.kube.custom.getNamespacedCustomObject(
           bmh(fake.namespace, fake.name),
