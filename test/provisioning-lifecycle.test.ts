@@ -86,6 +86,18 @@ afterAll(async () => {
 const provisioning = { ...PROVISIONING_API, namespace: '' };
 const ns = () => scope.namespace;
 
+/** Whether host `index`'s admin user still trusts `cluster`'s installer key. */
+async function trustsInstallerKey(index: number, cluster: string): Promise<boolean> {
+  const secret = await scope.kube.core.readNamespacedSecret({
+    namespace: ns(),
+    name: `${cluster}-ssh-key`,
+  });
+  const key = Buffer.from(secret.data!['id_rsa.pub']!, 'base64').toString('utf8').trim();
+  const host = metal.pool.hosts[index]!;
+  const found = await host.exec(['sh', '-c', `cat ~${host.adminUser}/.ssh/authorized_keys`]);
+  return found.stdout.split('\n').includes(key);
+}
+
 async function create(name: string, cluster: string, spec: ProvisioningSpec): Promise<void> {
   await scope.kube.custom.createNamespacedCustomObject({
     ...provisioning,
@@ -248,6 +260,12 @@ describe('an installed Provisioning', () => {
     expect(await metal.consumerOf(2)).toBeUndefined();
     expect(await lockOf(2)).toBe(false);
     expect(await deleteHost(2)).toBe('allowed');
+    // The host w2 left takes the cluster's installer key with it; the others keep it.
+    expect([
+      await trustsInstallerKey(0, 'cluster-lc'),
+      await trustsInstallerKey(1, 'cluster-lc'),
+      await trustsInstallerKey(2, 'cluster-lc'),
+    ]).toEqual([true, true, false]);
 
     // By resources: the 12-CPU host is the only one left that fits.
     await patchSpec('lc', { workers: [{ w1: { 'mac-address': mac1! } }, { w3: { cpu: 12 } }] });

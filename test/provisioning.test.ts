@@ -46,8 +46,9 @@ beforeAll(async () => {
   const env = {
     ...kubesprayWorkerEnv(sfx),
     HOSTFLOW_STAND_IN_FAIL: `${DOOMED}:Install kubelet`,
-    // Other test files register hosts too, in their own namespaces: these are this file's.
-    HOSTFLOW_BAREMETAL_NAMESPACE: metal3,
+    // Other test files register hosts too, in their own namespaces: these are this file's. The
+    // pattern setting, not the older single name: before it, every other namespace was open.
+    HOSTFLOW_BAREMETAL_NAMESPACES: metal3,
   };
   worker = await startWorker(scope, env);
   bridge = await startBridge(scope);
@@ -101,6 +102,19 @@ async function phase(
       return undefined;
     },
     { timeoutMs: 120_000, intervalMs: 200 },
+  );
+}
+
+/** The phase and message once role assignment is over: Refused, or on to claim and install. */
+async function decided(name: string): Promise<{ phase: string; message: string }> {
+  return waitFor(
+    `Provisioning ${name} to get past role assignment`,
+    async () => {
+      const status = (await get(name))?.status;
+      if (!status?.phase || status.phase === 'Assigning') return undefined;
+      return { phase: status.phase, message: status.conditions?.[0]?.message ?? '' };
+    },
+    { timeoutMs: 60_000, intervalMs: 200 },
   );
 }
 
@@ -321,7 +335,9 @@ describe('a Provisioning', () => {
     };
     const fakes = [
       { namespace: other, name: 'foreign', state: 'available' },
-      { namespace: metal3, name: 'capi', state: 'provisioned', consumerRef: metal3Machine },
+      // Cluster API's metal3 provider sets consumerRef before provisioning starts: while the
+      // host is still available, only the foreign consumerRef says it is taken.
+      { namespace: metal3, name: 'capi', state: 'available', consumerRef: metal3Machine },
       { namespace: metal3, name: 'busy-provisioning', state: 'provisioning' },
       { namespace: metal3, name: 'busy-provisioned', state: 'provisioned' },
       { namespace: metal3, name: 'busy-deprovisioning', state: 'deprovisioning' },
@@ -355,29 +371,39 @@ describe('a Provisioning', () => {
           },
         });
       }
+      // One Provisioning per attack, so that each is refused (or, without its fix, goes on to
+      // claim and install) on its own.
       await create('reach', 'cluster-reach', { masters: [{ m: { 'mac-address': mac(0) } }] });
-      await create('grab', 'cluster-grab', {
-        masters: [{ m: { 'mac-address': mac(1) } }],
-        workers: [2, 3, 4, 5].map((i) => ({ [`w${i}`]: { 'mac-address': mac(i) } })),
+      await create('grab', 'cluster-grab', { masters: [{ m: { 'mac-address': mac(1) } }] });
+      await create('busy', 'cluster-busy', {
+        masters: [{ m: { 'mac-address': mac(2) } }],
+        workers: [3, 4, 5].map((i) => ({ [`w${i}`]: { 'mac-address': mac(i) } })),
       });
-      expect((await phase('reach', 'Refused')).conditions?.[0]?.message).toBe(
-        `master m: no BareMetalHost has a NIC with MAC ${mac(0)}`,
-      );
-      const grab = (await phase('grab', 'Refused')).conditions?.[0]?.message ?? '';
-      expect(grab.split('; ')).toEqual([
-        `master m: MAC ${mac(1)} is BareMetalHost ${metal3}/capi, which is consumed by Metal3Machine ${metal3}/tenant-b-worker`,
-        `worker w2: MAC ${mac(2)} is BareMetalHost ${metal3}/busy-provisioning, which is in metal3 provisioning state "provisioning", not available`,
-        `worker w3: MAC ${mac(3)} is BareMetalHost ${metal3}/busy-provisioned, which is in metal3 provisioning state "provisioned", not available`,
-        `worker w4: MAC ${mac(4)} is BareMetalHost ${metal3}/busy-deprovisioning, which is in metal3 provisioning state "deprovisioning", not available`,
-        `worker w5: MAC ${mac(5)} is BareMetalHost ${metal3}/busy-unregistered, which has no metal3 provisioning state yet (the baremetal-operator has not registered and inspected it)`,
-      ]);
+      expect(await decided('reach')).toEqual({
+        phase: 'Refused',
+        message: `master m: no BareMetalHost has a NIC with MAC ${mac(0)}`,
+      });
+      expect(await decided('grab')).toEqual({
+        phase: 'Refused',
+        message: `master m: MAC ${mac(1)} is BareMetalHost ${metal3}/capi, which is consumed by Metal3Machine ${metal3}/tenant-b-worker`,
+      });
+      const busy = await decided('busy');
+      expect({ phase: busy.phase, problems: busy.message.split('; ') }).toEqual({
+        phase: 'Refused',
+        problems: [
+          `master m: MAC ${mac(2)} is BareMetalHost ${metal3}/busy-provisioning, which is in metal3 provisioning state "provisioning", not available`,
+          `worker w3: MAC ${mac(3)} is BareMetalHost ${metal3}/busy-provisioned, which is in metal3 provisioning state "provisioned", not available`,
+          `worker w4: MAC ${mac(4)} is BareMetalHost ${metal3}/busy-deprovisioning, which is in metal3 provisioning state "deprovisioning", not available`,
+          `worker w5: MAC ${mac(5)} is BareMetalHost ${metal3}/busy-unregistered, which has no metal3 provisioning state yet (the baremetal-operator has not registered and inspected it)`,
+        ],
+      });
       for (const fake of fakes) {
         const found = (await scope.kube.custom.getNamespacedCustomObject(
           bmh(fake.namespace, fake.name),
         )) as { spec?: { consumerRef?: unknown } };
         expect(found.spec?.consumerRef).toEqual(fake.consumerRef);
       }
-      for (const name of ['reach', 'grab']) {
+      for (const name of ['reach', 'grab', 'busy']) {
         await scope.kube.custom.deleteNamespacedCustomObject({
           ...PROVISIONING_API,
           namespace: scope.namespace,
