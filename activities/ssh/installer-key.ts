@@ -12,6 +12,7 @@ import {
 import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { generateEd25519KeyPair } from './keys.js';
+import type { HostKeys } from './host-keys.js';
 import { withSsh } from './session.js';
 
 export interface KeyHost {
@@ -27,7 +28,13 @@ const AUTHORIZE =
   'umask 077 && read -r key && mkdir -p "$HOME/.ssh" && touch "$HOME/.ssh/authorized_keys" && ' +
   '{ grep -qxF "$key" "$HOME/.ssh/authorized_keys" || printf "%s\\n" "$key" >> "$HOME/.ssh/authorized_keys"; }';
 
-export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
+export function createInstallerKeyActivities({
+  core,
+  hostKeys,
+}: {
+  core: CoreV1Api;
+  hostKeys: HostKeys;
+}) {
   async function secretKey(
     namespace: string,
     name: string,
@@ -94,10 +101,15 @@ export function createInstallerKeyActivities({ core }: { core: CoreV1Api }) {
             'HostKeyMissing',
           );
         }
+        // A BareMetalHost, known by its address: first use records its key, which the
+        // playbooks' known_hosts then holds it to.
+        const hostKey = await hostKeys.target({ address: host.address });
         const result = await withSsh(
-          { address: host.address, user: host.user, privateKey: adminKey },
+          { address: host.address, user: host.user, privateKey: adminKey, ...hostKey },
           (session) => session.exec(AUTHORIZE, { stdin: `${publicKey}\n` }),
         ).catch((err: unknown) => {
+          // a refused host key is the host's failure, said as such: retrying cannot fix it
+          if (err instanceof ApplicationFailure) throw err;
           throw ApplicationFailure.retryable(
             `node ${host.label} (${host.user}@${host.address}): cannot log in to hand out the installer key: ${(err as Error).message}`,
             'SshConnectFailed',

@@ -29,6 +29,8 @@ export interface StaticPool {
       secret?: string;
       name?: string;
       platform?: string;
+      /** host-key: default the host's own; null: none (trusted on first use). */
+      hostKey?: string | null;
     }>,
   ): Record<string, string>;
   /** A Secret holding `key` as the admin key, e.g. a wrong one. */
@@ -155,6 +157,9 @@ export async function createStaticPool(
         data[`host.${name}.platform`] = spec.platform ?? platform;
         data[`host.${name}.secret`] = spec.secret ?? `admin-${spec.host}`;
         data[`host.${name}.concurrency`] = String(spec.concurrency ?? 2);
+        // as a platform team lists its hosts' keys; `hostKey: null` leaves it out (first use)
+        const hostKey = spec.hostKey === undefined ? host.hostPublicKey : spec.hostKey;
+        if (hostKey !== null) data[`host.${name}.host-key`] = hostKey;
       }
       return data;
     },
