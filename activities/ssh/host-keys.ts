@@ -154,7 +154,7 @@ export function createHostKeys(deps: {
     }
     if (!entry && identity.hostKey) {
       return {
-        checkHostKey: pinned(identity, identity.hostKey, 'hostflow generated for this VM'),
+        checkHostKey: pinned(identity, identity.hostKey, 'hostflow was given for this host'),
       };
     }
     if (config?.requireHostKeys) {
