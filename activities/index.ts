@@ -25,6 +25,7 @@ import { createLockActivities } from './kubernetes/locks.js';
 import { createPlatformLockActivities } from './kubernetes/platform-locks.js';
 import { createKubernetesActivities, type KubeClients } from './kubernetes/taskruns.js';
 import { createSshActivities } from './ssh/build-users.js';
+import { createHostKeys, type HostKeys } from './ssh/host-keys.js';
 import { createTemporalActivities, type TemporalDeps } from './temporal/workflows.js';
 
 export interface ActivityDeps {
@@ -54,7 +55,8 @@ export function createActivities(deps: ActivityDeps) {
   const kubernetes = createKubernetesActivities(deps.kube);
   const hostConfig = createHostConfigActivities(deps.kube, kubernetes.earlierDelivery);
   const temporal = createTemporalActivities(deps.temporal);
-  const ssh = { adminKey: createAdminKeyReader(deps.kube) };
+  const hostKeys = createHostKeys(deps.kube);
+  const ssh = { adminKey: createAdminKeyReader(deps.kube), hostKeys };
   const { engineNamespace, watchNamespace } = deps.kube;
   const locks = createLockActivities({
     custom: deps.kube.custom,
@@ -84,10 +86,11 @@ export function createActivities(deps: ActivityDeps) {
       ...deps.kube,
       allowedNamespaces: deps.provisioning?.bareMetalNamespaces ?? [],
     }),
-    ...createInstallerKeyActivities(deps.kube),
+    ...createInstallerKeyActivities({ ...deps.kube, hostKeys }),
     ...createBpaResourceActivities(deps.kube),
     ...createPackageActivities({
       packageManager: deps.packageManager ?? 'apt-get',
+      hostKeys,
       readKey: (namespace, secret) =>
         createAdminKeyReader({ core: deps.kube.core, engineNamespace: namespace })(secret),
     }),
@@ -95,15 +98,15 @@ export function createActivities(deps: ActivityDeps) {
     ...createMachineActivities(deps.kube),
     ...createNodeActivities(deps.kube),
     ...createMachineConfigPoolActivities(deps.kube),
-    ...createOsImageActivities(deps.kube),
+    ...createOsImageActivities({ ...deps.kube, hostKeys }),
     ...createImageLabelActivities({ registries: deps.imageRegistries ?? [] }),
-    ...createBootstrapActivities(deps.kube),
-    ...playbookActivities(deps),
+    ...createBootstrapActivities({ ...deps.kube, hostKeys }),
+    ...playbookActivities(deps, hostKeys),
   };
 }
 
 /** Without a kubespray directory, a Provisioning's install fails saying which setting to set. */
-function playbookActivities(deps: ActivityDeps) {
+function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
   const settings = deps.provisioning;
   if (!settings?.kubesprayDirs?.length) {
     const problem =
@@ -123,5 +126,6 @@ function playbookActivities(deps: ActivityDeps) {
     readKey: (namespace, secret) =>
       createAdminKeyReader({ core, engineNamespace: namespace })(secret),
     storeKubeconfig: createKubeconfigStore(core, custom),
+    hostKeys,
   });
 }

@@ -114,6 +114,7 @@ export async function startChaosStack(infra: ChaosInfra): Promise<ChaosStack> {
         [`host.h${i + 1}.platform`]: platforms.static,
         [`host.h${i + 1}.secret`]: `admin-${i}`,
         [`host.h${i + 1}.concurrency`]: String(infra.concurrency),
+        [`host.h${i + 1}.host-key`]: host.hostPublicKey,
       });
     });
     for (const [kind, platform] of [

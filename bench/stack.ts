@@ -174,6 +174,7 @@ export async function startBenchStack(
         data[`host.${name}.platform`] = staticPool.platform;
         data[`host.${name}.secret`] = `admin-${i}`;
         data[`host.${name}.concurrency`] = String(staticPool.concurrency);
+        data[`host.${name}.host-key`] = host.hostPublicKey;
       }
     }
     let awsEndpoint: string | undefined;

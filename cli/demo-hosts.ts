@@ -10,6 +10,7 @@ import {
   type KubeConfig,
 } from '@kubernetes/client-node';
 import { hostMac, startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
+import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../shared/bpa-api.js';
@@ -52,16 +53,45 @@ export async function startDemoHosts(options: {
         [`host.${name}.platform`]: DEMO_STATIC_PLATFORM,
         [`host.${name}.secret`]: secret.metadata.name,
         [`host.${name}.concurrency`]: String(DEMO_CONCURRENCY),
+        // as a platform team lists its hosts' keys: nothing is trusted on first use
+        [`host.${name}.host-key`]: host.hostPublicKey,
       });
     }
     await core.patchNamespacedConfigMap(
       { name: HOST_CONFIG_NAME, namespace, body: { data: entries } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
+    await recordBareMetalHostKeys(core, namespace, pool);
     return pool;
   } catch (err) {
     await pool.stop();
     throw new Error(`demo SSH hosts: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * The hosts' keys as their BareMetalHosts' (reached by address) known keys: the hosts get fresh
+ * host keys each start, as reinstalled machines would, and their operator records the new ones.
+ */
+async function recordBareMetalHostKeys(
+  core: CoreV1Api,
+  namespace: string,
+  pool: SshHostPool,
+): Promise<void> {
+  const data = Object.fromEntries(
+    pool.hosts.map((host) => [storeKey(`address.${host.address}`), host.hostPublicKey]),
+  );
+  try {
+    await core.patchNamespacedConfigMap(
+      { name: HOST_KEY_STORE_NAME, namespace, body: { data } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  } catch (err) {
+    if (statusCode(err) !== 404) throw err;
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: HOST_KEY_STORE_NAME }, data },
+    });
   }
 }
 

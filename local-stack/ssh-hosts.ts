@@ -32,6 +32,11 @@ export interface SshHost {
   hostPublicKey: string;
   /** Runs a command (no shell) as root inside the host's network and mount namespaces. */
   exec(cmd: string[]): Promise<RunResult>;
+  /**
+   * Gives the host a new host key, as a reinstall would (or an impostor at its address): sshd
+   * reloads and presents it from then on. Updates `hostPublicKey`; returns the new key.
+   */
+  swapHostKey(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -184,8 +189,13 @@ async function startHost(
       chmodSync(join(dir, sub), mode); // explicit: a umask of 077 would lock users out of /home
     }
     const keyFile = join(dir, 'ssh_host_ed25519_key');
-    await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
-    const hostPublicKey = readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
+    const newHostKey = async () => {
+      rmSync(keyFile, { force: true });
+      rmSync(`${keyFile}.pub`, { force: true });
+      await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
+      return readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
+    };
+    const hostPublicKey = await newHostKey();
     const admin = adminKey ?? generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
     writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address, adminUser));
@@ -210,13 +220,28 @@ async function startHost(
         timeoutMs: 30_000,
       },
     );
-    return {
+    const host: SshHost = {
       name,
       address: net.address,
       port: 22,
       adminUser,
       adminPrivateKey: admin.privateKey,
       hostPublicKey,
+      async swapHostKey() {
+        host.hostPublicKey = await newHostKey();
+        // SIGHUP: sshd re-executes itself (same pid), reading its host keys again
+        process.kill(sshd.pid, 'SIGHUP');
+        const blob = host.hostPublicKey.split(' ')[1]!;
+        await waitFor(
+          `${net.address}:22 to present its new host key`,
+          async () => {
+            const scan = await run('ssh-keyscan', ['-T', '2', '-t', 'ed25519', net.address]);
+            return scan.stdout.includes(blob) || undefined;
+          },
+          { process: sshd, timeoutMs: 30_000 },
+        );
+        return host.hostPublicKey;
+      },
       // `ip netns exec` → `unshare` → `sh` → sshd all exec in place: the pid we spawned is sshd's
       exec: (cmd) =>
         run('nsenter', [
@@ -231,6 +256,7 @@ async function startHost(
         ]),
       stop,
     };
+    return host;
   } catch (err) {
     await stop().catch(() => undefined);
     const message = (err as Error).message;

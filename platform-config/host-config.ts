@@ -38,6 +38,8 @@ export interface HostConfig {
    * valid entry may use hosts. A list of broken entries allows nothing (fail closed).
    */
   namespacesRestricted: boolean;
+  /** `require-host-keys: "true"`: static hosts must name their SSH host key (no first-use trust). */
+  requireHostKeys: boolean;
   /** Valid `host.<name>.*` entries only; the invalid ones are in `problems`. */
   staticHosts: StaticHost[];
   /** `dynamic.<cfg>.*` of the platforms listed in dynamic-platforms and dynamic-pool-platforms. */
@@ -62,6 +64,7 @@ const GLOBAL_KEYS = {
   'allowed-namespaces': commaList,
   'additional-instance-tags': commaList,
   'instance-tag': z.string().trim().optional(),
+  'require-host-keys': z.string().trim().optional(),
 } as const;
 
 export function parseHostConfig(data: Record<string, string> | undefined): HostConfig {
@@ -107,7 +110,15 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
     'dynamic-pool-platforms',
     globals['dynamic-pool-platforms'],
   );
-  const staticHosts = parseStaticHosts(data ?? {});
+  const requireKeys = globals['require-host-keys'];
+  if (requireKeys !== undefined && requireKeys !== 'true' && requireKeys !== 'false') {
+    problems.push({
+      key: 'require-host-keys',
+      reason: `"${printable(requireKeys)}" is not "true" or "false"; taken as "true" (fail closed)`,
+    });
+  }
+  const requireHostKeys = requireKeys !== undefined && requireKeys !== 'false';
+  const staticHosts = parseStaticHosts(data ?? {}, requireHostKeys);
   problems.push(...staticHosts.problems);
   const dynamic = parseDynamicPlatforms(
     data ?? {},
@@ -124,6 +135,7 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
     additionalInstanceTags,
     allowedNamespaces,
     namespacesRestricted: globals['allowed-namespaces'].length > 0,
+    requireHostKeys,
     staticHosts: staticHosts.hosts,
     dynamic: dynamic.platforms,
     problems,

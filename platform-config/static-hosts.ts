@@ -3,6 +3,7 @@
 // checked against the narrowest grammar that still accepts real configs. A bad entry is reported
 // against its own platform, so it fails only that platform (the original broke every static one).
 import { z } from 'zod';
+import { parseHostKey } from './host-key.js';
 import { checkPlatform, printable } from './platform.js';
 import type { ConfigProblem } from './host-config.js';
 import type { Host } from '../shared/types.js';
@@ -128,11 +129,38 @@ const HOST_FIELDS = z.strictObject({
         'the default) or machines (Cluster API Machines, whose bootstrap data runs as root)',
     })
     .optional(),
+  /** Checked on its own: a bad key refuses only its host (see parseStaticHosts). */
+  'host-key': z.string().optional(),
 });
 
 const FIELD_NAMES = Object.keys(HOST_FIELDS.shape).join(', ');
 
-export function parseStaticHosts(data: Record<string, string>): {
+function checkHostKey(
+  value: string | undefined,
+  required: boolean,
+): { key?: string; problem?: string } {
+  if (value === undefined || value.trim() === '') {
+    return required
+      ? {
+          problem:
+            'required, because require-host-keys is "true": the host\'s public SSH host key in ' +
+            'known_hosts form (the contents of its /etc/ssh/ssh_host_ed25519_key.pub)',
+        }
+      : {};
+  }
+  const key = parseHostKey(value);
+  // type and key only: a comment is nobody's business past this point
+  return key.ok ? { key: `${key.type} ${key.base64}` } : { problem: key.reason };
+}
+
+/**
+ * `requireHostKeys`: host-config's `require-host-keys` is "true", so a host without `host-key`
+ * is refused (reported, left out) instead of trusted on first use.
+ */
+export function parseStaticHosts(
+  data: Record<string, string>,
+  requireHostKeys = false,
+): {
   hosts: StaticHost[];
   problems: ConfigProblem[];
 } {
@@ -192,6 +220,10 @@ export function parseStaticHosts(data: Record<string, string>): {
     if (!valid || !parsed.success) continue;
 
     const { address, user, secret, concurrency, serves } = parsed.data;
+    const hostKey = checkHostKey(parsed.data['host-key'], requireHostKeys);
+    // Reported for the host alone (no platform): the SSH activities refuse this one host with it,
+    // and the platform's other hosts serve on.
+    if (hostKey.problem) problems.push({ key: `${prefix}.host-key`, reason: hostKey.problem });
     if (serves === 'machines' && concurrency !== 1) {
       // Bootstrap data runs as root: two Machines on one host would each own the other.
       report(
@@ -223,6 +255,7 @@ export function parseStaticHosts(data: Record<string, string>): {
       concurrency,
       sudoCommands: parsed.data['sudo-commands'],
       ...(serves === 'machines' ? { serves } : {}),
+      ...(hostKey.key && { hostKey: hostKey.key }),
     });
   }
   return { hosts, problems };

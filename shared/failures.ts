@@ -22,6 +22,8 @@ export const HOST_CONFIG_FAILURE_TYPES: readonly string[] = [
   'AdminKeyInvalid',
   'SshAdminKeyInvalid',
   'UnsafeRemoteValue',
+  'HostKeyInvalid',
+  'HostKeyRequired',
 ];
 
 /**

@@ -25,7 +25,10 @@ export interface Host {
   sudoCommands: string[];
   /** 22 unless given. */
   port?: number;
-  /** `ssh-ed25519 AAAA…`; without it any host key is accepted (host-config has none). */
+  /**
+   * `ssh-ed25519 AAAA…`: a VM's generated key, or host-config's `host.<name>.host-key`; without it
+   * the key is trusted on first use (activities/ssh/host-keys.ts).
+   */
   hostKey?: string;
   /** Set for a host that serves Cluster API Machines only; unset, it serves builds only. */
   serves?: 'machines';

@@ -35,7 +35,8 @@ const namespace = `kubespray-real-${sfx}`;
 const workDir = join(testEnv('stateDir'), `clusters-real-${sfx}`);
 let pool: SshHostPool;
 
-const activitiesWith = (kubesprayDirs: string[]) => playbookActivities(kubesprayDirs, workDir);
+const activitiesWith = (kubesprayDirs: string[]) =>
+  playbookActivities(kubesprayDirs, workDir, namespace);
 const activities = activitiesWith([REAL_KUBESPRAY]);
 
 beforeAll(async () => {

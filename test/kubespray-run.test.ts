@@ -6,6 +6,8 @@
 // artifacts/admin.conf. The activity runs under Temporal's activity test environment.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import type { ApplicationFailure } from '@temporalio/common';
+import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type PlaybookInput, type PlaybookOutcome } from '../activities/ansible/playbook.js';
@@ -27,7 +29,7 @@ const namespace = `kubespray-${sfx}`;
 const workDir = join(testEnv('stateDir'), `clusters-${sfx}`);
 let pool: SshHostPool;
 
-const activities = playbookActivities([KUBESPRAY_STAND_IN], workDir);
+const activities = playbookActivities([KUBESPRAY_STAND_IN], workDir, namespace);
 
 beforeAll(async () => {
   pool = await startKubesprayHosts({ count: 3, namespace, sfx });
@@ -172,6 +174,35 @@ describe('a kubespray run', () => {
       activities.runPlaybook,
       input('alpha', { playbook: 'reset.yml' }),
     );
+    for (const host of [m, w1, w2]) expect(await marker(host)).toBe('');
+  });
+});
+
+describe('host keys (issue 24 item 2)', () => {
+  it('held the runs above to the keys recorded on first use, and refuses a host whose key changed', async () => {
+    // every run above checked each node's key before ansible ran: recorded once, with a Warning
+    const recorded = await core.readNamespacedConfigMap({ name: HOST_KEY_STORE_NAME, namespace });
+    for (const host of pool.hosts) {
+      expect(recorded.data?.[storeKey(`address.${host.address}`)]).toBe(host.hostPublicKey);
+    }
+    const warnings = (await core.listNamespacedEvent({ namespace })).items.filter(
+      (e) => e.reason === 'HostKeyTrustedOnFirstUse',
+    );
+    expect(warnings).toHaveLength(pool.hosts.length);
+
+    await pool.hosts[w2]!.swapHostKey();
+    const refused = await new MockActivityEnvironment()
+      .run(activities.runPlaybook, input('zeta'))
+      .catch((err: unknown) => err as ApplicationFailure);
+    expect(refused).toMatchObject({ type: 'SshHostKeyMismatch', nonRetryable: true });
+    expect((refused as ApplicationFailure).message).toMatch(
+      new RegExp(
+        `^node worker-2: ssh host at ${pool.hosts[w2]!.address.replaceAll('.', '\\.')}:22 presented host key ` +
+          'SHA256:\\S+ \\(ssh-ed25519\\), not the one hostflow recorded on first use',
+      ),
+    );
+    expect((refused as ApplicationFailure).message).toContain('no playbook runs against it');
+    // nothing ran anywhere: the nodes are as the reset left them
     for (const host of [m, w1, w2]) expect(await marker(host)).toBe('');
   });
 });

@@ -1,5 +1,6 @@
 // Pure logic: PLATFORM validation, host-config parsing and platform resolution.
 import { describe, expect, it } from '@jest/globals';
+import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { parseHostConfig } from '../platform-config/host-config.js';
 import { checkPlatform, clipBytes } from '../platform-config/platform.js';
 import { resolvePlatform } from '../platform-config/resolve.js';
@@ -56,6 +57,7 @@ describe('host-config parsing', () => {
       additionalInstanceTags: { team: 'build', 'cost-center': '42' },
       allowedNamespaces: ['team-.*', 'ci'],
       namespacesRestricted: true,
+      requireHostKeys: false,
       staticHosts: [],
       dynamic: [],
       problems: expect.any(Array),
@@ -449,6 +451,57 @@ describe('static hosts', () => {
     const problems = problemsOf(host('h\u001b', { user: 'r\u001bot' }));
     expect(JSON.stringify(problems)).not.toContain('\u001b');
     expect(problems.map((p) => p.key)).toEqual(['host.h\\u001b.*', 'host.h\\u001b.user']);
+  });
+});
+
+describe('static hosts: host-key', () => {
+  const key = generateEd25519KeyPair('root@ppc').publicKey; // `ssh-ed25519 AAAA… root@ppc`
+  const [type, base64] = key.split(' ');
+
+  it('reads a known_hosts-form key, keeping type and key only', () => {
+    const config = parseHostConfig(host('h', { 'host-key': ` ${key} ` }));
+    expect(config.problems).toEqual([]);
+    expect(config.staticHosts[0]?.hostKey).toBe(`${type} ${base64}`);
+    expect(parseHostConfig(host('h')).staticHosts[0]?.hostKey).toBeUndefined();
+  });
+
+  it.each([
+    ['not a key', 'hello', /not a key; expected one line "<type> <base64 key>"/],
+    ['an unknown type', `ssh-dss ${base64}`, /unknown key type "ssh-dss"/],
+    ['no base64', 'ssh-ed25519 !!!!', /is not base64/],
+    ['a truncated key', `ssh-ed25519 ${base64!.slice(0, 20)}`, /is not a ssh-ed25519 key/],
+    ['a key of another type', `ecdsa-sha2-nistp256 ${base64}`, /is not a ecdsa-sha2-nistp256 key/],
+    ['two lines', `${key}\n${key}`, /not a key/],
+  ])('reports %s against that host alone, and keeps the host', (_what, value, reason) => {
+    const config = parseHostConfig({
+      ...host('bad', { 'host-key': value }),
+      ...host('good', { address: '10.0.0.2', 'host-key': key }),
+    });
+    expect(config.problems).toEqual([
+      { key: 'host.bad.host-key', reason: expect.stringMatching(reason) },
+    ]);
+    // its platform still resolves: the SSH activities refuse the one host, the others serve
+    expect(resolvePlatform(config, 'linux/ppc64le', 'builds', 'mpc').kind).toBe('static');
+    expect(config.staticHosts.find((h) => h.name === 'bad')?.hostKey).toBeUndefined();
+  });
+
+  it('require-host-keys: "true" reports each host without one; anything but true/false fails closed', () => {
+    const required = parseHostConfig({
+      'require-host-keys': 'true',
+      ...host('keyless'),
+      ...host('keyed', { address: '10.0.0.2', 'host-key': key }),
+    });
+    expect(required.requireHostKeys).toBe(true);
+    expect(required.problems).toEqual([
+      {
+        key: 'host.keyless.host-key',
+        reason: expect.stringContaining('required, because require-host-keys is "true"'),
+      },
+    ]);
+    const typo = parseHostConfig({ 'require-host-keys': 'yes', ...host('keyless') });
+    expect(typo.requireHostKeys).toBe(true);
+    expect(typo.problems.map((p) => p.key)).toEqual(['require-host-keys', 'host.keyless.host-key']);
+    expect(parseHostConfig({ 'require-host-keys': 'false', ...host('h') }).problems).toEqual([]);
   });
 });
 

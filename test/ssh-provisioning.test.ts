@@ -16,6 +16,7 @@ import {
   shellQuote,
 } from '../activities/ssh/build-user-names.js';
 import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
+import { createHostKeys } from '../activities/ssh/host-keys.js';
 import { classifySshError, withSsh } from '../activities/ssh/session.js';
 import {
   createSshActivities,
@@ -102,6 +103,8 @@ describe('build users on static hosts over SSH', () => {
   let h2: SshHost;
   const keyReads: string[] = [];
   /** The admin key straight from the pool; the Kubernetes reader has its own test below. */
+  /** Where host keys trusted on first use are recorded (as in an engine namespace). */
+  const keyStoreNamespace = `hostkeys-${uniqueSuffix()}`;
   const deps: SshDeps = {
     adminKey: async (secret) => {
       keyReads.push(secret);
@@ -109,6 +112,7 @@ describe('build users on static hosts over SSH', () => {
       if (!host) throw new Error(`no host ${secret}`);
       return host.adminPrivateKey;
     },
+    hostKeys: createHostKeys({ core: kube().core, engineNamespace: keyStoreNamespace }),
   };
   const activities = createSshActivities(deps);
   const hostConfig = (
@@ -135,12 +139,16 @@ describe('build users on static hosts over SSH', () => {
     (await h.exec(['test', '-e', path])).code === 0;
 
   beforeAll(async () => {
+    await kube().core.createNamespace({ body: { metadata: { name: keyStoreNamespace } } });
     pool = await startUsablePool(2, stateDir, `hfs${process.pid}`);
     [h1, h2] = pool.hosts as [SshHost, SshHost];
   }, 60_000);
 
   afterAll(async () => {
     await pool?.stop();
+    await kube()
+      .core.deleteNamespace({ name: keyStoreNamespace })
+      .catch(() => undefined);
   });
 
   it('creates the user on one host only; it logs in with the returned key and builds there', async () => {
@@ -446,7 +454,10 @@ describe('build users on static hosts over SSH', () => {
     it('a rejected admin key is non-retryable and says which host, user and Secret', async () => {
       const wrong = generateBuildUserKey('u-000000000000').privateKey;
       const f = await failure(
-        provisionBuildUser({ adminKey: async () => wrong }, { host: hostConfig(h1), ...taskRun() }),
+        provisionBuildUser(
+          { ...deps, adminKey: async () => wrong },
+          { host: hostConfig(h1), ...taskRun() },
+        ),
       );
       expect(f).toMatchObject({ type: 'SshAuthRejected', nonRetryable: true });
       for (const part of [h1.name, h1.address, h1.adminUser, `Secret ${h1.name}`, 'id_rsa']) {
@@ -457,7 +468,7 @@ describe('build users on static hosts over SSH', () => {
     });
 
     it('an unusable admin key or another host key is non-retryable', async () => {
-      const garbage = { adminKey: async () => 'not a key' };
+      const garbage = { ...deps, adminKey: async () => 'not a key' };
       const f = await failure(provisionBuildUser(garbage, { host: hostConfig(h1), ...taskRun() }));
       expect(f).toMatchObject({ type: 'SshAdminKeyInvalid', nonRetryable: true });
 
@@ -497,7 +508,12 @@ describe('build users on static hosts over SSH', () => {
     });
 
     it('cancellation closes the connection at once', async () => {
-      const target = { address: h1.address, user: h1.adminUser, privateKey: h1.adminPrivateKey };
+      const target = {
+        address: h1.address,
+        user: h1.adminUser,
+        privateKey: h1.adminPrivateKey,
+        hostKey: h1.hostPublicKey,
+      };
       const abort = new AbortController();
       const t0 = Date.now();
       const running = withSsh(target, (s) => s.exec('sleep 5'), { signal: abort.signal });
@@ -508,7 +524,12 @@ describe('build users on static hosts over SSH', () => {
     });
 
     it('a command that outlives its timeout is retryable', async () => {
-      const target = { address: h1.address, user: h1.adminUser, privateKey: h1.adminPrivateKey };
+      const target = {
+        address: h1.address,
+        user: h1.adminUser,
+        privateKey: h1.adminPrivateKey,
+        hostKey: h1.hostPublicKey,
+      };
       const err = await withSsh(target, (s) => s.exec('sleep 5', { timeoutMs: 200 })).catch(
         (e: unknown) => e,
       );
@@ -601,10 +622,17 @@ describe('the admin key from Kubernetes', () => {
       secret: 'admin',
     };
     const tr = { taskRun: { namespace: 'team-a', name: 'build-arm64', uid: randomUUID() } };
-    const { user, privateKey } = await provisionBuildUser({ adminKey }, { host: config, ...tr });
-    const r = await withSsh({ address: host.address, user, privateKey }, (s) => s.exec('whoami'));
+    const hostKeys = createHostKeys({ core: k.core, engineNamespace: namespace });
+    const { user, privateKey } = await provisionBuildUser(
+      { adminKey, hostKeys },
+      { host: config, ...tr },
+    );
+    const r = await withSsh(
+      { address: host.address, user, privateKey, hostKey: host.hostPublicKey },
+      (s) => s.exec('whoami'),
+    );
     expect(r.stdout).toBe(`${user}\n`);
-    const ssh = createSshActivities({ adminKey });
+    const ssh = createSshActivities({ adminKey, hostKeys });
     expect(await ssh.probeHost({ host: config })).toMatchObject({ ok: true });
     expect(await ssh.removeBuildUser({ host: config, ...tr })).toBe('removed');
   });
@@ -623,7 +651,8 @@ describe('the admin key from Kubernetes', () => {
     expect(garbage.message).not.toContain('hello');
 
     const config = { name: host.name, address: host.address, user: host.adminUser, secret: 'nope' };
-    const probe = await createSshActivities({ adminKey }).probeHost({ host: config });
+    const hostKeys = createHostKeys({ core: k.core, engineNamespace: namespace });
+    const probe = await createSshActivities({ adminKey, hostKeys }).probeHost({ host: config });
     expect(probe).toMatchObject({ ok: false });
     expect(probe.detail).toContain('not found');
   });

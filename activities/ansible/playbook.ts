@@ -28,8 +28,10 @@ import {
   type KubesprayCheckout,
 } from './kubespray-release.js';
 import { ansibleEnvironment } from './environment.js';
+import { knownHostsFor } from './known-hosts.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';
+import type { HostKeys } from '../ssh/host-keys.js';
 
 export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
 export type Playbook = (typeof PLAYBOOKS)[number];
@@ -54,6 +56,8 @@ export interface PlaybookDeps {
     server: string;
     owner: ProvisioningRef;
   }): Promise<string>;
+  /** Checks the hosts' keys before ansible runs (activities/ssh/host-keys.ts). */
+  hostKeys: HostKeys;
 }
 
 export interface PlaybookInput {
@@ -127,15 +131,18 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       writeFileSync(join(dir, 'group_vars', 'k8s_cluster.yml'), input.groupVars);
       const keyFile = join(dir, `.ssh-key.${run}`);
       const log = join(dir, `${input.playbook.replace(/\.yml$/, '')}.${run}.log`);
+      const knownHosts = join(dir, `known_hosts.${run}`);
       const progress = new PlaybookProgress();
       const context = Context.current();
-      writeFileSync(
-        keyFile,
-        ensureNewline(await deps.readKey(input.namespace, input.sshKeySecret)),
-        {
-          mode: 0o600,
-        },
-      );
+      const privateKey = ensureNewline(await deps.readKey(input.namespace, input.sshKeySecret));
+      try {
+        const login = { user: input.sshUser, privateKey };
+        writeFileSync(knownHosts, await knownHostsFor(deps.hostKeys, input.inventory, login));
+      } catch (err) {
+        rmSync(inventory, { force: true });
+        throw err;
+      }
+      writeFileSync(keyFile, privateKey, { mode: 0o600 });
       let code: number | null | undefined;
       const beat = setInterval(() => context.heartbeat(progress.describe()), HEARTBEAT_MS);
       try {
@@ -143,7 +150,7 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
           deps.ansiblePlaybook,
           chosen.checkout,
           input,
-          { dir, inventory, keyFile, log },
+          { dir, inventory, keyFile, knownHosts, log },
           progress,
           (what) => context.heartbeat(what), // the SDK throttles what it sends
           context.cancellationSignal,
@@ -151,6 +158,7 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       } finally {
         clearInterval(beat);
         rmSync(keyFile, { force: true });
+        rmSync(knownHosts, { force: true });
         // The inventory of the last run that ran is the one operators find as inventory.ini.
         if (code! !== LOCKED) renameSync(inventory, join(dir, 'inventory.ini'));
         else rmSync(inventory, { force: true });
@@ -213,12 +221,12 @@ function runAnsible(
   ansiblePlaybook: string,
   kubespray: KubesprayCheckout,
   input: PlaybookInput,
-  files: { dir: string; inventory: string; keyFile: string; log: string },
+  files: { dir: string; inventory: string; keyFile: string; knownHosts: string; log: string },
   progress: PlaybookProgress,
   onProgress: (what: string) => void,
   cancelled: AbortSignal,
 ): Promise<number | null> {
-  const { dir, inventory, keyFile, log } = files;
+  const { dir, inventory, keyFile, knownHosts, log } = files;
   const args = [
     '--pdeathsig',
     'KILL',
@@ -249,8 +257,8 @@ function runAnsible(
       ANSIBLE_NOCOLOR: '1',
       ANSIBLE_FORCE_COLOR: '0',
       ANSIBLE_RETRY_FILES_ENABLED: '0',
-      // Trust on first use, pinned per cluster: a host whose key changes later is refused.
-      ANSIBLE_SSH_ARGS: `-o UserKnownHostsFile=${join(dir, 'known_hosts')} -o StrictHostKeyChecking=accept-new`,
+      // Only the keys hostflow checked for this run (known-hosts.ts); nothing trusted on first use.
+      ANSIBLE_SSH_ARGS: `-o UserKnownHostsFile=${knownHosts} -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes`,
       ANSIBLE_LOCAL_TEMP: join(dir, '.ansible-tmp'),
       ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
     },

@@ -9,6 +9,7 @@ import { BOOTSTRAP_DATA_KEY, BOOTSTRAP_SENTINEL } from '../../shared/machine-api
 import { createAdminKeyReader } from '../kubernetes/admin-keys.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { bootstrapScript } from './bootstrap-script.js';
+import type { HostKeys } from './host-keys.js';
 import { classifySshError, withSsh } from './session.js';
 
 export interface BootstrapRun {
@@ -33,8 +34,15 @@ export const BOOTSTRAP_LOG = '/var/log/hostflow-bootstrap-output.log';
 const HEARTBEAT_MS = 10_000;
 const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
 
-export function createBootstrapActivities(deps: { core: CoreV1Api; engineNamespace: string }) {
+export function createBootstrapActivities(deps: {
+  core: CoreV1Api;
+  engineNamespace: string;
+  hostKeys: HostKeys;
+}) {
   const readAdminKey = createAdminKeyReader(deps);
+  /** A static host's key as host-config gives it, or first use (activities/ssh/host-keys.ts). */
+  const hostKeyOf = (host: BootstrapRun['host']) =>
+    deps.hostKeys.target({ host: host.name, address: host.address, port: host.port });
 
   async function readData(namespace: string, name: string): Promise<string> {
     try {
@@ -57,6 +65,7 @@ export function createBootstrapActivities(deps: { core: CoreV1Api; engineNamespa
      */
     async forgetBootstrap(input: { host: BootstrapRun['host'] }): Promise<void> {
       const { host } = input;
+      const hostKey = await hostKeyOf(host);
       const privateKey = await readAdminKey(host.keySecret);
       const sudo = host.user === 'root' ? '' : 'sudo -n ';
       const context = {
@@ -66,7 +75,7 @@ export function createBootstrapActivities(deps: { core: CoreV1Api; engineNamespa
         secret: host.keySecret,
       };
       const result = await withSsh(
-        { address: host.address, port: host.port, user: host.user, privateKey },
+        { address: host.address, port: host.port, user: host.user, privateKey, ...hostKey },
         (ssh) => ssh.exec(`${sudo}rm -f ${quote(BOOTSTRAP_SENTINEL)}`),
       ).catch((err: unknown) => {
         throw classifySshError(err, context);
@@ -89,6 +98,7 @@ export function createBootstrapActivities(deps: { core: CoreV1Api; engineNamespa
           'BootstrapDataUnusable',
         );
       }
+      const hostKey = await hostKeyOf(host);
       const privateKey = await readAdminKey(host.keySecret);
       const sudo = host.user === 'root' ? '' : 'sudo -n ';
       const env = Object.entries(input.env)
@@ -112,7 +122,7 @@ export function createBootstrapActivities(deps: { core: CoreV1Api; engineNamespa
       const beat = setInterval(() => heartbeat(`bootstrapping ${host.name}`), HEARTBEAT_MS);
       try {
         const result = await withSsh(
-          { address: host.address, port: host.port, user: host.user, privateKey },
+          { address: host.address, port: host.port, user: host.user, privateKey, ...hostKey },
           (ssh) => ssh.exec(command, { stdin: converted.script, timeoutMs: 0 }),
           { signal: Context.current().cancellationSignal },
         ).catch((err: unknown) => {

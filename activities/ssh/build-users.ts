@@ -23,6 +23,7 @@ import {
   type RemoteScript,
 } from './build-user-scripts.js';
 import type { AdminKeyReader } from '../kubernetes/admin-keys.js';
+import type { HostKeys } from './host-keys.js';
 import {
   classifySshError,
   withSsh,
@@ -62,6 +63,7 @@ export interface ProvisionedUser {
 
 export interface SshDeps {
   adminKey: AdminKeyReader;
+  hostKeys: HostKeys;
 }
 
 const PROVISION_TIMEOUT_MS = 60_000;
@@ -131,12 +133,18 @@ async function runScript(
 ): Promise<string> {
   forHost(host, () => checkAdminUser(host.user));
   const command = remoteCommand(args);
+  const hostKey = await deps.hostKeys.target({
+    host: host.name,
+    address: host.address,
+    port: host.port,
+    ...(host.hostKey && { hostKey: host.hostKey }),
+  });
   const privateKey = await deps.adminKey(host.secret);
   const target = { address: host.address, port: host.port, user: host.user, privateKey };
   let result: ExecResult;
   try {
     result = await withSsh(
-      { ...target, ...(host.hostKey && { hostKey: host.hostKey }) },
+      { ...target, ...hostKey },
       (ssh) => ssh.exec(command, { stdin: script, timeoutMs }),
       options,
     );
@@ -271,7 +279,7 @@ export function createSshActivities(deps: SshDeps) {
       try {
         await heartbeating((options) =>
           runScript(
-            { adminKey: async () => adminKey },
+            { ...deps, adminKey: async () => adminKey },
             host,
             probe,
             'sudo -n true',

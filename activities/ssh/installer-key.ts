@@ -17,6 +17,7 @@ import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 import { generateEd25519KeyPair } from './keys.js';
+import type { HostKeys } from './host-keys.js';
 import { withSsh } from './session.js';
 
 export interface KeyHost {
@@ -44,9 +45,11 @@ const REVOKE =
 export function createInstallerKeyActivities({
   core,
   custom,
+  hostKeys,
 }: {
   core: CoreV1Api;
   custom: CustomObjectsApi;
+  hostKeys: HostKeys;
 }) {
   async function secretKey(
     namespace: string,
@@ -79,10 +82,15 @@ export function createInstallerKeyActivities({
           'HostKeyMissing',
         );
       }
+      // A BareMetalHost, known by its address: first use records its key, which the
+      // playbooks' known_hosts then holds it to.
+      const hostKey = await hostKeys.target({ address: host.address });
       const result = await withSsh(
-        { address: host.address, user: host.user, privateKey: adminKey },
+        { address: host.address, user: host.user, privateKey: adminKey, ...hostKey },
         (session) => session.exec(script, { stdin: `${publicKey}\n` }),
       ).catch((err: unknown) => {
+        // a refused host key is the host's failure, said as such: retrying cannot fix it
+        if (err instanceof ApplicationFailure) throw err;
         throw ApplicationFailure.retryable(
           `node ${host.label} (${host.user}@${host.address}): cannot log in to ${what}: ${(err as Error).message}`,
           'SshConnectFailed',

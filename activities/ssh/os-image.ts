@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { parseImageReference } from '../../shared/image-reference.js';
 import { createAdminKeyReader } from '../kubernetes/admin-keys.js';
+import type { HostKeys } from './host-keys.js';
 import { classifySshError, SshSessionError, withSsh, type ExecResult } from './session.js';
 
 export interface NodeHost {
@@ -27,15 +28,22 @@ interface RpmOstreeStatus {
   deployments?: Array<{ booted?: boolean; 'container-image-reference'?: string }>;
 }
 
-export function createOsImageActivities(deps: { core: CoreV1Api; engineNamespace: string }) {
+export function createOsImageActivities(deps: {
+  core: CoreV1Api;
+  engineNamespace: string;
+  hostKeys: HostKeys;
+}) {
   const readKey = createAdminKeyReader(deps);
 
   /** Runs `command` as root; `closeIsSuccess`: the connection dropping means it worked. */
   async function run(host: NodeHost, command: string, closeIsSuccess = false): Promise<ExecResult> {
+    // A cluster's node, known by its address: its key is trusted on first use, then held.
+    const hostKey = await deps.hostKeys.target({ address: host.address, port: host.port });
     const privateKey = await readKey(host.keySecret);
     const sudo = host.user === 'root' ? '' : 'sudo -n ';
-    return withSsh({ address: host.address, port: host.port, user: host.user, privateKey }, (ssh) =>
-      ssh.exec(`${sudo}${command}`, { timeoutMs: 0 }),
+    return withSsh(
+      { address: host.address, port: host.port, user: host.user, privateKey, ...hostKey },
+      (ssh) => ssh.exec(`${sudo}${command}`, { timeoutMs: 0 }),
     ).catch((err: unknown) => {
       if (closeIsSuccess && err instanceof SshSessionError && err.kind === 'closed') {
         return { code: 0, stdout: '', stderr: '' };

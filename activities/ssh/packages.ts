@@ -6,6 +6,7 @@ import { Context, heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { installerKeySecretName } from '../../shared/bpa-api.js';
 import type { AdminKeyReader } from '../kubernetes/admin-keys.js';
+import type { HostKeys } from './host-keys.js';
 import { classifySshError, withSsh } from './session.js';
 
 export interface PackageInstall {
@@ -25,6 +26,7 @@ export function createPackageActivities(deps: {
   /** The package manager's path on the nodes (apt-get, or a stand-in in tests). */
   packageManager: string;
   readKey: (namespace: string, secret: string) => ReturnType<AdminKeyReader>;
+  hostKeys: HostKeys;
 }) {
   return {
     /** Installs `packages` on the node; the manager's own error when it refuses. */
@@ -32,6 +34,8 @@ export function createPackageActivities(deps: {
       const { namespace, cluster, node, packages } = input;
       if (!packages.length) return { installed: [] };
       const secret = installerKeySecretName(cluster);
+      // the node's key as the installer recorded it (activities/ssh/host-keys.ts)
+      const hostKey = await deps.hostKeys.target({ address: node.ip });
       const privateKey = await deps.readKey(namespace, secret);
       // Not root: the admin user is a sudoer (as kubespray's `become` needs it to be).
       const sudo = node.user === 'root' ? '' : 'sudo -n ';
@@ -43,7 +47,7 @@ export function createPackageActivities(deps: {
       const beat = setInterval(() => heartbeat(`installing on ${node.label}`), HEARTBEAT_MS);
       try {
         const result = await withSsh(
-          { address: node.ip, user: node.user, privateKey },
+          { address: node.ip, user: node.user, privateKey, ...hostKey },
           (ssh) => ssh.exec(command, { timeoutMs: 0 }),
           { signal: Context.current().cancellationSignal },
         ).catch((err: unknown) => {

@@ -12,7 +12,16 @@ export interface SshTarget {
   privateKey: string;
   /** `ssh-ed25519 AAAA…`: when given, any other host key fails the handshake. */
   hostKey?: string;
+  /**
+   * Decides on the key the host presents (activities/ssh/host-keys.ts): undefined accepts it, an
+   * ApplicationFailure refuses it, and fails the connection with it. One of this and `hostKey`
+   * is required: no connection goes to an unchecked host.
+   */
+  checkHostKey?: HostKeyCheck;
 }
+
+/** Given the host's key blob (the wire format), undefined to accept, or why it is refused. */
+export type HostKeyCheck = (key: Buffer) => Promise<ApplicationFailure | undefined>;
 
 export interface ExecResult {
   /** The remote exit code; -1 when the command died of a signal. */
@@ -62,6 +71,12 @@ export async function withSsh<T>(
   fn: (session: SshSession) => Promise<T>,
   options: SshOptions = {},
 ): Promise<T> {
+  if (!target.hostKey && !target.checkHostKey) {
+    throw ApplicationFailure.nonRetryable(
+      `ssh ${target.address}: no host key check given; every connection must verify its host`,
+      'HostKeyUnchecked',
+    );
+  }
   const client = new ssh2.Client();
   // ssh2 emits 'error' at any time; without a listener it would crash the worker
   let lastError: Error | undefined;
@@ -75,9 +90,29 @@ export async function withSsh<T>(
     if (options.signal?.aborted) throw new SshSessionError('cancelled', 'aborted');
     await new Promise<void>((resolve, reject) => {
       client.once('ready', resolve);
-      client.once('error', reject);
-      client.once('close', () => reject(lastError ?? new SshSessionError('closed', 'closed')));
+      let refused: Error | undefined;
+      client.once('error', (err) => reject(refused ?? err));
+      client.once('close', () =>
+        reject(refused ?? lastError ?? new SshSessionError('closed', 'closed')),
+      );
       const expected = target.hostKey ? keyBlob(target.hostKey) : undefined;
+      const check = target.checkHostKey;
+      // the check's refusal (or its own failure) is what the connection fails with, not ssh2's
+      // generic "verification failed"
+      const hostVerifier = expected
+        ? (key: Buffer) => key.equals(expected)
+        : (key: Buffer, verify: (ok: boolean) => void) => {
+            check!(key).then(
+              (refusal) => {
+                refused = refusal;
+                verify(!refusal);
+              },
+              (err: unknown) => {
+                refused = err instanceof Error ? err : new Error(String(err));
+                verify(false);
+              },
+            );
+          };
       // connect() throws synchronously on an unparsable key: that rejects this promise too
       client.connect({
         host: target.address,
@@ -87,7 +122,7 @@ export async function withSsh<T>(
         readyTimeout: READY_TIMEOUT_MS,
         keepaliveInterval: 5_000,
         keepaliveCountMax: 3,
-        ...(expected && { hostVerifier: (key: Buffer) => key.equals(expected) }),
+        hostVerifier,
       });
     });
     return await fn({ exec: (command, opts) => exec(client, command, opts, () => lastError) });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createPlaybookActivities } from '../../activities/ansible/playbook.js';
 import { createAdminKeyReader } from '../../activities/kubernetes/admin-keys.js';
 import { createKubeconfigStore } from '../../activities/kubernetes/kubeconfig-secret.js';
+import { createHostKeys } from '../../activities/ssh/host-keys.js';
 import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 import { localKubespray } from '../../local-stack/kubespray-overlay.js';
 import { REPO_ROOT } from '../../local-stack/paths.js';
@@ -26,8 +27,15 @@ export function kubesprayWorkerEnv(sfx: string) {
   };
 }
 
-/** The playbook activities as the worker makes them, on the tool venv's ansible. */
-export function playbookActivities(kubesprayDirs: string[], workDir: string) {
+/**
+ * The playbook activities as the worker makes them, on the tool venv's ansible; host keys are
+ * recorded in `engineNamespace` (the test's namespace).
+ */
+export function playbookActivities(
+  kubesprayDirs: string[],
+  workDir: string,
+  engineNamespace: string,
+) {
   const { core, custom } = kube();
   return createPlaybookActivities({
     ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
@@ -35,6 +43,7 @@ export function playbookActivities(kubesprayDirs: string[], workDir: string) {
     workDir,
     readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
     storeKubeconfig: createKubeconfigStore(core, custom),
+    hostKeys: createHostKeys({ core, engineNamespace }),
   });
 }
 

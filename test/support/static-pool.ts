@@ -30,6 +30,8 @@ export interface StaticPool {
       name?: string;
       platform?: string;
       serves?: 'builds' | 'machines';
+      /** host-key: default the host's own; null: none (trusted on first use). */
+      hostKey?: string | null;
     }>,
   ): Record<string, string>;
   /** A Secret holding `key` as the admin key, e.g. a wrong one. */
@@ -157,6 +159,9 @@ export async function createStaticPool(
         data[`host.${name}.secret`] = spec.secret ?? `admin-${spec.host}`;
         data[`host.${name}.concurrency`] = String(spec.concurrency ?? 2);
         if (spec.serves) data[`host.${name}.serves`] = spec.serves;
+        // as a platform team lists its hosts' keys; `hostKey: null` leaves it out (first use)
+        const hostKey = spec.hostKey === undefined ? host.hostPublicKey : spec.hostKey;
+        if (hostKey !== null) data[`host.${name}.host-key`] = hostKey;
       }
       return data;
     },

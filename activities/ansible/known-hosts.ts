@@ -1,0 +1,63 @@
+// The known_hosts file a playbook run checks its hosts against: exactly the keys hostflow holds
+// for the inventory's hosts (activities/ssh/host-keys.ts), each verified by logging in once with
+// the installer key before ansible starts. ansible then runs with StrictHostKeyChecking=yes: it
+// reaches no host whose key hostflow has not checked, and trusts nothing on its own.
+import { ApplicationFailure } from '@temporalio/common';
+import type { HostKeys } from '../ssh/host-keys.js';
+import { classifySshError } from '../ssh/session.js';
+
+interface InventoryHost {
+  label: string;
+  address: string;
+  user?: string;
+}
+
+/** `<label> ansible_host=<ip> … [ansible_user=<user>]` lines (workflows/provisioning/inventory.ts). */
+export function inventoryHosts(inventory: string): InventoryHost[] {
+  const hosts = new Map<string, InventoryHost>();
+  for (const line of inventory.split('\n')) {
+    const [label, ...vars] = line.trim().split(/\s+/);
+    const value = (name: string) =>
+      vars.find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1);
+    const address = value('ansible_host');
+    if (!label || !address) continue;
+    hosts.set(address, { label, address, user: value('ansible_user') });
+  }
+  return [...hosts.values()];
+}
+
+/**
+ * known_hosts lines for the inventory's hosts. A host that cannot be reached gets no line (ansible
+ * then cannot reach it either, and says so); a host whose key is refused fails the run, before
+ * ansible touches any host.
+ */
+export async function knownHostsFor(
+  hostKeys: HostKeys,
+  inventory: string,
+  login: { user: string; privateKey: string },
+): Promise<string> {
+  const lines: string[] = [];
+  for (const host of inventoryHosts(inventory)) {
+    const user = host.user ?? login.user;
+    try {
+      const key = await hostKeys.verifiedKey(
+        { address: host.address },
+        { user, privateKey: login.privateKey },
+      );
+      lines.push(`${host.address} ${key}`);
+    } catch (err) {
+      const failure = classifySshError(err, { host: host.label, address: host.address, user });
+      if (failure.type === 'SshUnavailable') continue;
+      if (failure.type === 'SshHostKeyMismatch') {
+        throw ApplicationFailure.create({
+          message: `node ${host.label}: ${failure.message}; no playbook runs against it`,
+          type: failure.type,
+          nonRetryable: true,
+          details: [{ failedHost: host.label }],
+        });
+      }
+      throw failure;
+    }
+  }
+  return lines.map((line) => `${line}\n`).join('');
+}

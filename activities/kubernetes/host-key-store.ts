@@ -1,0 +1,81 @@
+// Where the engine keeps the SSH host keys it trusted on first use: ConfigMap hostflow-host-keys
+// in the engine namespace, one data key per host. Durable (a pod restart loses nothing), shared
+// by every worker, and written with optimistic concurrency, so two workers racing to record one
+// host's first key agree on the one that got there first.
+import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import { ApplicationFailure } from '@temporalio/common';
+import { LOCK_MANAGED_BY } from '../../shared/lock-api.js';
+import { isConflict, isNotFound, rethrowKube } from './errors.js';
+
+export const HOST_KEY_STORE_NAME = 'hostflow-host-keys';
+const ATTEMPTS = 5;
+
+export interface HostKeyStore {
+  /** The key recorded for `id`, if any. */
+  recorded(id: string): Promise<string | undefined>;
+  /** Records `key` for `id` unless one is there already; returns the one that holds. */
+  recordFirst(id: string, key: string): Promise<{ key: string; recorded: boolean }>;
+}
+
+/** A ConfigMap data key for `id` (a host name or an address): `[-._a-zA-Z0-9]` only. */
+export const storeKey = (id: string) => id.replace(/[^-._a-zA-Z0-9]/g, '_');
+
+export function createHostKeyStore(deps: {
+  core: CoreV1Api;
+  engineNamespace: string;
+}): HostKeyStore {
+  const { core, engineNamespace: namespace } = deps;
+  const where = `ConfigMap ${namespace}/${HOST_KEY_STORE_NAME}`;
+
+  async function read(): Promise<V1ConfigMap | undefined> {
+    try {
+      return await core.readNamespacedConfigMap({ name: HOST_KEY_STORE_NAME, namespace });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      rethrowKube(`read ${where}`, err);
+    }
+  }
+
+  return {
+    async recorded(id) {
+      return (await read())?.data?.[storeKey(id)];
+    },
+
+    async recordFirst(id, key) {
+      const dataKey = storeKey(id);
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        const current = await read();
+        const held = current?.data?.[dataKey];
+        if (held) return { key: held, recorded: false };
+        try {
+          if (!current) {
+            await core.createNamespacedConfigMap({
+              namespace,
+              body: {
+                metadata: {
+                  name: HOST_KEY_STORE_NAME,
+                  labels: { [LOCK_MANAGED_BY.key]: LOCK_MANAGED_BY.value },
+                },
+                data: { [dataKey]: key },
+              },
+            });
+          } else {
+            // resourceVersion is kept: a write that raced ours fails with 409 and we read again
+            await core.replaceNamespacedConfigMap({
+              name: HOST_KEY_STORE_NAME,
+              namespace,
+              body: { ...current, data: { ...current.data, [dataKey]: key } },
+            });
+          }
+          return { key, recorded: true };
+        } catch (err) {
+          if (!isConflict(err)) rethrowKube(`record host key ${dataKey} in ${where}`, err);
+        }
+      }
+      throw ApplicationFailure.retryable(
+        `${where} kept changing while host key ${dataKey} was recorded; retrying`,
+        'KubernetesHttp409',
+      );
+    },
+  };
+}
