@@ -3,7 +3,9 @@
 // control plane's address: kubespray may write a private or loopback one. The kubeconfig never
 // leaves the worker except into this Secret.
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { ApplicationFailure } from '@temporalio/common';
+import { stringify } from 'yaml';
+import { parseSecretYaml } from '../../shared/secret-yaml.js';
 import { CLUSTER_LABEL, kubeconfigSecretName } from '../../shared/bpa-api.js';
 import { createOrReplace } from './create-or-replace.js';
 
@@ -16,7 +18,9 @@ export function createKubeconfigStore(core: CoreV1Api) {
     kubeconfig: string;
     server: string;
   }): Promise<string> {
-    const config = parse(input.kubeconfig) as {
+    const parsed = parseSecretYaml(input.kubeconfig, `the kubeconfig of cluster ${input.cluster}`);
+    if ('error' in parsed) throw ApplicationFailure.nonRetryable(parsed.error, 'KubeconfigInvalid');
+    const config = (parsed.value ?? {}) as {
       clusters?: Array<{ cluster?: { server?: string } }>;
     };
     for (const entry of config.clusters ?? []) {
