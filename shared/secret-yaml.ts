@@ -8,7 +8,8 @@ export function parseSecretYaml(
   text: string,
   what: string,
 ): { value: unknown } | { error: string } {
-  const document = parseDocument(text, { prettyErrors: false, logLevel: 'silent' });
+  // prettyErrors sets each error's linePos (its message, which quotes the line, is not used).
+  const document = parseDocument(text, { prettyErrors: true, logLevel: 'silent' });
   const [first] = document.errors;
   if (first) {
     const at = first.linePos?.[0];
