@@ -17,7 +17,7 @@ import {
 } from '../local-stack/cluster-setup.js';
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { engineCommand } from '../local-stack/engine.js';
-import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { LOCAL_ENGINE_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { localKubespray } from '../local-stack/kubespray-overlay.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
@@ -128,6 +128,9 @@ export async function runStart(options: StartOptions): Promise<number> {
     }
 
     let kubeconfigPath = options.kubeconfig ?? process.env.KUBECONFIG;
+    // The local cluster's worker and bridge run as their own user, not as kubectl's: the Lock
+    // policies exempt the engine's identity, and a person's kubectl must not share it.
+    let engineKubeconfigPath: string | undefined;
     if (options.kubeconfig || options.context) {
       if (options.context) env.HOSTFLOW_KUBE_CONTEXT = options.context;
     } else {
@@ -150,6 +153,7 @@ export async function runStart(options: StartOptions): Promise<number> {
       });
       stops.push(kube.stop);
       kubeconfigPath = kube.kubeconfigPath;
+      engineKubeconfigPath = kube.engineKubeconfigPath;
       await prepareLocalCluster(kubeconfigPath, engineNamespace);
       // Counts Lock denials and writes Lock status from the API server's audit events.
       const audit = await startLockAudit(lockAudit, {
@@ -188,7 +192,8 @@ export async function runStart(options: StartOptions): Promise<number> {
       stops.push(cloud.stop);
       env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
     }
-    if (kubeconfigPath) env.KUBECONFIG = kubeconfigPath;
+    const engineKubeconfig = engineKubeconfigPath ?? kubeconfigPath;
+    if (engineKubeconfig) env.KUBECONFIG = engineKubeconfig;
     // Provisionings run the kubespray stand-in on the demo hosts unless told otherwise, laid over
     // the real release when there is one beside the repository (its checks run first).
     env.HOSTFLOW_KUBESPRAY_DIR ??= localKubespray(stateDir);
@@ -253,7 +258,7 @@ export async function runStart(options: StartOptions): Promise<number> {
 async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: string): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  await installClusterResources(kc, LOCAL_ADMIN_USER);
+  await installClusterResources(kc, LOCAL_ENGINE_USER);
   await ensureNamespace(kc, engineNamespace, { engineNamespace: true });
   await waitForLockPolicy(kc, engineNamespace);
   const core = kc.makeApiClient(CoreV1Api);

@@ -14,14 +14,21 @@ import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { freePort } from './ports.js';
 import { REPO_ROOT } from './paths.js';
 
-/** The user of the local cluster's admin kubeconfig, which the local engine runs as. */
+/** The user of the local cluster's admin kubeconfig (kubectl's, and the tests' engine). */
 export const LOCAL_ADMIN_USER = 'hostflow-admin';
+/**
+ * The user `npm start` runs the engine as (engine.kubeconfig): not kubectl's, so that the Lock
+ * policies' engine exemption does not cover what a person does with kubectl.
+ */
+export const LOCAL_ENGINE_USER = 'hostflow-engine';
 
 const run = promisify(execFile);
 
 export interface KubeApiServer {
   url: string;
   kubeconfigPath: string;
+  /** The same cluster as LOCAL_ENGINE_USER. */
+  engineKubeconfigPath: string;
   stop(): Promise<void>;
 }
 
@@ -116,16 +123,8 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
     writeFileSync(saPub, publicKey.export({ type: 'spki', format: 'pem' }));
   }
   const tokenFile = join(pki, 'tokens.csv');
-  if (!existsSync(tokenFile)) {
-    writeFileSync(
-      tokenFile,
-      `${randomBytes(24).toString('hex')},${LOCAL_ADMIN_USER},${LOCAL_ADMIN_USER},system:masters\n`,
-      {
-        mode: 0o600,
-      },
-    );
-  }
-  const token = readFileSync(tokenFile, 'utf8').split(',')[0]!;
+  const tokens = ensureTokens(tokenFile, [LOCAL_ADMIN_USER, LOCAL_ENGINE_USER]);
+  const token = tokens[LOCAL_ADMIN_USER]!;
 
   const etcdPort = options.etcdPort ?? (await freePort());
   const peerPort = await freePort();
@@ -195,24 +194,14 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
     );
     const url = `https://127.0.0.1:${apiPort}`;
     const kubeconfigPath = join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfigPath,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          { name: 'hostflow-local', cluster: { server: url, 'certificate-authority': ca.cert } },
-        ],
-        users: [{ name: 'hostflow-admin', user: { token } }],
-        contexts: [
-          {
-            name: 'hostflow-local',
-            context: { cluster: 'hostflow-local', user: 'hostflow-admin' },
-          },
-        ],
-        'current-context': 'hostflow-local',
-      }),
-      { mode: 0o600 },
+    const engineKubeconfigPath = join(dir, 'engine.kubeconfig');
+    writeKubeconfig(kubeconfigPath, url, ca.cert, LOCAL_ADMIN_USER, token);
+    writeKubeconfig(
+      engineKubeconfigPath,
+      url,
+      ca.cert,
+      LOCAL_ENGINE_USER,
+      tokens[LOCAL_ENGINE_USER]!,
     );
     const server = apiserver;
     const get = (path: string) => httpsOk(`${url}${path}`, { caFile: ca.cert, token });
@@ -237,9 +226,46 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
         (await get('/api/v1/namespaces/default/serviceaccounts/default')) ? true : undefined,
       { timeoutMs: 60_000, intervalMs: 250, process: controllers },
     );
-    return { url, kubeconfigPath, stop };
+    return { url, kubeconfigPath, engineKubeconfigPath, stop };
   } catch (err) {
     await stop();
     throw new Error(`kube-apiserver: could not start: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/**
+ * One bearer token per user (both cluster admins: locally the engine needs no less), kept
+ * across restarts; a token file from before a user existed gains its line.
+ */
+function ensureTokens(file: string, users: string[]): Record<string, string> {
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+  const tokens: Record<string, string> = {};
+  for (const line of lines) {
+    const [token, user] = line.split(',');
+    if (token && user) tokens[user] = token;
+  }
+  const missing = users.filter((user) => !tokens[user]);
+  for (const user of missing) {
+    tokens[user] = randomBytes(24).toString('hex');
+    lines.push(`${tokens[user]},${user},${user},system:masters`);
+  }
+  if (missing.length) writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+  return tokens;
+}
+
+function writeKubeconfig(path: string, url: string, caFile: string, user: string, token: string) {
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'hostflow-local', cluster: { server: url, 'certificate-authority': caFile } },
+      ],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: 'hostflow-local', context: { cluster: 'hostflow-local', user } }],
+      'current-context': 'hostflow-local',
+    }),
+    { mode: 0o600 },
+  );
 }

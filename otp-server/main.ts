@@ -5,7 +5,7 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { Histogram } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
 import { createLogger, lineLog, type LineLog, type Logger } from '../workers/logger.js';
 import { createRegistry, serveMetrics } from '../workers/metrics-server.js';
 import { kubeConfig, loadSettings } from '../workers/settings.js';
@@ -39,6 +39,12 @@ const OtpEnvSchema = z.object({
   HOSTFLOW_OTP_SWEEP_SECONDS: seconds(1, 86_400).default(60),
   /** How often the certificate and token files are checked for rotation. */
   HOSTFLOW_OTP_RELOAD_SECONDS: seconds(1, 3600).default(5),
+  /**
+   * Redemptions per second per client address, after a burst: a build redeems once, so a
+   * client far above this is guessing, and each redemption costs an API-server read.
+   */
+  HOSTFLOW_OTP_REDEEM_PER_SECOND: z.coerce.number().positive().max(10_000).default(2),
+  HOSTFLOW_OTP_REDEEM_BURST: z.coerce.number().int().min(1).max(100_000).default(20),
 });
 
 export type OtpSettings = z.infer<typeof OtpEnvSchema>;
@@ -92,6 +98,11 @@ async function main(logger: Logger): Promise<void> {
     labelNames: ['route', 'status'],
     registers: [registry],
   });
+  const rateLimited = new Counter({
+    name: 'hostflow_otp_rate_limited_total',
+    help: 'OTP redemptions refused (429) because their client address exceeded its rate limit',
+    registers: [registry],
+  });
   const split = settings.HOSTFLOW_OTP_LISTEN.lastIndexOf(':');
   const server = await startOtpServer({
     host: settings.HOSTFLOW_OTP_LISTEN.slice(0, split).replace(/^\[|\]$/g, ''),
@@ -105,6 +116,11 @@ async function main(logger: Logger): Promise<void> {
     ttlSeconds: settings.HOSTFLOW_OTP_TTL_SECONDS,
     reloadIntervalMs: settings.HOSTFLOW_OTP_RELOAD_SECONDS * 1000,
     log,
+    redeemRate: {
+      perSecond: settings.HOSTFLOW_OTP_REDEEM_PER_SECOND,
+      burst: settings.HOSTFLOW_OTP_REDEEM_BURST,
+    },
+    onRateLimited: () => rateLimited.inc(),
     observe: (route, status, seconds) => requests.observe({ route, status }, seconds),
   });
   const metricsServer = base.HOSTFLOW_METRICS_ADDRESS

@@ -1,6 +1,7 @@
 // The HTTPS OTP service. Two endpoints carry secrets:
 //   POST /store  (Bearer token) body = a private key  → 201, body = a one-time token
-//   POST /otp    body = the token (as `curl -d @otp` sends it) → 200, body = the key, once
+//   POST /otp    body = the token (as `curl -d @otp` sends it) → 200, body = the key, once;
+//                429 with Retry-After when the client redeems faster than its rate limit
 // plus GET /healthz and GET /readyz. Every other request gets a short plain-text 4xx. Bodies are
 // bounded, the TLS certificate and the store token are re-read when their files change, and
 // the log has one line per request (method, route, status, duration), never a body.
@@ -12,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { createSecureContext } from 'node:tls';
 import { discardRest, readLimited } from './http-body.js';
 import { statusCode, transportFailure } from '../shared/kube-errors.js';
+import { createRateLimiter, type RateLimitSettings } from './rate-limit.js';
 import { errorGist, TOKEN_PATTERN, type OtpStore } from './store.js';
 import { watchFiles, type WatchedFiles } from './watched-files.js';
 import type { LineLog } from '../workers/logger.js';
@@ -31,6 +33,10 @@ export interface OtpServerOptions {
   ttlSeconds: number;
   reloadIntervalMs: number;
   log: LineLog;
+  /** Redemptions per client address (the socket's peer: headers are the client's to forge). */
+  redeemRate: RateLimitSettings;
+  /** Called for each redemption refused by the rate limit, for metrics. */
+  onRateLimited?: () => void;
   /** Called once per finished request, for metrics (route is `(other)` for unknown paths). */
   observe?: (route: string, status: string, seconds: number) => void;
 }
@@ -102,10 +108,19 @@ export async function startOtpServer(options: OtpServerOptions): Promise<OtpServ
     return match !== null && timingSafeEqual(digest(match[1]!), storeTokenDigest);
   };
 
+  const redeemLimit = createRateLimiter(options.redeemRate);
   const routes: Record<string, Route> = {
     '/otp': {
       methods: ['POST'],
-      async handle(_req, readBody) {
+      async handle(req, readBody) {
+        // First, before the body or the store: a refused request costs no API-server read.
+        const wait = redeemLimit.take(req.socket.remoteAddress ?? '');
+        if (wait > 0) {
+          options.onRateLimited?.();
+          return text(429, 'too many OTP redemptions from this address, retry later', {
+            'Retry-After': String(wait),
+          });
+        }
         const body = await readBody(MAX_OTP_BYTES);
         if (body === 'too-large') return text(413, 'OTP too long');
         const token = body.toString('latin1').trim();

@@ -12,6 +12,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
+import { LOCK_MANAGED_BY } from '../shared/lock-api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { apiAnswer as outcome } from './support/api-answer.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
@@ -53,11 +54,16 @@ interface LockSpec {
   subResources?: string[];
 }
 
-async function createLock(name: string, spec: LockSpec, ns = namespace): Promise<void> {
+async function createLock(
+  name: string,
+  spec: LockSpec,
+  ns = namespace,
+  labels?: Record<string, string>,
+): Promise<void> {
   await custom.createNamespacedCustomObject({
     ...LOCK_API,
     namespace: ns,
-    body: { apiVersion: 'kotas.tech/v1', kind: 'Lock', metadata: { name }, spec },
+    body: { apiVersion: 'kotas.tech/v1', kind: 'Lock', metadata: { name, labels }, spec },
   });
 }
 
@@ -310,7 +316,15 @@ describe('where Locks apply', () => {
     const user = await namespaceEditor();
     const userCore = user.makeApiClient(CoreV1Api);
     await configMap('engine-held');
-    await createLock('engine-held', { reason: 'a VM lives', owner: 'taskrun/ns/name/uid' });
+    // As the engine writes its Locks: an owner and its managed-by label (only it may set them).
+    await createLock(
+      'engine-held',
+      { reason: 'a VM lives', owner: 'taskrun/ns/name/uid' },
+      namespace,
+      {
+        [LOCK_MANAGED_BY.key]: LOCK_MANAGED_BY.value,
+      },
+    );
     await waitLocked('engine-held for the user', () =>
       userCore.patchNamespacedConfigMap(
         { name: 'engine-held', namespace, body: { metadata: { labels: { by: 'user' } } } },

@@ -94,7 +94,7 @@ describe('bootstrap data', () => {
       error: expect.stringMatching(/neither a shell script .* nor #cloud-config/),
     });
     expect(bootstrapScript('#cloud-config\nwrite_files:\n  - path: relative\n')).toEqual({
-      error: 'a write_files entry has no absolute path',
+      error: 'write_files[0] has no absolute path',
     });
     expect(
       bootstrapScript(
@@ -104,7 +104,38 @@ describe('bootstrap data', () => {
       error: expect.stringMatching(/is not octal/),
     });
     expect(bootstrapScript('#cloud-config\n: [\n')).toEqual({
-      error: expect.stringMatching(/is not YAML/),
+      error: expect.stringMatching(/is not valid YAML: .* at line 3, column \d+/),
     });
+    expect(bootstrapScript('#cloud-config\nruncmd: echo\n')).toEqual({
+      error: 'the #cloud-config key runcmd is not a list',
+    });
+    expect(bootstrapScript('#cloud-config\nruncmd:\n  - {a: 1}\n')).toEqual({
+      error: 'runcmd[0] is neither a string nor a list',
+    });
+  });
+
+  it('never quotes the data in its errors: it holds join tokens', () => {
+    const marker = 'SECRETMARK';
+    const malformed = [
+      `#cloud-config\nwrite_files:\n  - path: /x\n    content: ${marker}: a: ${marker}\n`,
+      `#cloud-config\nrun: [${marker}\n`,
+      `#cloud-config\na: !${marker} x\na: 1\n`, // an unknown tag (a warning) and a duplicate key
+      `#cloud-config\nwrite_files:\n  - path: ${marker}\n`,
+      `#cloud-config\nwrite_files:\n  - path: /x\n    permissions: "${marker}"\n`,
+      `#cloud-config\nwrite_files:\n  - path: /x\n    owner: "${marker};"\n`,
+    ];
+    const warned: unknown[] = [];
+    const warn = process.emitWarning;
+    process.emitWarning = ((w: unknown) => void warned.push(w)) as typeof process.emitWarning;
+    try {
+      for (const data of malformed) {
+        const converted = bootstrapScript(data);
+        expect('error' in converted).toBe(true);
+        expect('error' in converted && converted.error).not.toContain(marker);
+      }
+    } finally {
+      process.emitWarning = warn;
+    }
+    expect(warned).toEqual([]); // the YAML library prints nothing either
   });
 });

@@ -2,7 +2,7 @@
 // kube-apiserver, redeemed with the build task's own curl command: exactly once, expiring,
 // durable across restarts and replicas, authenticated, sealed at rest, and quiet about secrets.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { FlowcontrolApiserverV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,8 @@ import { loadOtpSettings } from '../otp-server/main.js';
 import { createSealer, readSealingKey } from '../otp-server/sealing.js';
 import { EXPIRES_ANNOTATION, recordName, TOKEN_PATTERN } from '../otp-server/store.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
-import { testEnv } from './support/env.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import { tenantIdentity } from './support/service-account.js';
 import {
   createOtpFixture,
   httpsRequest,
@@ -24,8 +25,15 @@ import {
   type OtpProcess,
 } from './support/otp.js';
 
-/** Sweeping is left to the expiry test's own replica, so records stay put elsewhere. */
-const QUIET_SWEEP = { HOSTFLOW_OTP_SWEEP_SECONDS: '3600', HOSTFLOW_OTP_RELOAD_SECONDS: '1' };
+/**
+ * Sweeping is left to the expiry test's own replica, so records stay put elsewhere. The rate
+ * limit is raised: these tests redeem from one address far faster than a build would.
+ */
+const QUIET_SWEEP = {
+  HOSTFLOW_OTP_SWEEP_SECONDS: '3600',
+  HOSTFLOW_OTP_RELOAD_SECONDS: '1',
+  HOSTFLOW_OTP_REDEEM_BURST: '10000',
+};
 
 let fx: OtpFixture;
 let a: OtpProcess;
@@ -174,6 +182,102 @@ describe('redeeming', () => {
     expect(statuses(replies)).toEqual({ 200: 1, 404: 99 });
     expect(replies.find((r) => r.status === 200)!.body.toString('utf8')).toBe(raced.key);
     await b.stop();
+  });
+});
+
+describe('a client hammering /otp', () => {
+  /**
+   * The API server's own count of the requests one flow schema (matching only this replica's
+   * ServiceAccount) let through: every read the replica makes, and nothing else.
+   */
+  async function apiRequestsOf(flowSchema: string): Promise<number> {
+    const kc = fx.kube.kc;
+    const reply = await httpsRequest(`${kc.getCurrentCluster()!.server}/metrics`, {
+      method: 'GET',
+      ca: readFileSync(kc.getCurrentCluster()!.caFile!, 'utf8'),
+      headers: { Authorization: `Bearer ${kc.getCurrentUser()!.token}` },
+    });
+    expect(reply.status).toBe(200);
+    let total = 0;
+    for (const line of reply.body.toString('utf8').split('\n'))
+      if (line.startsWith('apiserver_flowcontrol_dispatched_requests_total{'))
+        if (line.includes(`flow_schema="${flowSchema}"`)) total += Number(line.split(' ').pop());
+    return total;
+  }
+
+  it('gets 429 with Retry-After once past its burst, counted, at no API-server read', async () => {
+    const identity = await tenantIdentity(fx.kube.kc, fx.namespace, [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
+    ]);
+    const kubeconfig = join(fx.dir, 'limited.kubeconfig');
+    writeFileSync(kubeconfig, identity.exportConfig(), { mode: 0o600 });
+    const account = identity.getCurrentUser()!.name;
+    const flowSchema = `otp-limited-${uniqueSuffix()}`;
+    const flowcontrol = fx.kube.kc.makeApiClient(FlowcontrolApiserverV1Api);
+    await flowcontrol.createFlowSchema({
+      body: {
+        metadata: { name: flowSchema },
+        spec: {
+          matchingPrecedence: 100,
+          priorityLevelConfiguration: { name: 'catch-all' },
+          rules: [
+            {
+              subjects: [
+                {
+                  kind: 'ServiceAccount',
+                  serviceAccount: { name: account, namespace: fx.namespace },
+                },
+              ],
+              resourceRules: [
+                { verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'] },
+              ],
+            },
+          ],
+        },
+      },
+    });
+    const metricsPort = await freePort();
+    // A burst of 3 and a refill far slower than the test: what is refused does not depend on time.
+    const limited = await fx.start('limited', {
+      ...QUIET_SWEEP,
+      KUBECONFIG: kubeconfig,
+      HOSTFLOW_OTP_REDEEM_BURST: '3',
+      HOSTFLOW_OTP_REDEEM_PER_SECOND: '0.001',
+      HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    });
+    try {
+      // Its start-up reads (readiness, the first sweep) done: one authorized read seen.
+      const { key, otp } = await store(limited);
+      const before = await waitFor('the replica to be seen by its flow schema', async () => {
+        const n = await apiRequestsOf(flowSchema);
+        return n > 0 ? n : undefined;
+      });
+      const guess = randomBytes(32).toString('base64url').slice(0, 43);
+      const replies = [];
+      for (let i = 0; i < 3; i++) replies.push(await redeem(limited, otp));
+      for (let i = 0; i < 30; i++) replies.push(await redeem(limited, guess));
+      expect(replies.map((r) => r.status).slice(0, 4)).toEqual([200, 404, 404, 429]);
+      expect(statuses(replies)).toEqual({ 200: 1, 404: 2, 429: 30 });
+      expect(replies[0]!.body.toString('utf8')).toBe(key);
+      const refused = replies.filter((r) => r.status === 429);
+      for (const r of refused) expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+      // The three let through read (and the first deleted) its record; the 30 refused, nothing.
+      const after = await apiRequestsOf(flowSchema);
+      expect(after - before).toBe(4);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).toMatch(/^hostflow_otp_rate_limited_total(\{[^}]*\})? 30$/m);
+      // Other clients are not held up by this one: a fresh address still redeems.
+      const other = await store(limited);
+      const elsewhere = await httpsRequest(limited.redeemUrl, {
+        ca: fx.caPem,
+        localAddress: '127.0.0.2',
+        body: other.otp,
+      });
+      expect(elsewhere.status).toBe(200);
+    } finally {
+      await limited.stop();
+      await flowcontrol.deleteFlowSchema({ name: flowSchema });
+    }
   });
 });
 

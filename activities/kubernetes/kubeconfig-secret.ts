@@ -5,7 +5,8 @@
 // another's is never overwritten.
 import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
+import { parseSecretYaml } from '../../shared/secret-yaml.js';
 import { CLUSTER_LABEL, kubeconfigSecretName } from '../../shared/bpa-api.js';
 import { ownershipMark } from '../../shared/ownership.js';
 import { clusterOutputCheck, provisioningOwner } from './cluster-outputs.js';
@@ -22,7 +23,9 @@ export function createKubeconfigStore(core: CoreV1Api, custom: CustomObjectsApi)
     server: string;
     owner: ProvisioningRef;
   }): Promise<string> {
-    const config = parse(input.kubeconfig) as {
+    const parsed = parseSecretYaml(input.kubeconfig, `the kubeconfig of cluster ${input.cluster}`);
+    if ('error' in parsed) throw ApplicationFailure.nonRetryable(parsed.error, 'KubeconfigInvalid');
+    const config = (parsed.value ?? {}) as {
       clusters?: Array<{ cluster?: { server?: string } }>;
     };
     for (const entry of config.clusters ?? []) {
