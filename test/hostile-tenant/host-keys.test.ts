@@ -138,7 +138,9 @@ describe('a static host whose key host-config gives', () => {
   it("gets no Machine's bootstrap data when it presents another key", async () => {
     const [h1, h2] = pool.hosts;
     await pool.scope.setHostConfig(
-      pool.hostEntries([{ host: 0, name: 'pinned-m', hostKey: h2!.hostPublicKey }]),
+      pool.hostEntries([
+        { host: 0, name: 'pinned-m', serves: 'machines', hostKey: h2!.hostPublicKey },
+      ]),
     );
     await machines.bootstrapSecret(
       'refused-bootstrap',
