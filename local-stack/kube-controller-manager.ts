@@ -24,8 +24,6 @@ export const LOCAL_CONTROLLERS = [
   'replicaset-controller',
   'deployment-controller',
   'serviceaccount-controller',
-  // A ResourceQuota admits nothing until this controller has counted what its namespace holds.
-  'resourcequota-controller',
 ] as const;
 
 /** Its identity towards the API server: bound to system:kube-controller-manager by RBAC's defaults. */
