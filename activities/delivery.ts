@@ -24,7 +24,10 @@ export interface OtpDelivery {
 export interface DeliveryDeps {
   ssh: SshDeps;
   otp?: OtpDelivery;
-  kube: Pick<KubernetesActivities, 'writeTaskRunSecret' | 'readServedSecret'>;
+  kube: Pick<
+    KubernetesActivities,
+    'writeTaskRunSecret' | 'readServedSecret' | 'admitsTaskRunSecret'
+  >;
 }
 
 export interface DeliveryInput {
@@ -61,6 +64,15 @@ export function createDeliveryActivities({ ssh, otp, kube }: DeliveryDeps) {
 
 const HEARTBEAT_MS = 2_000;
 
+/** The keys of a served build's Secret (the MPC contract). */
+const SERVED_SECRET_KEYS = [
+  SECRET_KEYS.otp,
+  SECRET_KEYS.otpCa,
+  SECRET_KEYS.otpServer,
+  SECRET_KEYS.host,
+  SECRET_KEYS.userDir,
+];
+
 /** What an earlier attempt delivered to this host, if it got as far as the Secret. */
 async function alreadyDelivered(
   kube: DeliveryDeps['kube'],
@@ -79,6 +91,8 @@ async function deliver(
   kube: DeliveryDeps['kube'],
   { host, taskRun }: DeliveryInput,
 ): Promise<{ user: string; userDir: string }> {
+  // A namespace that refuses the Secret (quota, admission) gets no build user nor OTP record.
+  await kube.admitsTaskRunSecret({ ...taskRun, keys: SERVED_SECRET_KEYS });
   const { user, userDir, privateKey } = await provisionBuildUser(ssh, { host, taskRun });
   let token: string;
   try {

@@ -31,6 +31,8 @@ export interface BridgeOptions {
   metrics?: Registry;
   /** Concurrent Temporal calls; bounds the burst after a restart. */
   concurrency?: number;
+  /** A TaskRun workflow's history limit before it continues as new (its own default if unset). */
+  taskRunMaxHistory?: number;
   log?: LineLog;
 }
 
@@ -276,6 +278,7 @@ export class Bridge {
           name: taskRun.name,
           uid: taskRun.uid,
           platform: taskRun.platform,
+          ...(this.options.taskRunMaxHistory ? { maxHistory: this.options.taskRunMaxHistory } : {}),
         },
       ],
       signal: taskRunObserved,

@@ -27,6 +27,27 @@ export const HOST_CONFIG_FAILURE_TYPES: readonly string[] = [
 ];
 
 /**
+ * A write into the tenant's namespace refused with 403 (see activities/kubernetes/errors.ts):
+ * a full quota may clear as the namespace's objects go, and a missing permission once an
+ * operator grants it; an admission policy or webhook refuses for good. All are non-retryable for
+ * the activity; the TaskRun answers them within a bounded time.
+ */
+export const FORBIDDEN_FAILURE_TYPES = {
+  quota: 'KubernetesQuotaExceeded',
+  permission: 'KubernetesPermissionDenied',
+  denied: 'KubernetesAdmissionDenied',
+} as const;
+
+export type ForbiddenKind = keyof typeof FORBIDDEN_FAILURE_TYPES;
+
+/** Which kind of 403 refusal `err` is, if it is one. */
+export function forbiddenKindOf(err: unknown): ForbiddenKind | undefined {
+  const type = failureType(err);
+  const kinds = Object.keys(FORBIDDEN_FAILURE_TYPES) as ForbiddenKind[];
+  return kinds.find((kind) => FORBIDDEN_FAILURE_TYPES[kind] === type);
+}
+
+/**
  * - `host`: the host failed; count it against the host and try another.
  * - `host-config`: this host cannot serve until its config is fixed; try another, blame nobody.
  * - `wait`: something else (Kubernetes, the OTP service, the worker) failed in a way retrying

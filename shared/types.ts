@@ -46,6 +46,10 @@ export interface EarlierDelivery {
 
 export interface TaskRunWorkflowInput extends TaskRunRef {
   platform: string;
+  /** Events a run's history may reach before it continues as new (default 5,000; at least 10). */
+  maxHistory?: number;
+  /** What an earlier run of this workflow held and answered, carried across continue-as-new. */
+  carried?: unknown;
 }
 
 export type TaskRunOutcome =

@@ -40,6 +40,7 @@ async function main(logger: Logger): Promise<void> {
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
     metrics: registry,
+    taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
     log,
   });
   const provisionings = new BpaIngest({

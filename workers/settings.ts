@@ -65,6 +65,11 @@ const EnvSchema = z.object({
   HOSTFLOW_CLOUD_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   /** Build users and Secrets younger than this are never collected (same reason). */
   HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  /**
+   * Events a TaskRun workflow's history may reach before it continues as new (bridge; the
+   * workflow's own default, 5,000, when unset). Small values are for tests.
+   */
+  HOSTFLOW_TASKRUN_MAX_HISTORY: z.coerce.number().int().min(10).max(50_000).optional(),
   /** Provisionings: the ansible-playbook command, and a kubespray checkout to run. */
   HOSTFLOW_ANSIBLE_PLAYBOOK: z.string().min(1).default('ansible-playbook'),
   /**

@@ -1,11 +1,18 @@
 // Waiting out what retrying can fix (DESIGN.md section 5): a call that keeps failing is tried
 // again on workflow timers, with back-off, and the workflow says in its details what it waits
 // for. Short retries happen inside the activity; this is the long wait, visible in the UI.
-import { isCancellation, patched, sleep } from '@temporalio/workflow';
-import { blameOf, innermostMessage } from '../shared/failures.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { condition, isCancellation, patched, sleep } from '@temporalio/workflow';
+import { blameOf, failureType, innermostMessage } from '../shared/failures.js';
 
 /** v2: a call failing past its activity's own retries is waited out instead of failing the workflow. */
 export const PATCH_WAIT_OUT_FAILURES = 'wait-out-failing-dependencies';
+/** v2: a wait ends as soon as its object does (see UntilDoneOptions.stillWanted). */
+export const PATCH_WAIT_ENDS_WITH_OBJECT = 'wait-ends-with-its-object';
+
+/** The failure `untilDone` throws when what it waited for is no longer wanted. */
+export const NO_LONGER_WANTED = 'NoLongerWanted';
+export const isNoLongerWanted = (err: unknown): boolean => failureType(err) === NO_LONGER_WANTED;
 
 const FIRST_WAIT_MS = 1_000;
 const MAX_WAIT_MS = 60_000;
@@ -29,6 +36,11 @@ export interface UntilDoneOptions {
   report: (waiting: Waiting) => void;
   /** Entities wait out everything; a TaskRun gives up on what retrying cannot fix. */
   evenFinal?: boolean;
+  /**
+   * False once the call's object has ended (a TaskRun deleted or completed): the wait stops
+   * then, at once, with a NoLongerWanted failure. Without it the call is wanted until done.
+   */
+  stillWanted?: () => boolean;
 }
 
 /** Calls `call` until it succeeds; a failure retrying cannot fix is thrown unless `evenFinal`. */
@@ -39,9 +51,22 @@ export async function untilDone<T>(call: () => Promise<T>, options: UntilDoneOpt
     } catch (err) {
       if (isCancellation(err) || !patched(PATCH_WAIT_OUT_FAILURES)) throw err;
       if (!options.evenFinal && blameOf(err) === 'final') throw err;
+      const { stillWanted } = options;
+      const stops = stillWanted !== undefined && patched(PATCH_WAIT_ENDS_WITH_OBJECT);
+      if (stops && !stillWanted()) throw noLongerWanted(options.what, err);
       const waitMs = backoffMs(attempt);
       options.report({ what: options.what, cause: innermostMessage(err), err, waitMs, attempt });
-      await sleep(waitMs);
+      if (!stops) await sleep(waitMs);
+      else if (await condition(() => !stillWanted(), waitMs))
+        throw noLongerWanted(options.what, err);
     }
   }
+}
+
+function noLongerWanted(what: string, err: unknown): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: `stopped trying to ${what}: its object has ended (last failure: ${innermostMessage(err)})`,
+    type: NO_LONGER_WANTED,
+    nonRetryable: true,
+  });
 }

@@ -2,6 +2,7 @@
 // is (and retried with back-off); what it cannot is a non-retryable failure with the reason.
 import { ApplicationFailure } from '@temporalio/common';
 import { statusCode, transportFailure } from '../../shared/kube-errors.js';
+import { FORBIDDEN_FAILURE_TYPES, type ForbiddenKind } from '../../shared/failures.js';
 
 export { statusCode };
 
@@ -52,5 +53,35 @@ export function rethrowKube(action: string, err: unknown): never {
   throw ApplicationFailure.retryable(
     message,
     code ? `KubernetesHttp${code}` : 'KubernetesUnavailable',
+  );
+}
+
+/**
+ * Why a write was refused with 403: a full ResourceQuota (it may clear as the namespace's
+ * objects go), a missing permission (until an operator grants it), or an admission policy or
+ * webhook (for good). Undefined for anything else; a terminating namespace is its own case.
+ */
+export function forbiddenCause(err: unknown): ForbiddenKind | undefined {
+  if (statusCode(err) !== 403 || isNamespaceTerminating(err)) return undefined;
+  const message = apiMessage(err);
+  // "status unknown": the quota controller has not counted the namespace yet.
+  if (/exceeded quota|status unknown for quota/i.test(message)) return 'quota';
+  // RBAC's own wording: `User "…" cannot create resource "secrets" in API group "" …`.
+  if (/ cannot [a-z]+ resource "/.test(message)) return 'permission';
+  return 'denied';
+}
+
+/**
+ * A write into a tenant's namespace refused with 403, as a failure the activity does not retry
+ * itself: each retry would make what goes into the write again (a build user, an OTP record).
+ * The workflow decides how long to wait (a quota, briefly) and then answers. Undefined when
+ * `err` is no such refusal.
+ */
+export function forbiddenFailure(action: string, err: unknown): ApplicationFailure | undefined {
+  const cause = forbiddenCause(err);
+  if (!cause) return undefined;
+  return ApplicationFailure.nonRetryable(
+    `${action}: ${apiMessage(err)}`,
+    FORBIDDEN_FAILURE_TYPES[cause],
   );
 }

@@ -3,7 +3,7 @@ import type { CoreV1Api, CustomObjectsApi, StorageV1Api } from '@kubernetes/clie
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
-import { isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
+import { forbiddenFailure, isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
 import { deleteIfOurs, warnNotOwned } from './owned-objects.js';
 import {
   MANAGED_BY,
@@ -115,6 +115,33 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     earlierDelivery,
 
     /**
+     * Whether the TaskRun's Secret, with these keys, would be admitted (a dry run through
+     * quota and admission): asked before anything is made for it (a build user, an OTP record),
+     * so a tenant namespace that refuses it costs nothing. Throws the write's own failure.
+     */
+    async admitsTaskRunSecret(input: TaskRunRef & { keys: string[] }): Promise<void> {
+      const name = secretNameFor(input.name);
+      const body = secretBody(input, Object.fromEntries(input.keys.map((key) => [key, ''])));
+      try {
+        await core.createNamespacedSecret({ namespace: input.namespace, body, dryRun: 'All' });
+        return;
+      } catch (err) {
+        if (isNotFound(err)) return; // the namespace is gone: the write will say so
+        if (!isConflict(err)) refused(`create Secret ${input.namespace}/${name}`, err);
+      }
+      try {
+        await core.replaceNamespacedSecret({
+          name,
+          namespace: input.namespace,
+          body,
+          dryRun: 'All',
+        });
+      } catch (err) {
+        if (!isNotFound(err)) refused(`replace Secret ${input.namespace}/${name}`, err);
+      }
+    },
+
+    /**
      * Creates or replaces the TaskRun's Secret. Idempotent: a retry after a lost response
      * finds its own Secret and rewrites the same data. A same-named predecessor's Secret is
      * replaced; if that one's clean-up deletes it in between, the Secret is created again.
@@ -124,31 +151,14 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     ): Promise<'written' | 'gone'> {
       const name = secretNameFor(input.name);
       const what = `Secret ${input.namespace}/${name}`;
-      const body = {
-        metadata: {
-          name,
-          namespace: input.namespace,
-          labels: { [LABELS.multiPlatformSecret]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY },
-          annotations: { [ANNOTATIONS.ownerUid]: input.uid },
-          ownerReferences: [
-            {
-              apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
-              kind: 'TaskRun',
-              name: input.name,
-              uid: input.uid,
-            },
-          ],
-        },
-        type: 'Opaque',
-        stringData: input.data,
-      };
+      const body = secretBody(input, input.data);
       for (let attempt = 1; ; attempt += 1) {
         try {
           await core.createNamespacedSecret({ namespace: input.namespace, body });
           return 'written';
         } catch (err) {
           if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
-          if (!isConflict(err)) rethrowKube(`create Secret ${input.namespace}/${name}`, err);
+          if (!isConflict(err)) refused(`create Secret ${input.namespace}/${name}`, err);
         }
         try {
           const existing = await core.readNamespacedSecret({ name, namespace: input.namespace });
@@ -175,7 +185,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
         } catch (err) {
           if (err instanceof ApplicationFailure) throw err;
           if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue;
-          if (!isNotFound(err)) rethrowKube(`replace Secret ${input.namespace}/${name}`, err);
+          if (!isNotFound(err)) refused(`replace Secret ${input.namespace}/${name}`, err);
           // Deleted since the create found it: create it again, a few times, then retry later.
           if (attempt >= SECRET_WRITE_ATTEMPTS) {
             throw ApplicationFailure.retryable(
@@ -233,6 +243,36 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
       }
     },
   };
+}
+
+/** The TaskRun's Secret as the engine writes it: owned by the TaskRun, marked as the engine's. */
+function secretBody(input: TaskRunRef, data: Record<string, string>) {
+  const name = secretNameFor(input.name);
+  return {
+    metadata: {
+      name,
+      namespace: input.namespace,
+      labels: { [LABELS.multiPlatformSecret]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY },
+      annotations: { [ANNOTATIONS.ownerUid]: input.uid },
+      ownerReferences: [
+        {
+          apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
+          kind: 'TaskRun',
+          name: input.name,
+          uid: input.uid,
+        },
+      ],
+    },
+    type: 'Opaque',
+    stringData: data,
+  };
+}
+
+/** A 403 on the tenant's Secret is the workflow's to answer (errors.ts); the rest as usual. */
+function refused(action: string, err: unknown): never {
+  const forbidden = forbiddenFailure(action, err);
+  if (forbidden) throw forbidden;
+  rethrowKube(action, err);
 }
 
 export type KubernetesActivities = ReturnType<typeof createKubernetesActivities>;

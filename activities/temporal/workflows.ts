@@ -71,7 +71,11 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
         if (closed.has(key)) continue;
         try {
           const { status } = await client.workflow.getHandle(workflowId, runId).describe();
-          if (status.name !== 'RUNNING') closed.add(key);
+          if (status.name === 'CONTINUED_AS_NEW') {
+            // The run handed what it held to its successor: closed only once the chain ends.
+            const latest = await client.workflow.getHandle(workflowId).describe();
+            if (latest.status.name !== 'RUNNING') closed.add(key);
+          } else if (status.name !== 'RUNNING') closed.add(key);
         } catch (err) {
           if (err instanceof WorkflowNotFoundError) closed.add(key);
           else throw err;

@@ -43,6 +43,8 @@ export interface StaticPool {
   /** SIGKILLs the OTP service; `startOtp` brings it back at the same address with its state. */
   killOtp(): Promise<void>;
   startOtp(): Promise<void>;
+  /** Starts the bridge again with these settings added (e.g. a small TaskRun history limit). */
+  restartBridgeWith(env: NodeJS.ProcessEnv): Promise<void>;
   /** Starts the worker again with these settings added (e.g. short GC periods). */
   restartWorkerWith(env: NodeJS.ProcessEnv): Promise<void>;
   buildUsers(host: SshHost): Promise<string[]>;
@@ -97,7 +99,7 @@ export async function createStaticPool(
     port: await freePort(),
   };
   let workerExtraEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('worker'), ...env.worker };
-  const bridgeEnv = { ...kubeconfigEnv('bridge'), ...env.bridge };
+  let bridgeEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('bridge'), ...env.bridge };
   try {
     pool = await startSshHosts({
       count: hostCount,
@@ -169,6 +171,11 @@ export async function createStaticPool(
     restartWorker,
     stopBridge: () => bridge.stop(),
     async startBridge() {
+      bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...bridgeEnv });
+    },
+    async restartBridgeWith(env) {
+      await bridge.stop();
+      bridgeEnv = { ...bridgeEnv, ...env };
       bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...bridgeEnv });
     },
     async restartWorkerWith(env) {

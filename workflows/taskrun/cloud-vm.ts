@@ -12,6 +12,7 @@ import { cloud as cloudApi, durableTerminate } from '../activities.js';
 import { checkVmBoot } from '../cloud/vm-boot.js';
 import { answerWithError } from './answer.js';
 import { deliverTo } from './deliver.js';
+import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import { chooseRequestIds, takeSlot } from './slot.js';
@@ -128,6 +129,10 @@ export async function serveFromOwnVm(
           served: 'nothing',
           reason: 'the TaskRun ended while its build user was delivered',
         };
+      }
+      if ('forbidden' in result) {
+        await terminate(run, cloud, vmId); // nothing can be delivered: the VM is not kept
+        return answerForbidden(run, labels, result.forbidden);
       }
       if ('hostFailed' in result) {
         pool.lastError = `provisioning VM ${vmId} failed: ${result.hostFailed}`;

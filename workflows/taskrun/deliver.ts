@@ -3,11 +3,12 @@
 // anything else (the OTP service, Kubernetes, the worker) keeps the host and waits, saying on
 // what, until it works or the TaskRun ends; what retrying cannot fix becomes the build's error.
 import { condition, patched, setCurrentDetails } from '@temporalio/workflow';
-import { blameOf, dependencyOf, innermostMessage } from '../../shared/failures.js';
+import { blameOf, dependencyOf, forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../shared/types.js';
 import { delivery } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { backoffMs } from '../retry.js';
+import { historyFull } from './continue.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
@@ -17,6 +18,17 @@ export const PATCH_BLAME_ONLY_WHAT_FAILED = 'taskrun-blame-only-what-failed';
 /** Waits between deliveries while something other than the host fails: 1 s doubling to this. */
 const MAX_WAIT_MS = 30_000;
 
+/**
+ * v2: a 403 on the build's Secret (a full quota, an admission denial) is answered within a
+ * bounded time instead of being waited out while the slot is held.
+ */
+export const PATCH_FORBIDDEN_BOUNDED = 'taskrun-forbidden-answered-in-bounded-time';
+/**
+ * Deliveries tried while the namespace refuses the Secret for a reason that may clear (a full
+ * quota, a missing permission): 1+2+4+8+16 s of waits in between, about half a minute.
+ */
+export const FORBIDDEN_TRIES = 6;
+
 export type Delivery =
   | { delivered: { user: string } }
   /** The host failed (connect, auth, the remote script): try another, and count it. */
@@ -25,6 +37,8 @@ export type Delivery =
   | { hostUnusable: string }
   /** Retrying cannot help: the build gets this as its error. */
   | { final: string }
+  /** The namespace refuses the build's Secret (403): nothing can be delivered there. */
+  | { forbidden: string }
   | { ended: true };
 
 export async function deliverTo(
@@ -37,6 +51,8 @@ export async function deliverTo(
      * awaited either way.
      */
     alongside?: () => Promise<unknown>;
+    /** Continues the workflow as new when its history is full, to deliver again from there. */
+    continueAsNew?: () => Promise<never>;
   },
 ): Promise<Delivery> {
   const { input, ref } = run;
@@ -61,8 +77,18 @@ export async function deliverTo(
         return { hostFailed: innermostMessage(err), err };
       }
       const cause = innermostMessage(err);
-      if (blame === 'host-config') return { hostUnusable: cause };
-      if (blame === 'final') return { final: cause };
+      const forbidden = forbiddenKindOf(err);
+      if (forbidden && patched(PATCH_FORBIDDEN_BOUNDED)) {
+        // A quota or permission may clear: waited for like any dependency, FORBIDDEN_TRIES times.
+        // Counted on the TaskRun, so that a run continuing as new does not start over.
+        run.pool.forbiddenTries = (run.pool.forbiddenTries ?? 0) + 1;
+        if (forbidden === 'denied' || run.pool.forbiddenTries >= FORBIDDEN_TRIES) {
+          return { forbidden: cause };
+        }
+      } else {
+        if (blame === 'host-config') return { hostUnusable: cause };
+        if (blame === 'final') return { final: cause };
+      }
       const waitMs = backoffMs(wait, MAX_WAIT_MS);
       const dependency = dependencyOf(err);
       metrics.waits.add(1, { platform: input.platform, dependency });
@@ -78,6 +104,7 @@ export async function deliverTo(
         `${run.pool.attempt}-${dependency}`,
       );
       if (await condition(run.ended, waitMs)) return { ended: true };
+      if (options.continueAsNew && historyFull(run)) await options.continueAsNew();
     }
   }
 }

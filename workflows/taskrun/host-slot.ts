@@ -5,10 +5,12 @@
 import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporalio/workflow';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../../platform-config/contract.js';
 import { hostOutcome, releaseSlot } from '../../shared/messages.js';
-import type { TaskRunOutcome } from '../../shared/types.js';
+import type { Host, TaskRunOutcome } from '../../shared/types.js';
 import { metrics } from '../metrics.js';
 import { answerWithError } from './answer.js';
+import { continueTaskRun } from './continue.js';
 import { deliverTo } from './deliver.js';
+import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import { chooseRequestIds, takeSlot } from './slot.js';
@@ -22,44 +24,55 @@ export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signal
 export const PATCH_POOL_TRIES_BOUNDED = 'pool-taskrun-tries-bounded';
 const MAX_POOL_VMS_TRIED = 3;
 
+/** `resumedOn`: an earlier run of this workflow was delivering to this granted host. */
 export async function serveFromHostSlots(
   run: TaskRun,
   labels: Record<string, string>,
+  resumedOn?: Host,
 ): Promise<TaskRunOutcome> {
   const { input, status, pool } = run;
   const platformAllocator = getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform));
   const waitingSince = Date.now();
-  await patch(run, {
-    labels,
-    annotations: { [ANNOTATIONS.allocationStartTime]: String(Math.floor(waitingSince / 1000)) },
-  });
+  if (!resumedOn) {
+    await patch(run, {
+      labels,
+      annotations: { [ANNOTATIONS.allocationStartTime]: String(Math.floor(waitingSince / 1000)) },
+    });
+  }
 
   // v2: the TaskRun's labels and Event are written while the build user is being provisioned
   // rather than before it, saving a workflow task per TaskRun.
   const v2 = patched(PATCH_FAST_STATIC_PATH);
-  chooseRequestIds(run);
+  if (!resumedOn) chooseRequestIds(run);
   pool.skipped ??= [];
+  let granted = resumedOn;
   for (;;) {
     // A pool always has another VM to offer: a build that failed on enough of them gets an answer.
     const failedVms = status.failedHosts.length;
     if (run.cloud?.pool && failedVms >= MAX_POOL_VMS_TRIED && patched(PATCH_POOL_TRIES_BOUNDED)) {
       return exhausted(run, labels, `it failed on ${failedVms} VMs of the pool`);
     }
-    pool.attempt++;
-    const answer = await takeSlot(run, {
-      summary: `Ask allocator/${input.platform} for a host (attempt ${pool.attempt})`,
-      waitingFor: `a ${input.platform} host`,
-      eventKey: `${pool.attempt}`,
-      labels: {},
-      excluded: [...status.failedHosts, ...pool.skipped],
-    });
-    if ('ended' in answer) {
-      return { served: 'nothing', reason: 'the TaskRun ended while waiting for a host' };
+    const resumed = granted !== undefined; // its allocation was noted by the earlier run
+    if (!granted) {
+      pool.attempt++;
+      const answer = await takeSlot(run, {
+        summary: `Ask allocator/${input.platform} for a host (attempt ${pool.attempt})`,
+        waitingFor: `a ${input.platform} host`,
+        eventKey: `${pool.attempt}`,
+        labels: {},
+        excluded: [...status.failedHosts, ...pool.skipped],
+      });
+      if ('ended' in answer) {
+        return { served: 'nothing', reason: 'the TaskRun ended while waiting for a host' };
+      }
+      if ('exhausted' in answer) return exhausted(run, labels, answer.exhausted);
+      granted = answer.granted;
+      metrics.allocationWait.record((Date.now() - waitingSince) / 1000, {
+        platform: input.platform,
+      });
     }
-    if ('exhausted' in answer) return exhausted(run, labels, answer.exhausted);
-
-    const host = answer.granted;
-    metrics.allocationWait.record((Date.now() - waitingSince) / 1000, { platform: input.platform });
+    const host = granted;
+    granted = undefined;
     status.host = host.name;
     run.publish('Provisioning');
     setCurrentDetails(
@@ -72,12 +85,13 @@ export async function serveFromHostSlots(
         }),
         event(run, 'Normal', 'HostAllocated', `Allocated host ${host.name} (${host.address})`),
       ]);
-    if (!v2) await noteAllocation();
+    if (!v2 && !resumed) await noteAllocation();
     if (!pool.touched.some((h) => h.name === host.name)) pool.touched.push(host);
 
     const result = await deliverTo(run, host, {
       summary: `Create a build user on ${host.name} (${host.address}) and deliver its Secret`,
-      alongside: v2 ? noteAllocation : undefined,
+      alongside: v2 && !resumed ? noteAllocation : undefined,
+      continueAsNew: () => continueTaskRun(run, { stage: 'delivering', host, labels }),
     });
     if ('delivered' in result) {
       await tellAllocator(() =>
@@ -91,6 +105,7 @@ export async function serveFromHostSlots(
     if ('ended' in result) {
       return { served: 'nothing', reason: 'the TaskRun ended while its build user was delivered' };
     }
+    if ('forbidden' in result) return answerForbidden(run, labels, result.forbidden);
     if ('final' in result) {
       return answerWithError(
         run,

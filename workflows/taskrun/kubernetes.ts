@@ -8,7 +8,7 @@ import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
 import { kube } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { untilDone } from '../retry.js';
+import { isNoLongerWanted, untilDone } from '../retry.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
@@ -18,9 +18,11 @@ type Metadata = Omit<TaskRunMetadataPatch, 'namespace' | 'name' | 'uid'>;
 export const PATCH_METADATA_BEST_EFFORT = 'taskrun-metadata-best-effort';
 
 export function taskRunKube(run: TaskRun) {
-  const waitedOut = <T>(what: string, call: () => Promise<T>): Promise<T> =>
+  // Serving stops waiting when the TaskRun ends; clean-up (deleteSecret) waits until done.
+  const waitedOut = <T>(what: string, call: () => Promise<T>, untilEnded = true): Promise<T> =>
     untilDone(call, {
       what,
+      ...(untilEnded ? { stillWanted: () => !run.ended() } : {}),
       report: ({ cause, waitMs, attempt }) => {
         metrics.waits.add(1, { platform: run.input.platform, dependency: 'kubernetes' });
         setCurrentDetails(
@@ -38,6 +40,7 @@ export function taskRunKube(run: TaskRun) {
       waitedOut('label the TaskRun', () =>
         kube.patchTaskRunMetadata({ ...run.ref, ...metadata }),
       ).catch((err: unknown) => {
+        if (isNoLongerWanted(err)) return undefined; // nobody looks at an ended TaskRun's labels
         if (blameOf(err) !== 'final' || !patched(PATCH_METADATA_BEST_EFFORT)) throw err;
         return note(
           run,
@@ -49,6 +52,7 @@ export function taskRunKube(run: TaskRun) {
       }),
     writeSecret: (data: Record<string, string>) =>
       waitedOut('write its Secret', () => kube.writeTaskRunSecret({ ...run.ref, data })),
-    deleteSecret: () => waitedOut('delete its Secret', () => kube.deleteTaskRunSecret(run.ref)),
+    deleteSecret: () =>
+      waitedOut('delete its Secret', () => kube.deleteTaskRunSecret(run.ref), false),
   };
 }

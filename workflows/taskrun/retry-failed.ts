@@ -60,6 +60,7 @@ export async function forgetFailure(run: TaskRun): Promise<void> {
   status.failedHosts = [];
   pool.skipped = [];
   pool.lastError = undefined;
+  pool.forbiddenTries = undefined;
   run.publish('Allocating');
   const k8s = taskRunKube(run);
   await Promise.all([

@@ -3,6 +3,7 @@
 // build to finish, clean up. Every path answers the build: served, or an `error` Secret.
 import {
   CancellationScope,
+  ContinueAsNew,
   condition,
   isCancellation,
   patched,
@@ -29,10 +30,18 @@ import type { TaskRunOutcome, TaskRunWorkflowInput } from '../../shared/types.js
 import { adoptEarlierRun } from './adopt.js';
 import { answerUnexpected, answerWithError, warnUnanswerable } from './answer.js';
 import { cleanUpTaskRun } from './clean-up.js';
+import {
+  chooseContinuing,
+  continueTaskRun,
+  historyFull,
+  takeOver,
+  type Stage,
+} from './continue.js';
 import { serveFromOwnVm } from './cloud-vm.js';
 import { serveFromHostSlots } from './host-slot.js';
 import { taskRunKube } from './kubernetes.js';
 import { forgetFailure, handleRetries, retryPending } from './retry-failed.js';
+import { isNoLongerWanted } from '../retry.js';
 import type { TaskRun } from './types.js';
 
 /** v2: the TaskRun's own input is checked before anything is allocated for it. */
@@ -50,6 +59,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     publish: (phase) => publish(status, phase),
     pool: { attempt: 0, touched: [] },
   };
+  const resumed = takeOver(run);
   setHandler(taskRunObserved, ({ state }) => {
     if (TASKRUN_STATE_ORDER.indexOf(state) > TASKRUN_STATE_ORDER.indexOf(status.observed)) {
       status.observed = state;
@@ -66,6 +76,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     run.pool.askAgain = true;
   });
   handleRetries(run);
+  chooseContinuing(run);
   const label = `TaskRun ${input.namespace}/${input.name}`;
 
   let outcome: TaskRunOutcome = {
@@ -73,7 +84,8 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     reason: 'the TaskRun ended before it was served',
   };
   try {
-    if (!run.ended()) outcome = await serveAnswering(run);
+    if (resumed?.stage === 'answered') outcome = resumed.outcome;
+    else if (!run.ended()) outcome = await serveAnswering(run, resumed);
     if (run.unanswerable) return outcome; // nothing was allocated, and no Secret can exist
     for (;;) {
       setCurrentDetails(
@@ -81,16 +93,18 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
           'waiting for it to complete or be deleted, then cleaning up.',
       );
       run.answered = true;
-      await condition(() => run.ended() || retryPending(run));
+      await condition(() => run.ended() || retryPending(run) || historyFull(run));
       run.answered = false;
       if (run.ended()) break;
+      if (!retryPending(run)) await continueTaskRun(run, { stage: 'answered', outcome });
       // Failed, and on-call fixed the cause and asked for a retry (retry-failed.ts).
       await forgetFailure(run);
       outcome = await serveAnswering(run);
     }
   } finally {
-    // Clean-up must happen even when the workflow itself is cancelled.
-    if (!run.unanswerable)
+    // Clean-up must happen even when the workflow itself is cancelled; a run that continued as
+    // new leaves it to the next.
+    if (!run.unanswerable && !run.continuing)
       await CancellationScope.nonCancellable(async () => {
         status.phase = 'CleaningUp';
         setCurrentDetails(`${label} ${describe(status.observed)}; cleaning up.`);
@@ -103,17 +117,24 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
 }
 
 /** Serves the TaskRun; a failure nothing else handled still answers the build. */
-async function serveAnswering(run: TaskRun): Promise<TaskRunOutcome> {
+async function serveAnswering(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
   try {
-    return await serve(run);
+    return await serve(run, resumed);
   } catch (err) {
+    if (err instanceof ContinueAsNew) throw err;
     if (isCancellation(err) || !patched(PATCH_ALWAYS_ANSWER)) throw err;
+    // A wait the TaskRun's end stopped: nobody is left to answer.
+    if (isNoLongerWanted(err) && run.ended()) {
+      return { served: 'nothing', reason: 'the TaskRun ended before it was served' };
+    }
     return answerUnexpected(run, err);
   }
 }
 
-async function serve(run: TaskRun): Promise<TaskRunOutcome> {
+async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
   const { input, status } = run;
+  // An earlier run was delivering to a granted host: this one carries on from there.
+  if (resumed?.stage === 'delivering') return serveFromHostSlots(run, resumed.labels, resumed.host);
   const check = checkTaskRunInput(input);
   if (!check.ok && patched(PATCH_CHECK_INPUT_FIRST)) {
     if (check.answerable) return answerWithError(run, check.reason, {});

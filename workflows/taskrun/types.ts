@@ -21,6 +21,8 @@ export interface PoolRun {
   lastError?: string;
   /** Cloud VMs launched for this TaskRun (dynamic platforms); each is terminated at clean-up. */
   vms?: string[];
+  /** Deliveries its namespace refused for a reason that may clear, so far (deliver.ts). */
+  forbiddenTries?: number;
   /** v2 request ids carry the workflow run: `<workflow id>#<run id>.<attempt>`. */
   runScoped?: boolean;
 }
@@ -40,4 +42,7 @@ export interface TaskRun {
   answered?: boolean;
   /** Retries asked for by hand (`hostflow retry taskrun`); `pending` until serving starts again. */
   retries?: { count: number; pending: boolean };
+  /** This run may continue as new (continue.ts); `continuing` once it does: no clean-up then. */
+  mayContinue?: boolean;
+  continuing?: boolean;
 }

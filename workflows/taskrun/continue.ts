@@ -1,0 +1,82 @@
+// A TaskRun workflow can wait for a long time: while a dependency it needs to deliver is down, or
+// for its build to end. It continues as new before its history reaches Temporal's limit, which
+// would otherwise end it with nothing cleaned up, carrying what it holds: the host granted, the
+// build users it made, the VMs it launched, its answer and its retries.
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  patched,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { CloudPlatform } from '../../platform-config/host-config.js';
+import type { TaskRunStatus } from '../../shared/messages.js';
+import type { Host, TaskRunOutcome, TaskRunWorkflow } from '../../shared/types.js';
+import type { PoolRun, TaskRun } from './types.js';
+
+/** v2: a TaskRun workflow continues as new before its history limit (see Carried). */
+export const PATCH_CONTINUE_AS_NEW = 'taskrun-continue-as-new';
+
+/** Events a run's history may reach before it continues as new, unless the input says. */
+const MAX_HISTORY = 5_000;
+/** A smaller limit is raised to this: a run must get somewhere before it continues again. */
+const MIN_HISTORY = 10;
+
+/** Where the next run picks up. */
+export type Stage =
+  /** Answered (served or failed): waiting for the TaskRun to end, then cleaning up. */
+  | { stage: 'answered'; outcome: TaskRunOutcome }
+  /** A host was granted and its build user is being delivered; a dependency is waited for. */
+  | { stage: 'delivering'; host: Host; labels: Record<string, string> };
+
+export type Carried = Stage & {
+  status: TaskRunStatus;
+  pool: PoolRun;
+  cloud?: CloudPlatform;
+  retries?: { count: number; pending: boolean };
+};
+
+/** Decides, once per run, whether it may continue as new (histories before v2 never do). */
+export function chooseContinuing(run: TaskRun): void {
+  run.mayContinue = patched(PATCH_CONTINUE_AS_NEW);
+}
+
+/** Whether this run's history is long enough to continue as new. Safe in a condition. */
+export function historyFull(run: TaskRun): boolean {
+  if (!run.mayContinue) return false;
+  const { continueAsNewSuggested, historyLength } = workflowInfo();
+  const limit = Math.max(run.input.maxHistory ?? MAX_HISTORY, MIN_HISTORY);
+  return continueAsNewSuggested || historyLength > limit;
+}
+
+/** Ends this run, handing what it holds to the next (the clean-up is the next run's). */
+export async function continueTaskRun(run: TaskRun, stage: Stage): Promise<never> {
+  await condition(allHandlersFinished);
+  run.continuing = true;
+  const input = { ...run.input };
+  delete input.carried; // the earlier run's: this one's replaces it
+  const carried: Carried = {
+    ...stage,
+    status: run.status,
+    pool: run.pool,
+    ...(run.cloud ? { cloud: run.cloud } : {}),
+    ...(run.retries ? { retries: run.retries } : {}),
+  };
+  return continueAsNew<TaskRunWorkflow>({ ...input, carried });
+}
+
+/**
+ * Takes over what the previous run carried (before any signal is handled); returns its stage,
+ * for the workflow to pick up from.
+ */
+export function takeOver(run: TaskRun): Stage | undefined {
+  const carried = run.input.carried as Carried | undefined;
+  if (!carried) return undefined;
+  Object.assign(run.status, carried.status);
+  run.pool = carried.pool;
+  run.cloud = carried.cloud;
+  run.retries = carried.retries;
+  return carried.stage === 'answered'
+    ? { stage: 'answered', outcome: carried.outcome }
+    : { stage: 'delivering', host: carried.host, labels: carried.labels };
+}
