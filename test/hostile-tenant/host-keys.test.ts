@@ -139,7 +139,13 @@ describe('a static host whose key host-config gives', () => {
     const [h1, h2] = pool.hosts;
     await pool.scope.setHostConfig(
       pool.hostEntries([
-        { host: 0, name: 'pinned-m', serves: 'machines', hostKey: h2!.hostPublicKey },
+        {
+          host: 0,
+          name: 'pinned-m',
+          concurrency: 1,
+          serves: 'machines',
+          hostKey: h2!.hostPublicKey,
+        },
       ]),
     );
     await machines.bootstrapSecret(

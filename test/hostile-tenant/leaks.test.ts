@@ -50,7 +50,9 @@ describe('a hostile tenant against the smaller leaks', () => {
 
   beforeAll(async () => {
     pool = await createStaticPool('leaks', 1);
-    await pool.scope.setHostConfig(pool.hostEntries([{ host: 0, concurrency: 1 }]));
+    await pool.scope.setHostConfig(
+      pool.hostEntries([{ host: 0, concurrency: 1, serves: 'machines' }]),
+    );
     machines = new Machines(pool.scope);
   }, 120_000);
 
@@ -230,11 +232,13 @@ describe('a Node Lock on the local cluster as npm start builds it', () => {
     // kubectl uncordon --dry-run=server, and kubectl delete node --dry-run=server.
     const uncordon = { spec: { unschedulable: false } };
     const refused = /^403: .*nodes worker-1 is locked by Lock cluster-locks\/worker-1/;
-    expect(
-      await apiAnswer(
-        kubectl.patchNode({ name: 'worker-1', body: uncordon, dryRun: 'All' }, mergePatch),
-      ),
-    ).toMatch(refused);
+    const tryUncordon = () =>
+      apiAnswer(kubectl.patchNode({ name: 'worker-1', body: uncordon, dryRun: 'All' }, mergePatch));
+    // A policy binding made a moment ago reaches the API server's admission a little later.
+    await waitFor('the uncordon to be refused', async () =>
+      refused.test(await tryUncordon()) ? true : undefined,
+    ).catch(() => undefined);
+    expect(await tryUncordon()).toMatch(refused);
     expect(await apiAnswer(kubectl.deleteNode({ name: 'worker-1', dryRun: 'All' }))).toMatch(
       refused,
     );
