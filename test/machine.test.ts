@@ -545,6 +545,7 @@ describe('a Machine on a static host', () => {
     await machines.delete('s2');
     await machines.gone('s2');
     expect(await secretStatus('shared-bootstrap')).toBe(200);
+    await undrainAfterMachines(2);
   }, 150_000);
 
   it('a failed Machine has its HostflowMachine deleted when it failed before any infrastructure was made', async () => {
