@@ -41,22 +41,28 @@ export class Machines {
       annotations?: Record<string, string>;
       spec?: Partial<MachineSpec>;
       nodeStartupTimeout?: string;
+      /** An existing HostflowMachine to name instead of making one of the Machine's name. */
+      infrastructure?: string;
     },
   ): Promise<void> {
     const { custom } = this.scope.kube;
-    await custom.createNamespacedCustomObject({
-      ...HOSTFLOW_MACHINE_API,
-      namespace: this.ns,
-      body: {
-        apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
-        kind: 'HostflowMachine',
-        metadata: { name },
-        spec: {
-          platform: options.platform,
-          ...(options.nodeStartupTimeout ? { nodeStartupTimeout: options.nodeStartupTimeout } : {}),
+    if (!options.infrastructure) {
+      await custom.createNamespacedCustomObject({
+        ...HOSTFLOW_MACHINE_API,
+        namespace: this.ns,
+        body: {
+          apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
+          kind: 'HostflowMachine',
+          metadata: { name },
+          spec: {
+            platform: options.platform,
+            ...(options.nodeStartupTimeout
+              ? { nodeStartupTimeout: options.nodeStartupTimeout }
+              : {}),
+          },
         },
-      },
-    });
+      });
+    }
     await custom.createNamespacedCustomObject({
       ...MACHINE_API,
       namespace: this.ns,
@@ -70,7 +76,7 @@ export class Machines {
           infrastructureRef: {
             apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
             kind: 'HostflowMachine',
-            name,
+            name: options.infrastructure ?? name,
           },
           version: 'v1.34.1',
           ...options.spec,
