@@ -554,8 +554,12 @@ describe('a Machine on a static host', () => {
     const failed = await machines.phase('f1', 'Failed');
     expect(failed.spec.providerID).toBeUndefined();
     expect(await infraStatus('f1')).toBe(200);
+    // hostflow deletes it before it lets the Machine go, as Cluster API does; Kubernetes' garbage
+    // collector (the Machine is its owner) would only do so after the Machine is gone.
+    const deletions = await machines.recordDeletions('f1');
     await machines.delete('f1');
     await machines.gone('f1');
+    expect(await deletions.upTo(2)).toEqual(['HostflowMachine', 'Machine']);
     expect(await infraStatus('f1')).toBe(404);
     expect(await secretStatus('f1-bootstrap')).toBe(200); // a person's: left
   }, 60_000);

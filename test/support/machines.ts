@@ -205,6 +205,40 @@ export class Machines {
     };
   }
 
+  /**
+   * Records the deletions of the Machine `name` and of the HostflowMachine `name`; `upTo(count)`
+   * waits for `count` of them and returns their kinds in the order the API server deleted them
+   * (by the resourceVersion of each deletion, which etcd orders), whichever watch told first.
+   */
+  async recordDeletions(name: string): Promise<{ upTo(count: number): Promise<string[]> }> {
+    const deleted: Array<{ kind: string; version: number }> = [];
+    const ended: unknown[] = [];
+    for (const [kind, api, plural] of [
+      ['Machine', MACHINE_API, 'machines'],
+      ['HostflowMachine', HOSTFLOW_MACHINE_API, 'hostflowmachines'],
+    ] as const) {
+      const request = await new Watch(this.scope.kube.kc).watch(
+        `/apis/${api.group}/${api.version}/namespaces/${this.ns}/${plural}`,
+        { fieldSelector: `metadata.name=${name}` },
+        (type, obj: { metadata: { resourceVersion: string } }) => {
+          if (type === 'DELETED')
+            deleted.push({ kind, version: Number(obj.metadata.resourceVersion) });
+        },
+        (err: unknown) => ended.push(err ?? `the watch of ${kind} ${name} ended`),
+      );
+      this.watches.push(() => request.abort());
+    }
+    return {
+      upTo: (count) =>
+        waitFor(`${count} deletions of Machine/HostflowMachine ${name}`, () => {
+          if (deleted.length >= count)
+            return [...deleted].sort((a, b) => a.version - b.version).map((d) => d.kind);
+          if (ended.length) throw new Error(String(ended[0]));
+          return undefined;
+        }),
+    };
+  }
+
   /** The reasons of this Machine's Events, oldest first. */
   /**
    * Waits until the Machine's Events include every one of `reasons`, and returns them all. An
