@@ -566,11 +566,72 @@ describe('a Machine on a static host', () => {
     const failed = await machines.phase('f1', 'Failed');
     expect(failed.spec.providerID).toBeUndefined();
     expect(await infraStatus('f1')).toBe(200);
+    // hostflow deletes it before it lets the Machine go, as Cluster API does; Kubernetes' garbage
+    // collector (the Machine is its owner) would only do so after the Machine is gone.
+    const deletions = await machines.recordDeletions('f1');
     await machines.delete('f1');
     await machines.gone('f1');
+    expect(await deletions.upTo(2)).toEqual(['HostflowMachine', 'Machine']);
     expect(await infraStatus('f1')).toBe(404);
     expect(await secretStatus('f1-bootstrap')).toBe(200); // a person's: left
   }, 60_000);
+
+  const readInfra = async (name: string) =>
+    (await pool.scope.kube.custom.getNamespacedCustomObject({
+      ...HOSTFLOW_MACHINE_API,
+      namespace: ns(),
+      name,
+    })) as {
+      metadata: { ownerReferences?: Array<{ kind: string; name: string; uid: string }> };
+      status?: unknown;
+    };
+
+  it("a hostile tenant cannot take another Machine's HostflowMachine, nor have it deleted", async () => {
+    await machines.bootstrapSecret('o1-bootstrap', joiner.script());
+    await machines.create('o1', { platform: pool.platform });
+    const o1 = await machines.phase('o1', 'Running');
+    const before = await readInfra('o1');
+    expect(before.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Machine', name: 'o1', uid: o1.metadata.uid }),
+    ]);
+
+    // A second Machine naming o1's HostflowMachine: refused before it takes a host.
+    await machines.bootstrapSecret('o2-bootstrap', joiner.script());
+    await machines.create('o2', { platform: pool.platform, infrastructure: 'o1' });
+    const o2 = await machines.until('o2', 'to fail or take a host', (m) =>
+      ['Failed', 'Provisioning', 'Provisioned', 'Running'].includes(m.status?.phase ?? ''),
+    );
+    expect(o2.status?.phase).toBe('Failed');
+    expect(o2.status?.failureReason).toBe('InvalidConfiguration');
+    expect(o2.status?.failureMessage).toMatch(
+      /^HostflowMachine \S+\/o1 is the infrastructure of Machine o1: give this Machine a HostflowMachine of its own/,
+    );
+    expect((await pool.allocator()).inUse).toBe(1); // o1's host only
+    const after = await readInfra('o1');
+    expect(after.metadata.ownerReferences).toEqual(before.metadata.ownerReferences);
+    expect(after.status).toEqual(before.status);
+
+    // Deleting o2 leaves o1's HostflowMachine, and says so.
+    await machines.delete('o2');
+    await machines.gone('o2');
+    expect(await infraStatus('o1')).toBe(200);
+    await machines.eventsInclude('o2', 'NotOwned');
+    const events = await core().listNamespacedEvent({
+      namespace: ns(),
+      fieldSelector: 'involvedObject.name=o2,reason=NotOwned',
+    });
+    expect(events.items.map((e) => e.message)).toContainEqual(
+      expect.stringMatching(
+        /^HostflowMachine \S+\/o1 was left alone: it is not this Machine's infrastructure/,
+      ),
+    );
+    expect((await machines.get('o1'))?.status?.phase).toBe('Running');
+
+    await machines.delete('o1');
+    await machines.gone('o1');
+    expect(await infraStatus('o1')).toBe(404);
+    await undrainAfterMachines(1);
+  }, 120_000);
 
   // Last: it deletes the file's namespace, the one the bridge watches.
   it('goes with its namespace: its host given back, its Node deleted, the namespace gone within a minute', async () => {

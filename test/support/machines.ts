@@ -41,22 +41,28 @@ export class Machines {
       annotations?: Record<string, string>;
       spec?: Partial<MachineSpec>;
       nodeStartupTimeout?: string;
+      /** An existing HostflowMachine to name instead of making one of the Machine's name. */
+      infrastructure?: string;
     },
   ): Promise<void> {
     const { custom } = this.scope.kube;
-    await custom.createNamespacedCustomObject({
-      ...HOSTFLOW_MACHINE_API,
-      namespace: this.ns,
-      body: {
-        apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
-        kind: 'HostflowMachine',
-        metadata: { name },
-        spec: {
-          platform: options.platform,
-          ...(options.nodeStartupTimeout ? { nodeStartupTimeout: options.nodeStartupTimeout } : {}),
+    if (!options.infrastructure) {
+      await custom.createNamespacedCustomObject({
+        ...HOSTFLOW_MACHINE_API,
+        namespace: this.ns,
+        body: {
+          apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
+          kind: 'HostflowMachine',
+          metadata: { name },
+          spec: {
+            platform: options.platform,
+            ...(options.nodeStartupTimeout
+              ? { nodeStartupTimeout: options.nodeStartupTimeout }
+              : {}),
+          },
         },
-      },
-    });
+      });
+    }
     await custom.createNamespacedCustomObject({
       ...MACHINE_API,
       namespace: this.ns,
@@ -70,7 +76,7 @@ export class Machines {
           infrastructureRef: {
             apiVersion: `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`,
             kind: 'HostflowMachine',
-            name,
+            name: options.infrastructure ?? name,
           },
           version: 'v1.34.1',
           ...options.spec,
@@ -194,6 +200,40 @@ export class Machines {
         waitFor(`Machine ${name}'s watch to show ${phase} (it showed ${seen.join(', ')})`, () => {
           if (seen.includes(phase)) return [...seen];
           if (ended) throw new Error(`the watch of Machine ${name} ended: ${String(ended)}`);
+          return undefined;
+        }),
+    };
+  }
+
+  /**
+   * Records the deletions of the Machine `name` and of the HostflowMachine `name`; `upTo(count)`
+   * waits for `count` of them and returns their kinds in the order the API server deleted them
+   * (by the resourceVersion of each deletion, which etcd orders), whichever watch told first.
+   */
+  async recordDeletions(name: string): Promise<{ upTo(count: number): Promise<string[]> }> {
+    const deleted: Array<{ kind: string; version: number }> = [];
+    const ended: unknown[] = [];
+    for (const [kind, api, plural] of [
+      ['Machine', MACHINE_API, 'machines'],
+      ['HostflowMachine', HOSTFLOW_MACHINE_API, 'hostflowmachines'],
+    ] as const) {
+      const request = await new Watch(this.scope.kube.kc).watch(
+        `/apis/${api.group}/${api.version}/namespaces/${this.ns}/${plural}`,
+        { fieldSelector: `metadata.name=${name}` },
+        (type, obj: { metadata: { resourceVersion: string } }) => {
+          if (type === 'DELETED')
+            deleted.push({ kind, version: Number(obj.metadata.resourceVersion) });
+        },
+        (err: unknown) => ended.push(err ?? `the watch of ${kind} ${name} ended`),
+      );
+      this.watches.push(() => request.abort());
+    }
+    return {
+      upTo: (count) =>
+        waitFor(`${count} deletions of Machine/HostflowMachine ${name}`, () => {
+          if (deleted.length >= count)
+            return [...deleted].sort((a, b) => a.version - b.version).map((d) => d.kind);
+          if (ended.length) throw new Error(String(ended[0]));
           return undefined;
         }),
     };
