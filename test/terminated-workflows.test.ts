@@ -130,6 +130,7 @@ describe('a served TaskRun whose workflow is terminated', () => {
 
   it('is cleaned up by the sweep and garbage collection when its TaskRun is deleted too', async () => {
     const { scope } = pool;
+    await untilGarbageCollectorKnowsTaskRuns();
     const tr = await scope.taskRuns.create({
       name: 'terminated-and-deleted',
       platform: pool.platform,
@@ -168,6 +169,34 @@ describe('a served TaskRun whose workflow is terminated', () => {
     expect(events.items.some((e) => e.reason === 'OrphanSecretCollected')).toBe(true);
   });
 });
+
+/**
+ * Kubernetes' garbage collector learns a CRD made after it started on its next discovery (up to
+ * 30 s). Until then an orphan-deleted TaskRun keeps its `orphan` finalizer and stays, and the
+ * bridge, seeing it, runs its workflow again: the clean-up under test would never be needed. A
+ * probe TaskRun (served locally, no host) deleted the same way shows when it knows them.
+ */
+async function untilGarbageCollectorKnowsTaskRuns(): Promise<void> {
+  const { scope } = pool;
+  const probe = await scope.taskRuns.create({ name: 'gc-probe', platform: 'local' });
+  await scope.kube.custom.deleteNamespacedCustomObject({
+    ...TASKRUN_API,
+    namespace: scope.namespace,
+    name: probe.name,
+    propagationPolicy: 'Orphan',
+  });
+  await waitFor(
+    'the garbage collector to finish an orphan deletion of a TaskRun',
+    () =>
+      scope.kube.custom
+        .getNamespacedCustomObject({ ...TASKRUN_API, namespace: scope.namespace, name: probe.name })
+        .then(
+          () => undefined,
+          (err: unknown) => (statusCode(err) === 404 ? true : Promise.reject(err)),
+        ),
+    { timeoutMs: 60_000 },
+  );
+}
 
 describe('a waiting TaskRun whose workflow is terminated', () => {
   it('is served by the new run once a slot frees', async () => {
