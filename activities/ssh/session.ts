@@ -48,7 +48,11 @@ export interface SshOptions {
   signal?: AbortSignal;
 }
 
-const READY_TIMEOUT_MS = 10_000;
+/**
+ * Connect + handshake + login. 10 s was hit by a healthy host on a loaded 2-core worker (a CI run);
+ * a host that does not answer at all still fails at once (refused) or at this bound.
+ */
+const READY_TIMEOUT_MS = 20_000;
 const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 /** Output kept per stream: enough for any diagnostic, bounded against a runaway command. */
 const MAX_OUTPUT = 1 << 20;
