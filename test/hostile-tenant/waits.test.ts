@@ -48,7 +48,7 @@ async function otpRecords(): Promise<number> {
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   const list = await pool.scope.kube.core.listNamespacedSecret({
-    namespace: pool.scope.engineNamespace,
+    namespace: pool.scope.otpNamespace,
     labelSelector: selector,
   });
   return list.items.length;
