@@ -197,12 +197,22 @@ describe('the example overlay', () => {
     expect(bindingPlaces.sort()).toEqual([
       `hostflow-bridge in ${ENGINE_NAMESPACE}`,
       `hostflow-otp in ${otpNamespace}`,
+      `hostflow-worker in ${ENGINE_NAMESPACE}`,
     ]);
 
     // The worker: Secrets by name only, never listed or watched anywhere (garbage collection
-    // reads Temporal's records instead); and no Role of its own in the engine namespace.
+    // reads Temporal's records instead); in the engine namespace, only the host keys it records
+    // (ConfigMap hostflow-host-keys: made once, then read and updated by name).
     const worker = rulesOf('hostflow-worker');
-    expect(worker.namespaced).toEqual([]);
+    expect(worker.namespaced).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['create'] },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['hostflow-host-keys'],
+        verbs: ['get', 'update'],
+      },
+    ]);
     const secretVerbs = worker.cluster
       .filter((r) => r.apiGroups!.includes('') && r.resources!.includes('secrets'))
       .flatMap((r) => r.verbs);

@@ -13,10 +13,13 @@ import {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { LOCAL_ADMIN_USER } from '../local-stack/kube-apiserver.js';
+import { installLockPolicy } from '../local-stack/lock-policy.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
+import { LOCK_API, LOCK_MANAGED_BY } from '../shared/lock-api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { kubectl, manifestFile, renderManifests, type Manifest } from './support/manifests.js';
@@ -62,6 +65,39 @@ function rbacFor(objects: Manifest[], scope: TestScope): Manifest[] {
     });
 }
 
+/**
+ * The Lock policies name the engine's identity (the overlay sets the worker's ServiceAccount);
+ * this API server's were installed for the tests' admin. The worker's account is added, and the
+ * test waits until admission lets it write a Lock marked as the engine's (a dry run as it).
+ */
+async function exemptWorkerFromItsLocks(scope: TestScope): Promise<void> {
+  const account = `system:serviceaccount:${scope.engineNamespace}:hostflow-worker`;
+  await installLockPolicy(scope.kube.kc, [LOCAL_ADMIN_USER, account]);
+  const worker = new KubeConfig();
+  worker.loadFromFile(kubeconfigs.worker!);
+  const custom = worker.makeApiClient(CustomObjectsApi);
+  const marked = {
+    ...LOCK_API,
+    namespace: scope.engineNamespace,
+    dryRun: 'All',
+    body: {
+      apiVersion: `${LOCK_API.group}/${LOCK_API.version}`,
+      kind: 'Lock',
+      metadata: {
+        name: `probe-${uniqueSuffix()}`,
+        labels: { [LOCK_MANAGED_BY.key]: LOCK_MANAGED_BY.value },
+      },
+      spec: { owner: 'probe', reason: 'the test checks the engine may mark its Locks' },
+    },
+  };
+  await waitFor('admission to let the worker mark a Lock as the engine', () =>
+    custom.createNamespacedCustomObject(marked).then(
+      () => true,
+      () => undefined,
+    ),
+  );
+}
+
 beforeAll(async () => {
   const objects = await renderManifests('deploy/overlays/example');
   const [workerHealth, bridgeHealth] = await Promise.all([freePort(), freePort()]);
@@ -78,6 +114,7 @@ beforeAll(async () => {
         serviceAccountKubeconfig(scope.kube.kc, scope.engineNamespace, `hostflow-${component}`);
       for (const component of ['worker', 'bridge', 'otp'])
         kubeconfigs[component] = await kubeconfigOf(component);
+      await exemptWorkerFromItsLocks(scope);
       return { worker: kubeconfigs.worker!, bridge: kubeconfigs.bridge!, otp: kubeconfigs.otp! };
     },
   });
