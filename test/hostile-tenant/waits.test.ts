@@ -12,6 +12,7 @@ import { WORKFLOW_ID, secretNameFor } from '../../platform-config/contract.js';
 import { statusCode } from '../../shared/kube-errors.js';
 import { taskRunStatus } from '../../shared/messages.js';
 import { OTP_LABEL } from '../../otp-server/store.js';
+import { refuse } from '../support/refusals.js';
 import { createStaticPool, type StaticPool } from '../support/static-pool.js';
 
 let pool: StaticPool;
@@ -54,14 +55,18 @@ async function otpRecords(): Promise<number> {
   return list.items.length;
 }
 
-/** Whether the API server would now admit a Secret like the build's (with an `otp` key). */
+/** A dry-run create of a Secret like the build's (with an `otp` key). */
+const probeSecret = () =>
+  pool.scope.kube.core.createNamespacedSecret({
+    namespace: tenant(),
+    dryRun: 'All',
+    body: { metadata: { name: 'probe' }, stringData: { otp: 'x' } },
+  });
+
+/** Whether the API server would now admit a Secret like the build's: the refusal if not. */
 async function refusal(): Promise<string | undefined> {
   try {
-    await pool.scope.kube.core.createNamespacedSecret({
-      namespace: tenant(),
-      dryRun: 'All',
-      body: { metadata: { name: 'probe' }, stringData: { otp: 'x' } },
-    });
+    await probeSecret();
     return undefined;
   } catch (err) {
     if (statusCode(err) !== 403) throw err;
@@ -159,44 +164,19 @@ describe('a hostile tenant whose namespace refuses the build Secret', () => {
   it('an admission policy denying it: an error Secret at once, with nothing held or made', async () => {
     const { scope, hosts } = pool;
     const before = await otpRecords();
-    const name = `deny-otp-${tenant()}`;
-    await admission.createValidatingAdmissionPolicy({
-      body: {
-        metadata: { name },
-        spec: {
-          failurePolicy: 'Fail',
-          matchConstraints: {
-            resourceRules: [
-              {
-                apiGroups: [''],
-                apiVersions: ['v1'],
-                operations: ['CREATE', 'UPDATE'],
-                resources: ['secrets'],
-              },
-            ],
-          },
-          validations: [
-            {
-              expression: "!has(object.data) || !('otp' in object.data)",
-              message: 'this namespace takes no one-time passwords',
-              reason: 'Forbidden',
-            },
-          ],
-        },
+    const lift = await refuse(
+      scope.kube.kc,
+      {
+        apiGroup: '',
+        resource: 'secrets',
+        operations: ['CREATE', 'UPDATE'],
+        namespace: tenant(),
+        picks: "has(object.data) && 'otp' in object.data",
+        reason: 'Forbidden',
+        message: 'this namespace takes no one-time passwords',
       },
-    });
-    await admission.createValidatingAdmissionPolicyBinding({
-      body: {
-        metadata: { name },
-        spec: {
-          policyName: name,
-          validationActions: ['Deny'],
-          matchResources: {
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': tenant() } },
-          },
-        },
-      },
-    });
+      probeSecret,
+    );
     try {
       expect(await refused()).toMatch(/one-time passwords/);
       const tr = await scope.taskRuns.create({ name: 'denied', platform: pool.platform });
@@ -211,8 +191,7 @@ describe('a hostile tenant whose namespace refuses the build Secret', () => {
       await scope.taskRuns.complete(tr.name);
       await scope.taskRuns.waitForSecretGone(tr.name);
     } finally {
-      await admission.deleteValidatingAdmissionPolicyBinding({ name });
-      await admission.deleteValidatingAdmissionPolicy({ name });
+      await lift();
       await admitted();
     }
   });

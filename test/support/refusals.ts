@@ -12,8 +12,9 @@ export interface Refusal {
   operations: Array<'CREATE' | 'UPDATE' | 'DELETE'>;
   /** In this namespace only. */
   namespace: string;
-  /** Object names refused. */
-  names: string[];
+  /** Object names refused; or `picks`, a CEL expression over `object` naming those refused. */
+  names?: string[];
+  picks?: string;
   reason: 'Invalid' | 'Forbidden';
   message: string;
 }
@@ -29,7 +30,8 @@ export async function refuse(
 ): Promise<() => Promise<void>> {
   const api = kc.makeApiClient(AdmissionregistrationV1Api);
   const name = `hostflow-test-refusal-${uniqueSuffix()}`;
-  const names = refusal.names.map((n) => `'${n}'`).join(', ');
+  const names = (refusal.names ?? []).map((n) => `'${n}'`).join(', ');
+  const picked = refusal.picks ?? `object.metadata.name in [${names}]`;
   await api.createValidatingAdmissionPolicy({
     body: {
       metadata: { name },
@@ -47,7 +49,7 @@ export async function refuse(
         },
         validations: [
           {
-            expression: `!(object.metadata.name in [${names}])`,
+            expression: `!(${picked})`,
             message: refusal.message,
             reason: refusal.reason,
           },
