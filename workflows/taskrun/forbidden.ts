@@ -3,13 +3,13 @@
 // for it. The host's slot goes back and any build user made for it goes at once; the build gets
 // an `error` Secret when the namespace takes that one, and otherwise a Warning Event on the
 // TaskRun says why (a Secret that cannot be written cannot carry the answer).
-import { getExternalWorkflowHandle, log } from '@temporalio/workflow';
-import { LABELS, WORKFLOW_ID, secretNameFor } from '../../platform-config/contract.js';
+import { log } from '@temporalio/workflow';
+import { LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { releaseSlot } from '../../shared/messages.js';
 import type { Host, TaskRunOutcome } from '../../shared/types.js';
 import { boundedCleanup } from '../activities.js';
 import { answerWithError, warnUnanswerable } from './answer.js';
+import { giveBackSlot } from './slot.js';
 import type { TaskRun } from './types.js';
 
 export async function answerForbidden(
@@ -48,7 +48,7 @@ export async function answerForbidden(
  * clean-up) and gives the slot back, so a refused build holds nothing while its TaskRun lives.
  */
 async function giveBackHold(run: TaskRun): Promise<void> {
-  const { pool, ref, input } = run;
+  const { pool, ref } = run;
   const kept: Host[] = [];
   await Promise.all(
     pool.touched.map(async (host) => {
@@ -63,11 +63,5 @@ async function giveBackHold(run: TaskRun): Promise<void> {
     }),
   );
   pool.touched = kept;
-  if (pool.requestId) {
-    const requestId = pool.requestId;
-    pool.requestId = undefined;
-    await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
-      .signal(releaseSlot, { requestId })
-      .catch(() => undefined); // no allocator, no slot
-  }
+  await giveBackSlot(run);
 }

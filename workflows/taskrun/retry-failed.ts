@@ -3,11 +3,12 @@
 // failed on is forgotten (a fixed host may serve it now), and it goes back to asking for a host.
 // Only a run waiting for its TaskRun to end after an error answer takes a retry; the validator
 // refuses everything else with the reason, so on-call hears it at once and history stays clean.
-import { getExternalWorkflowHandle, patched, setHandler } from '@temporalio/workflow';
-import { ANNOTATIONS, WORKFLOW_ID } from '../../platform-config/contract.js';
-import { releaseSlot, retryTaskRun, type TaskRunRetryOutcome } from '../../shared/messages.js';
+import { patched, setHandler } from '@temporalio/workflow';
+import { ANNOTATIONS } from '../../platform-config/contract.js';
+import { retryTaskRun, type TaskRunRetryOutcome } from '../../shared/messages.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
+import { giveBackSlot } from './slot.js';
 import type { TaskRun } from './types.js';
 
 /** v2: a Failed TaskRun that still runs can be served again by hand. */
@@ -44,17 +45,11 @@ export function retryPending(run: TaskRun): boolean {
  * Build users it may have left stay listed in `touched`, so clean-up still removes them.
  */
 export async function forgetFailure(run: TaskRun): Promise<void> {
-  const { input, status, pool } = run;
+  const { status, pool } = run;
   const retries = run.retries!;
   retries.pending = false;
   const previous = status.error ?? 'unknown';
-  if (pool.requestId) {
-    const requestId = pool.requestId;
-    pool.requestId = undefined;
-    await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
-      .signal(releaseSlot, { requestId })
-      .catch(() => undefined); // no allocator, no slot
-  }
+  await giveBackSlot(run);
   status.error = undefined;
   status.host = undefined;
   status.failedHosts = [];

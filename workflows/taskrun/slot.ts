@@ -2,8 +2,15 @@
 // is taken, wait in line (label, Event, details) until the allocator grants one, says none will
 // ever come, or the TaskRun ends. An allocator that was lost and rebuilt itself asks its waiters
 // to ask again, so nobody waits on an allocator that no longer exists.
-import { condition, patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
-import { LABELS, platformLabel } from '../../platform-config/contract.js';
+import {
+  condition,
+  getExternalWorkflowHandle,
+  patched,
+  setCurrentDetails,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { LABELS, WORKFLOW_ID, platformLabel } from '../../platform-config/contract.js';
+import { releaseSlot } from '../../shared/messages.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import type { Host } from '../../shared/types.js';
 import { allocator } from '../activities.js';
@@ -96,4 +103,15 @@ export async function takeSlot(run: TaskRun, wanted: SlotWanted): Promise<SlotAn
     if (answer.status === 'granted') return { granted: answer.host };
     if (answer.status === 'exhausted') return { exhausted: answer.reason };
   }
+}
+
+/** Gives back the slot this run holds, if any, and forgets it (no allocator: no slot held). */
+export async function giveBackSlot(run: TaskRun): Promise<void> {
+  const { input, pool } = run;
+  if (!pool.requestId) return;
+  const requestId = pool.requestId;
+  pool.requestId = undefined;
+  await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
+    .signal(releaseSlot, { requestId })
+    .catch(() => undefined);
 }
