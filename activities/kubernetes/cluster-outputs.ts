@@ -5,8 +5,9 @@
 // in the namespace with that label, so an upgrade strands nothing and a second Provisioning
 // naming the same cluster can claim nothing.
 import type { CustomObjectsApi, V1ObjectMeta } from '@kubernetes/client-node';
+import { ApplicationFailure } from '@temporalio/common';
 import { CLUSTER_LABEL, PROVISIONING_API } from '../../shared/bpa-api.js';
-import { markedFor, markedForAnyone, type Owner } from '../../shared/ownership.js';
+import { markedFor, markedForAnyone, ownershipMark, type Owner } from '../../shared/ownership.js';
 import { rethrowKube } from './errors.js';
 import type { ProvisioningRef } from './provisionings.js';
 
@@ -39,4 +40,23 @@ export function clusterOutputCheck(
       rethrowKube(`list the Provisionings of cluster ${cluster} in ${ref.namespace}`, err);
     }
   };
+}
+
+/** An output's metadata as the engine writes it: the cluster label and its Provisioning's mark. */
+export function clusterOutputMetadata(ref: ProvisioningRef, cluster: string, name: string) {
+  const mark = ownershipMark(provisioningOwner(ref));
+  return {
+    name,
+    labels: { ...mark.labels, [CLUSTER_LABEL]: cluster },
+    annotations: mark.annotations,
+  };
+}
+
+/** The step's failure when an output of that name is another's: `what` it is, and what was not done. */
+export function clusterOutputNotOurs(what: string, notDone: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `${what} is not this Provisioning's (another Provisioning or a person made it), so ${notDone}: ` +
+      `give the cluster a label no other Provisioning here uses, or delete ${what}`,
+    'ClusterOutputNotOwned',
+  );
 }

@@ -7,9 +7,13 @@ import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-n
 import { ApplicationFailure } from '@temporalio/common';
 import { stringify } from 'yaml';
 import { parseSecretYaml } from '../../shared/secret-yaml.js';
-import { CLUSTER_LABEL, kubeconfigSecretName } from '../../shared/bpa-api.js';
-import { ownershipMark } from '../../shared/ownership.js';
-import { clusterOutputCheck, provisioningOwner } from './cluster-outputs.js';
+import { kubeconfigSecretName } from '../../shared/bpa-api.js';
+import {
+  clusterOutputCheck,
+  clusterOutputMetadata,
+  clusterOutputNotOurs,
+  provisioningOwner,
+} from './cluster-outputs.js';
 import { createOrReplaceIfOurs } from './owned-objects.js';
 import type { ProvisioningRef } from './provisionings.js';
 
@@ -33,13 +37,8 @@ export function createKubeconfigStore(core: CoreV1Api, custom: CustomObjectsApi)
     }
     const { namespace } = input;
     const name = kubeconfigSecretName(input.cluster);
-    const mark = ownershipMark(provisioningOwner(input.owner));
     const body: V1Secret = {
-      metadata: {
-        name,
-        labels: { ...mark.labels, [CLUSTER_LABEL]: input.cluster },
-        annotations: mark.annotations,
-      },
+      metadata: clusterOutputMetadata(input.owner, input.cluster, name),
       type: 'Opaque',
       stringData: { [KUBECONFIG_KEY]: stringify(config) },
     };
@@ -56,12 +55,7 @@ export function createKubeconfigStore(core: CoreV1Api, custom: CustomObjectsApi)
       { isOurs: clusterOutputCheck(custom, input.owner, input.cluster) },
     );
     if (written === 'not-ours') {
-      throw ApplicationFailure.nonRetryable(
-        `Secret ${namespace}/${name} is not this Provisioning's (another Provisioning or a ` +
-          `person made it), so the kubeconfig was not stored: give the cluster a label no other ` +
-          'Provisioning here uses, or delete that Secret',
-        'ClusterOutputNotOwned',
-      );
+      throw clusterOutputNotOurs(`Secret ${namespace}/${name}`, 'the kubeconfig was not stored');
     }
     return name;
   };

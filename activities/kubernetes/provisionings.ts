@@ -8,15 +8,13 @@ import {
   type CustomObjectsApi,
 } from '@kubernetes/client-node';
 import {
-  CLUSTER_LABEL,
   INSTALLER_KEY_FINALIZER,
   installerKeySecretName,
   kubeconfigSecretName,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
 } from '../../shared/bpa-api.js';
-import { ownershipMark } from '../../shared/ownership.js';
-import { clusterOutputCheck, provisioningOwner } from './cluster-outputs.js';
+import { clusterOutputCheck, clusterOutputMetadata, provisioningOwner } from './cluster-outputs.js';
 import { setSecretFinalizer } from './custom-finalizer.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './events.js';
@@ -149,13 +147,8 @@ export function createProvisioningActivities({
     }): Promise<'written' | 'not-ours'> {
       const name = `${input.cluster}-configmap`;
       const { namespace } = input;
-      const mark = ownershipMark(provisioningOwner(input.owner));
       const body = {
-        metadata: {
-          name,
-          labels: { ...mark.labels, [CLUSTER_LABEL]: input.cluster },
-          annotations: mark.annotations,
-        },
+        metadata: clusterOutputMetadata(input.owner, input.cluster, name),
         data: input.data,
       };
       return createOrReplaceIfOurs(

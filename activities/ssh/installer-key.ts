@@ -5,13 +5,13 @@
 // cluster. The private key never leaves the worker.
 import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
+import { INSTALLER_KEY_FINALIZER, installerKeySecretName } from '../../shared/bpa-api.js';
 import {
-  CLUSTER_LABEL,
-  INSTALLER_KEY_FINALIZER,
-  installerKeySecretName,
-} from '../../shared/bpa-api.js';
-import { ownershipMark } from '../../shared/ownership.js';
-import { clusterOutputCheck, provisioningOwner } from '../kubernetes/cluster-outputs.js';
+  clusterOutputCheck,
+  clusterOutputMetadata,
+  clusterOutputNotOurs,
+  provisioningOwner,
+} from '../kubernetes/cluster-outputs.js';
 import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
@@ -129,11 +129,9 @@ export function createInstallerKeyActivities({
       if (existing) {
         if (!(await clusterOutputCheck(custom, input.owner, cluster)(existing.metadata))) {
           await warnNotOwned(core, owner, `Secret ${namespace}/${name}`, 'replace');
-          throw ApplicationFailure.nonRetryable(
-            `Secret ${namespace}/${name} is not this Provisioning's (another Provisioning or a ` +
-              `person made it): hostflow will not use or replace it. Give the cluster a label no ` +
-              'other Provisioning here uses, or delete that Secret',
-            'ClusterOutputNotOwned',
+          throw clusterOutputNotOurs(
+            `Secret ${namespace}/${name}`,
+            'hostflow will not use or replace it',
           );
         }
         if (existing.data?.['id_rsa.pub']) {
@@ -144,15 +142,12 @@ export function createInstallerKeyActivities({
       }
       // Never a pair ssh2 cannot read back (activities/ssh/keys.ts).
       const pair = generateEd25519KeyPair(`hostflow ${cluster}`);
-      const mark = ownershipMark(owner);
       try {
         await core.createNamespacedSecret({
           namespace,
           body: {
             metadata: {
-              name,
-              labels: { ...mark.labels, [CLUSTER_LABEL]: cluster },
-              annotations: mark.annotations,
+              ...clusterOutputMetadata(input.owner, cluster, name),
               finalizers: [INSTALLER_KEY_FINALIZER],
             },
             type: 'Opaque',
