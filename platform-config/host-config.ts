@@ -12,6 +12,7 @@ import {
   type IbmzConfig,
 } from './ibm-config.js';
 import { parseStaticHosts, type StaticHost } from './static-hosts.js';
+import { patternProblem } from './namespace-patterns.js';
 
 /** A dynamic or dynamic-pool platform with its provider's config. */
 export type CloudPlatform = DynamicPlatform<IbmzConfig, IbmpConfig>;
@@ -92,16 +93,14 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
   }
 
   const allowedNamespaces = globals['allowed-namespaces'].filter((source) => {
-    try {
-      new RegExp(source);
-      return true;
-    } catch (err) {
+    const problem = patternProblem(source);
+    if (problem) {
       problems.push({
         key: 'allowed-namespaces',
-        reason: `"${printable(source)}" is not a valid regular expression: ${(err as Error).message}`,
+        reason: `"${printable(source)}" is not a valid regular expression: ${problem}`,
       });
-      return false;
     }
+    return !problem;
   });
 
   const localPlatforms = platformList('local-platforms', globals['local-platforms']);

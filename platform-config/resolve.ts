@@ -7,6 +7,7 @@ import {
   type StaticHost,
 } from './host-config.js';
 import { checkPlatform, printable } from './platform.js';
+import { namespaceMatcher } from './namespace-patterns.js';
 
 export type PlatformResolution =
   | { kind: 'local' }
@@ -32,10 +33,7 @@ export function resolvePlatform(
   if (!check.ok) {
     return { kind: 'error', message: `${check.reason}. Fix the PLATFORM param of the TaskRun.` };
   }
-  if (
-    config.namespacesRestricted &&
-    !config.allowedNamespaces.some((source) => new RegExp(`^(?:${source})$`).test(namespace))
-  ) {
+  if (config.namespacesRestricted && !namespaceMatcher(config.allowedNamespaces)(namespace)) {
     const broken = config.problems.filter((p) => p.key === 'allowed-namespaces');
     return {
       kind: 'error',

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { shareConnections } from './kube-connections.js';
 import { LOG_LEVELS } from './logger.js';
 import { DEFAULT_ENGINE_NAMESPACE, TASK_QUEUE } from '../platform-config/contract.js';
+import { patternProblem } from '../platform-config/namespace-patterns.js';
 
 const hostPort = z
   .string()
@@ -99,12 +100,11 @@ const EnvSchema = z.object({
         .map((s) => s.trim())
         .filter(Boolean);
       for (const source of sources) {
-        try {
-          new RegExp(source);
-        } catch (err) {
+        const problem = patternProblem(source);
+        if (problem) {
           ctx.addIssue({
             code: 'custom',
-            message: `"${source}" is not a valid regular expression (${(err as Error).message}); expected comma-separated namespace patterns such as metal3,pool-.*`,
+            message: `"${source}" is not a valid regular expression (${problem}); expected comma-separated namespace patterns such as metal3,pool-.*`,
           });
         }
       }

@@ -16,6 +16,7 @@ import {
 } from '../../shared/bpa-api.js';
 import { printable } from '../../platform-config/platform.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
+import { namespaceMatcher } from '../../platform-config/namespace-patterns.js';
 
 interface BareMetalHost {
   metadata: {
@@ -98,9 +99,9 @@ export function createBareMetalHostActivities({
   custom: CustomObjectsApi;
   allowedNamespaces: string[];
 }) {
-  const patterns = allowedNamespaces.map((source) => new RegExp(`^(?:${source})$`));
+  const matches = namespaceMatcher(allowedNamespaces);
   const allowed = (namespace: string, own: string | undefined) =>
-    namespace === own || patterns.some((pattern) => pattern.test(namespace));
+    namespace === own || matches(namespace);
 
   async function list(): Promise<BareMetalHost[]> {
     try {
