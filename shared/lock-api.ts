@@ -1,5 +1,7 @@
 // The kotas.tech Lock as the engine writes it (deploy/crds/kotas-lock.yaml): the API, and the
 // label and annotation by which the engine knows its own Locks and who holds each.
+import { MANAGED_BY, MANAGED_BY_LABEL } from './ownership.js';
+
 export const LOCK_API = {
   group: 'kotas.tech',
   version: 'v1',
@@ -16,7 +18,7 @@ export const LOCKABLE_LABEL = { key: 'lockable', value: 'true' } as const;
 export const CLUSTER_LOCKS_NAMESPACE = 'cluster-locks';
 
 /** On every Lock the engine created; a Lock without it belongs to a person and is left alone. */
-export const LOCK_MANAGED_BY = { key: 'app.kubernetes.io/managed-by', value: 'hostflow' } as const;
+export const LOCK_MANAGED_BY = { key: MANAGED_BY_LABEL, value: MANAGED_BY } as const;
 
 /**
  * Which engine (by its namespace) holds it: engines sharing a cluster, each with its own Temporal

@@ -4,7 +4,7 @@
 import { ANNOTATIONS } from '../platform-config/contract.js';
 
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'hostflow';
+export const MANAGED_BY = 'hostflow' as const;
 /** The uid of the object the engine made it for (a Provisioning, a Machine, a TaskRun). */
 export const OWNER_UID_ANNOTATION = 'hostflow.dev/owner-uid';
 /** `<Kind> <namespace>/<name>` of that object, for people reading the object. */

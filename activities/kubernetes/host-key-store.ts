@@ -4,15 +4,13 @@
 // host's first key agree on the one that got there first.
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
-import { LOCK_MANAGED_BY } from '../../shared/lock-api.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from '../../shared/ownership.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
 
 export const HOST_KEY_STORE_NAME = 'hostflow-host-keys';
 const ATTEMPTS = 5;
 
 export interface HostKeyStore {
-  /** The key recorded for `id`, if any. */
-  recorded(id: string): Promise<string | undefined>;
   /** Records `key` for `id` unless one is there already; returns the one that holds. */
   recordFirst(id: string, key: string): Promise<{ key: string; recorded: boolean }>;
 }
@@ -37,10 +35,6 @@ export function createHostKeyStore(deps: {
   }
 
   return {
-    async recorded(id) {
-      return (await read())?.data?.[storeKey(id)];
-    },
-
     async recordFirst(id, key) {
       const dataKey = storeKey(id);
       for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -54,7 +48,7 @@ export function createHostKeyStore(deps: {
               body: {
                 metadata: {
                   name: HOST_KEY_STORE_NAME,
-                  labels: { [LOCK_MANAGED_BY.key]: LOCK_MANAGED_BY.value },
+                  labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
                 },
                 data: { [dataKey]: key },
               },

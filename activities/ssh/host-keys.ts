@@ -5,7 +5,8 @@
 //   a reinstalled host's new key there is heard at once). Without one, the first key seen is
 //   trusted and recorded (ConfigMap hostflow-host-keys, with a Warning Event), and from then on
 //   only that key is accepted; with `require-host-keys: "true"` the host is refused instead.
-// - A cloud VM: the key hostflow generated for it and passed in its user data (Host.hostKey).
+// - A host not in host-config whose Host carries a key (Host.hostKey): that key. Cloud VMs carry
+//   none yet, so they are trusted on first use, recorded under their instance id.
 // - A node reached by address (a BareMetalHost, a cluster's node): trusted on first use.
 // A refused key is a host failure (SshHostKeyMismatch); a bad or missing configured key is the
 // host's config failure (HostKeyInvalid, HostKeyRequired); both name what to change.
@@ -25,7 +26,7 @@ import {
 import { withSsh, type HostKeyCheck, type SshTarget } from './session.js';
 
 export type HostIdentity =
-  /** A host of host-config, or a cloud VM (`hostKey`: the key generated for it). */
+  /** A host of host-config, or a cloud VM (`hostKey`: a key its Host carries). */
   | { host: string; address: string; port?: number; hostKey?: string }
   /** A node known only by its address. */
   | { address: string; port?: number };
@@ -148,7 +149,7 @@ export function createHostKeys(deps: {
         problem.reason.startsWith('required') ? 'HostKeyRequired' : 'HostKeyInvalid',
       );
     }
-    // A host of host-config: its configured key, read now. A VM: the key generated for it.
+    // A host of host-config: its configured key, read now. Another: the key its Host carries.
     if (entry?.hostKey) {
       return { checkHostKey: pinned(identity, entry.hostKey, `${configRef(identity.host)} gives`) };
     }
