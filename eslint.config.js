@@ -41,7 +41,7 @@ export default tseslint.config(
   },
   {
     // Activities, the bridge and the other processes share definitions through shared/, never
-    // through workflow code (DESIGN.md section 10); workflows import activities as types only.
+    // through workflow code (docs/architecture.md, "Repository layout"); workflows import activities as types only.
     files: ['activities/**/*.ts', 'k8s-bridge/**/*.ts', 'otp-server/**/*.ts', 'shared/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [

@@ -1,4 +1,4 @@
-// Benchmark: the chaos run at full size (DESIGN.md section 9, "Reliability"). 200 TaskRuns spread
+// Benchmark: the chaos run at full size (docs/architecture.md, "Targets", "Reliability"). 200 TaskRuns spread
 // over local, static, dynamic and pool platforms, builds completing at random, and kill -9 of the
 // worker, the bridge and the OTP service in turn meanwhile; then the counts of what must never
 // happen, as one JSON line. Everything runs locally, started here and stopped at the end.

@@ -2,7 +2,7 @@
 // "TaskRun created → Secret present" (p50/p90/p99), throughput, cleanup latency and the peak
 // RSS of each hostflow process; where the time goes: each stage of a TaskRun from its workflow
 // history, events and workflow tasks per TaskRun, and the CPU each process spent. Targets
-// (DESIGN.md section 9): p50 ≤ 250 ms, p99 ≤ 1 s. BENCH_WORKERS=2 BENCH_BRIDGES=2 runs the same
+// (docs/architecture.md, "Targets"): p50 ≤ 250 ms, p99 ≤ 1 s. BENCH_WORKERS=2 BENCH_BRIDGES=2 runs the same
 // burst scaled out (bench `local-burst-scaled`): workers share the task queue, and the bridges
 // both watch every TaskRun and signal idempotently (signalWithStart), with no leader election.
 import { Client, Connection } from '@temporalio/client';

@@ -4,8 +4,8 @@
 // Only hosts × concurrency builds can hold a slot at once, so each TaskRun is completed as soon
 // as its Secret appears: its slot frees and the next waiter is served. "Created → Secret" is
 // reported for every TaskRun (waiters' figures include their time in line) and separately for
-// the TaskRuns that found a free slot on arrival, the ones the target applies to (DESIGN.md
-// section 9: p50 ≤ 1 s, p99 ≤ 3 s). A TaskRun found a free slot if it never carried the
+// the TaskRuns that found a free slot on arrival, the ones the target applies to (docs/architecture.md,
+// "Targets": p50 ≤ 1 s, p99 ≤ 3 s). A TaskRun found a free slot if it never carried the
 // waiting-for-platform label, which the workflow sets whenever the allocator queues it.
 import { Watch } from '@kubernetes/client-node';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';

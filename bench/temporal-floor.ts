@@ -3,8 +3,8 @@
 // is the least workflow it can be (floor/workflow.ts: started with a signal, served in its first
 // workflow task, ended by a signal in its second) on a bare SDK worker set up as hostflow's
 // (floor/worker.ts), with no Kubernetes, bridge or activity. Whatever hostflow does costs more
-// than this, so a target this misses cannot be met here by a workflow per TaskRun (DESIGN.md
-// section 1). Prints one JSON line: start → served and signal → ended (p50/p90/p99), served per
+// than this, so a target this misses cannot be met here by a workflow per TaskRun (docs/architecture.md,
+// "A workflow per object"). Prints one JSON line: start → served and signal → ended (p50/p90/p99), served per
 // second against started per second, the CPU each process spent and the worker's RSS, idle and
 // at its peak.
 import { Client, Connection } from '@temporalio/client';

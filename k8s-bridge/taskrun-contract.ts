@@ -1,4 +1,4 @@
-// The TaskRun contract (DESIGN.md section 3): which TaskRuns hostflow acts on, and whether
+// The TaskRun contract (docs/architecture.md, "The TaskRun contract"): which TaskRuns hostflow acts on, and whether
 // they have finished. Reads only the few fields it needs, so callers can drop the object.
 import { PLATFORM_PARAM, secretNameFor } from '../platform-config/contract.js';
 

@@ -1,4 +1,4 @@
-// Makes moto's EC2 instances behave like VMs (DESIGN.md §8): a supervisor polls DescribeInstances
+// Makes moto's EC2 instances behave like VMs (docs/architecture.md, "Testing against real components"): a supervisor polls DescribeInstances
 // and, a boot delay after an instance in its subnet is running, starts an SSH test host at the
 // instance's private address; an instance that stops, terminates or disappears loses its host.
 // The subnet lies inside the SSH hosts' bridge network (hfbr0, 10.231.0.0/16), in the upper half

@@ -1,5 +1,5 @@
-// A local HTTP double of the IBM Cloud endpoints the ibmz and ibmp adapters call (DESIGN.md
-// section 8: IBM VPC and Power VS have no emulator). Only those endpoints, with the request and
+// A local HTTP double of the IBM Cloud endpoints the ibmz and ibmp adapters call (docs/architecture.md,
+// "Testing against real components": IBM VPC and Power VS have no emulator). Only those endpoints, with the request and
 // response shapes of the public API docs: IAM token exchange; VPC instances, vpcs, subnets, keys
 // and floating IPs; Power VS pvm-instances and volume resize. A request missing a required field
 // gets a 400 in that API's error format. Tests steer it: boot delay (Infinity hangs), failed

@@ -1,4 +1,4 @@
-// Real OpenSSH test hosts (DESIGN.md §8): each sshd runs in its own network namespace, at its own
+// Real OpenSSH test hosts (docs/architecture.md, "Testing against real components"): each sshd runs in its own network namespace, at its own
 // address on the hfbr0 bridge, and in its own mount namespace with a private /etc (overlayfs),
 // /home, /root, /tmp, /var/tmp, /dev/shm, /run, /var/mail, /var/log and /var/spool (at and cron
 // jobs), so users created on one host exist nowhere else, nor do their files; and in its own IPC

@@ -1,4 +1,4 @@
-// Names fixed by the original multi-platform-controller contract (DESIGN.md section 3).
+// Names fixed by the original multi-platform-controller contract (docs/architecture.md, "The TaskRun contract").
 // Dashboards and build tasks depend on these exact strings: the one place they are spelled.
 
 const PREFIX = 'build.appstudio.redhat.com';

@@ -1,5 +1,5 @@
-// Dynamic and dynamic-pool platforms: the `dynamic.<cfg>.*` keys of `host-config` (DESIGN.md
-// section 4), where `<cfg>` is the platform with `/` replaced by `-`. The common keys are parsed
+// Dynamic and dynamic-pool platforms: the `dynamic.<cfg>.*` keys of `host-config` (docs/architecture.md,
+// "host-config"), where `<cfg>` is the platform with `/` replaced by `-`. The common keys are parsed
 // here; each provider's own keys by the parser registered for its `type`, through `read` and
 // `problem` callbacks that name keys without the `dynamic.<cfg>.` prefix. Every problem carries
 // its full key and is attributed to its platform, so a bad entry fails only that platform.

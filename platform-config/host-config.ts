@@ -1,4 +1,4 @@
-// Parses the `host-config` ConfigMap (DESIGN.md section 4) into typed config.
+// Parses the `host-config` ConfigMap (docs/architecture.md, "host-config") into typed config.
 // Pure code shared by the bridge, activities and workflows. Every problem names its key and
 // reason, and a problem only affects the platforms it belongs to.
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// IBM provider keys of `dynamic.<cfg>.*` (DESIGN.md section 4): `ibmz` (System Z on IBM VPC) and
+// IBM provider keys of `dynamic.<cfg>.*` (docs/architecture.md, "host-config"): `ibmz` (System Z on IBM VPC) and
 // `ibmp` (Power Virtual Server). `read` and `problem` take the short key (`region`); the caller
 // prefixes `dynamic.<cfg>.` in messages. Where the original silently fell back (a bad `disk`
 // became 100, an unparsable `cores` 0.25), hostflow rejects the value and names the key.

@@ -1,4 +1,4 @@
-// PLATFORM param validation (DESIGN.md section 4). Pure: used by the workflow itself.
+// PLATFORM param validation (docs/architecture.md, "host-config"). Pure: used by the workflow itself.
 
 /** Accepted without any config lookup, as the original did. */
 const ALWAYS_VALID = new Set(['local', 'localhost', 'linux/x86_64']);

@@ -1,4 +1,4 @@
-// Static hosts: `host.<name>.<field>` keys of the `host-config` ConfigMap (DESIGN.md section 4).
+// Static hosts: `host.<name>.<field>` keys of the `host-config` ConfigMap (docs/architecture.md, "host-config").
 // Every value ends up in an SSH command line, a Kubernetes label or a Secret lookup, so each is
 // checked against the narrowest grammar that still accepts real configs. A bad entry is reported
 // against its own platform, so it fails only that platform (the original broke every static one).

@@ -1,5 +1,5 @@
-// What about a TaskRun itself could make delivery fail (DESIGN.md section 5: "Inputs that could
-// make delivery fail are checked before a slot or VM is taken"). Pure: the workflow runs it
+// What about a TaskRun itself could make delivery fail (docs/architecture.md, "Inputs that could
+// make delivery fail": they are checked before a slot or VM is taken). Pure: the workflow runs it
 // before it asks for anything, so a TaskRun can never cost a host its health for its own input.
 import { SECRET_PREFIX, secretNameFor } from './contract.js';
 

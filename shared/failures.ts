@@ -1,4 +1,4 @@
-// Who is to blame for a failure (DESIGN.md section 5, "Blame only what failed"). Activities
+// Who is to blame for a failure (docs/architecture.md, "Blame only what failed"). Activities
 // throw ApplicationFailures whose `type` names what failed; workflows read the blame from it.
 // A host's health and a TaskRun's failed-hosts count only failures of the host itself.
 

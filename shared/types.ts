@@ -1,4 +1,4 @@
-// Plain types the bridge, activities and workflows share (DESIGN.md section 10). No code.
+// Plain types the bridge, activities and workflows share (docs/architecture.md, "Repository layout"). No code.
 
 /** Which TaskRun: its uid tells it apart from a same-named successor. */
 export interface TaskRunRef {

@@ -1,4 +1,4 @@
-// Blame only what failed (DESIGN.md section 5), on real components: a TaskRun's own input, the
+// Blame only what failed (docs/architecture.md, "Blame only what failed"), on real components: a TaskRun's own input, the
 // OTP service, Kubernetes and a host's config entry failing never cost a healthy host its
 // health or a TaskRun its failed-hosts; every build gets an answer (a served or `error` Secret,
 // or a Warning Event where no Secret can exist), naming the real cause.

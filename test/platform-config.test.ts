@@ -560,7 +560,7 @@ describe('static platform resolution', () => {
   });
 });
 
-// Dynamic and dynamic-pool platforms: `dynamic.<cfg>.*` keys (DESIGN.md section 4).
+// Dynamic and dynamic-pool platforms: `dynamic.<cfg>.*` keys (docs/architecture.md, "host-config").
 import { parseAwsConfig } from '../platform-config/aws-config.js';
 import { parseDynamicPlatforms, type ProviderParsers } from '../platform-config/dynamic.js';
 

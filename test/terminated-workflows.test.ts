@@ -1,4 +1,4 @@
-// Nothing leaks when an operator terminates a TaskRun's workflow by hand (DESIGN.md section 5):
+// Nothing leaks when an operator terminates a TaskRun's workflow by hand (docs/architecture.md, "Nothing leaks when a workflow is terminated by hand"):
 // within the resync period (5 s here) the bridge starts a new run, which takes over the build
 // its predecessor served without touching its key; slots, build users and Secrets left by runs
 // that nobody takes over are reclaimed by the allocator's sweep and garbage collection, as are

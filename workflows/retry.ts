@@ -1,4 +1,4 @@
-// Waiting out what retrying can fix (DESIGN.md section 5): a call that keeps failing is tried
+// Waiting out what retrying can fix (docs/architecture.md, "Waiting out dependencies"): a call that keeps failing is tried
 // again on workflow timers, with back-off, and the workflow says in its details what it waits
 // for. Short retries happen inside the activity; this is the long wait, visible in the UI.
 import { ApplicationFailure } from '@temporalio/common';

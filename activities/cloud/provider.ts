@@ -1,4 +1,4 @@
-// The one shape every cloud provider implements (DESIGN.md section 5, "Dynamic"): launch with
+// The one shape every cloud provider implements (docs/architecture.md, "Dynamic platforms"): launch with
 // owner tags, describe, list and count by owner tag, terminate. Each provider is a thin adapter
 // over its own API; errors are classified for Temporal (throttling and 5xx retry, permanent
 // problems such as a bad image or rejected credentials are non-retryable with a clear message).

@@ -1,4 +1,4 @@
-// One pass of cloud VM garbage collection (DESIGN.md section 5), as a single activity: what it
+// One pass of cloud VM garbage collection (docs/architecture.md, "Garbage collection"), as a single activity: what it
 // reads (every platform's config, every running workflow's claims) stays in the worker, so the
 // GC workflow's history records only what was collected, whatever the number of builds.
 import type { CloudPlatform } from '../../platform-config/host-config.js';

@@ -1,5 +1,5 @@
 // Build users' names and paths, and the validation of every value that reaches a remote shell
-// (DESIGN.md section 5). The scripts that use them are in build-user-scripts.ts.
+// (docs/architecture.md, "Build users"). The scripts that use them are in build-user-scripts.ts.
 //
 // No shell injection by construction: the scripts are constants run as `sudo -n bash -s -- ARGS`
 // with the script on stdin; values travel only as positional arguments, each checked against a

@@ -1,4 +1,4 @@
-// SSH adapter for static hosts (DESIGN.md §5): creates and removes per-build users over one SSH
+// SSH adapter for static hosts (docs/architecture.md, "Build users"): creates and removes per-build users over one SSH
 // connection each, as the host's admin with `sudo -n`. The build user's private key is generated
 // here and returned only to the caller in the same process: `provisionBuildUser` is a plain
 // function, not an activity, so the key never lands in workflow history.

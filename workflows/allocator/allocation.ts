@@ -1,5 +1,5 @@
 // The static-pool allocation state machine: the core of the `allocator/<platform>` workflow
-// (DESIGN.md section 5, the seed's "Host Pool"). Pure and deterministic: no I/O, no clock, no
+// (docs/architecture.md, "Static pools"; the multi-platform-controller's "Host Pool"). Pure and deterministic: no I/O, no clock, no
 // randomness of its own (the workflow passes them in), so it replays identically. Its state is
 // plain JSON because the allocator carries it across continue-as-new.
 //

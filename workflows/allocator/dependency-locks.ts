@@ -1,5 +1,5 @@
-// The Locks an allocator holds on what its platform's work in progress needs (DESIGN.md section
-// 7): while its VMs live, the cloud credentials and ssh-secret; while builds run on a static
+// The Locks an allocator holds on what its platform's work in progress needs (docs/architecture.md,
+// "Locks"): while its VMs live, the cloud credentials and ssh-secret; while builds run on a static
 // host, that host's admin key (activities/kubernetes/platform-locks.ts). Level-triggered: the
 // wanted set is derived from the slots and VMs, synced when it changes and at every config read,
 // so a Lock deleted by hand comes back. A failing sync never holds a grant back: it is tried

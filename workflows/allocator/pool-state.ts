@@ -1,5 +1,5 @@
 // A dynamic pool's VMs, as the allocator of a `dynamic-pool-platforms` platform keeps them
-// (DESIGN.md section 5, "Dynamic pool"). Pure and deterministic like allocation.ts: the workflow
+// (docs/architecture.md, "Dynamic pools"). Pure and deterministic like allocation.ts: the workflow
 // passes the clock in, and the state is plain JSON carried across continue-as-new.
 //
 // A VM's life: launching → booting → ready (its slots are allocator hosts) → retiring (past

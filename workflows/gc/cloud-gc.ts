@@ -1,4 +1,4 @@
-// Garbage collection of cloud VMs (DESIGN.md section 5): at worker start and every interval,
+// Garbage collection of cloud VMs (docs/architecture.md, "Garbage collection"): at worker start and every interval,
 // each dynamic and pool platform's VMs are listed by owner tag, and the ones no running workflow
 // claims are terminated. Workflows claim a VM's launch key before launching it (CloudLaunches),
 // so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was

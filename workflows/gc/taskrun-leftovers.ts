@@ -1,5 +1,5 @@
 // Garbage collection of what TaskRun workflows leave behind when they cannot clean up after
-// themselves, typically because an operator terminated one (DESIGN.md section 5): build users
+// themselves, typically because an operator terminated one (docs/architecture.md, "Nothing leaks when a workflow is terminated by hand"): build users
 // on static hosts that no running workflow owns, TaskRun Secrets whose TaskRun is gone, and the
 // Locks of workflows that ended without releasing them.
 // Runs at each worker start and every interval (the engine's resync period by default).

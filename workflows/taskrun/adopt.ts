@@ -1,4 +1,4 @@
-// Taking over a build an earlier run of this workflow served (DESIGN.md section 5, "Nothing
+// Taking over a build an earlier run of this workflow served (docs/architecture.md, "Nothing
 // leaks when a workflow is terminated by hand"). When an operator terminates a TaskRun's
 // workflow, the bridge starts a new run for the TaskRun; if the earlier run had delivered the
 // build its Secret, the build may hold that key and be running on the host. The new run must not

@@ -1,5 +1,5 @@
 // Answering the build when it cannot be served: its Secret carries an `error` it can print, so
-// the pod never hangs (DESIGN.md section 3). Where not even that Secret can be written, the
+// the pod never hangs (docs/architecture.md, "The TaskRun contract"). Where not even that Secret can be written, the
 // TaskRun gets a Warning Event saying why.
 import { workflowInfo } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';

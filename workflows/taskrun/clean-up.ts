@@ -1,4 +1,4 @@
-// Clean-up for every kind of TaskRun (DESIGN.md section 3): terminate the VMs it launched,
+// Clean-up for every kind of TaskRun (docs/architecture.md, "The TaskRun contract"): terminate the VMs it launched,
 // remove its build users from every host it touched (the serving host's until it succeeds),
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).

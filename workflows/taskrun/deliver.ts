@@ -1,4 +1,4 @@
-// Delivering the build user on a granted host, blaming only what failed (DESIGN.md section 5):
+// Delivering the build user on a granted host, blaming only what failed (docs/architecture.md, "Blame only what failed"):
 // the host's own failures send the TaskRun elsewhere and count against the host; a failure of
 // anything else (the OTP service, Kubernetes, the worker) keeps the host and waits, saying on
 // what, until it works or the TaskRun ends; what retrying cannot fix becomes the build's error.
