@@ -41,7 +41,6 @@ export interface ActivityDeps {
     kubesprayDirs?: string[];
     workDir: string;
     leasesFile?: string;
-    /** Where BareMetalHosts are taken from; every namespace when unset. */
     /** Namespace patterns Provisionings may take BareMetalHosts from besides their own. */
     bareMetalNamespaces?: string[];
   };

@@ -3,7 +3,7 @@
 // the key blob's own structure is checked (its type string must match the named type).
 
 /** The key types hostflow's SSH client verifies. */
-export const HOST_KEY_TYPES = [
+const HOST_KEY_TYPES = [
   'ssh-ed25519',
   'ecdsa-sha2-nistp256',
   'ecdsa-sha2-nistp384',

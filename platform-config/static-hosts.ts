@@ -14,7 +14,7 @@ export interface StaticHost extends Host {
 }
 
 /** What a host is for: build users (TaskRuns) or Cluster API Machines, whose bootstrap runs as root. */
-export const HOST_USES = ['builds', 'machines'] as const;
+const HOST_USES = ['builds', 'machines'] as const;
 export type HostUse = (typeof HOST_USES)[number];
 
 const KEY_PREFIX = 'host.';

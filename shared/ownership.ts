@@ -8,7 +8,7 @@ export const MANAGED_BY = 'hostflow' as const;
 /** The uid of the object the engine made it for (a Provisioning, a Machine, a TaskRun). */
 export const OWNER_UID_ANNOTATION = 'hostflow.dev/owner-uid';
 /** `<Kind> <namespace>/<name>` of that object, for people reading the object. */
-export const OWNER_ANNOTATION = 'hostflow.dev/owner';
+const OWNER_ANNOTATION = 'hostflow.dev/owner';
 
 /** The object the engine acts for, and so the owner of what it makes. */
 export interface Owner {

@@ -11,7 +11,7 @@ export const PATCH_WAIT_OUT_FAILURES = 'wait-out-failing-dependencies';
 export const PATCH_WAIT_ENDS_WITH_OBJECT = 'wait-ends-with-its-object';
 
 /** The failure `untilDone` throws when what it waited for is no longer wanted. */
-export const NO_LONGER_WANTED = 'NoLongerWanted';
+const NO_LONGER_WANTED = 'NoLongerWanted';
 export const isNoLongerWanted = (err: unknown): boolean => failureType(err) === NO_LONGER_WANTED;
 
 const FIRST_WAIT_MS = 1_000;

@@ -13,7 +13,7 @@ interface InventoryHost {
 }
 
 /** `<label> ansible_host=<ip> … [ansible_user=<user>]` lines (workflows/provisioning/inventory.ts). */
-export function inventoryHosts(inventory: string): InventoryHost[] {
+function inventoryHosts(inventory: string): InventoryHost[] {
   const hosts = new Map<string, InventoryHost>();
   for (const line of inventory.split('\n')) {
     const [label, ...vars] = line.trim().split(/\s+/);

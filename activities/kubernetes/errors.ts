@@ -61,7 +61,7 @@ export function rethrowKube(action: string, err: unknown): never {
  * objects go), a missing permission (until an operator grants it), or an admission policy or
  * webhook (for good). Undefined for anything else; a terminating namespace is its own case.
  */
-export function forbiddenCause(err: unknown): ForbiddenKind | undefined {
+function forbiddenCause(err: unknown): ForbiddenKind | undefined {
   if (statusCode(err) !== 403 || isNamespaceTerminating(err)) return undefined;
   const message = apiMessage(err);
   // "status unknown": the quota controller has not counted the namespace yet.

@@ -13,13 +13,13 @@
 // directory's filesystem (-xdev), files are matched by owner and unlinked, never opened.
 
 /** Exit code when processes outlive every SIGKILL (sysexits.h EX_TEMPFAIL): retried. */
-export const EXIT_PROCESSES_SURVIVE = 75;
+const EXIT_PROCESSES_SURVIVE = 75;
 
 /** Placeholder accounts holding a retired user's ids: this and its uid. */
-export const RETIRED_PREFIX = 'hf-retired-';
+const RETIRED_PREFIX = 'hf-retired-';
 
 /** Where files of any user may be left: each is searched for a retired user's files. */
-export const SHARED_DIRS = ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', '/var/crash'];
+const SHARED_DIRS = ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', '/var/crash'];
 
 /** Where `at` keeps jobs and their output (Debian, then Red Hat); a job runs as its file's owner. */
 const AT_SPOOLS = [

@@ -55,7 +55,7 @@ export const fingerprint = (blob: Buffer) =>
   `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
 
 /** `<type> <base64>` of a wire-format key blob. */
-export function keyLine(blob: Buffer): string {
+function keyLine(blob: Buffer): string {
   const length = blob.length >= 4 ? blob.readUInt32BE(0) : 0;
   return `${blob.subarray(4, 4 + length).toString('latin1')} ${blob.toString('base64')}`;
 }

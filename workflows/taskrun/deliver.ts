@@ -27,7 +27,7 @@ export const PATCH_FORBIDDEN_BOUNDED = 'taskrun-forbidden-answered-in-bounded-ti
  * Deliveries tried while the namespace refuses the Secret for a reason that may clear (a full
  * quota, a missing permission): 1+2+4+8+16 s of waits in between, about half a minute.
  */
-export const FORBIDDEN_TRIES = 6;
+const FORBIDDEN_TRIES = 6;
 
 export type Delivery =
   | { delivered: { user: string } }
