@@ -3,11 +3,13 @@
 // resourceVersion read as preconditions so nothing written in between is clobbered. An object
 // without the mark is left alone, and a Warning Event on the owner says so.
 import type { CoreV1Api, V1ObjectMeta } from '@kubernetes/client-node';
+import { log } from '@temporalio/activity';
 import {
   describeOwner,
   markedFor,
   markedForAnyone,
   NOT_OWNED_REASON,
+  OWNER_UID_ANNOTATION,
   type Owner,
 } from '../../shared/ownership.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
@@ -30,7 +32,10 @@ const defaultCheck =
   (meta) =>
     markedFor(meta, owner.uid);
 
-/** A Warning Event on `owner`: `what` was not ours, so it was left alone (once per verb). */
+/**
+ * A Warning Event on `owner`: `what` was not ours, so it was left alone (once per verb). Best
+ * effort, as every Warning the engine raises: an Event it may not write fails nothing else.
+ */
 export async function warnNotOwned(
   core: CoreV1Api,
   owner: Owner,
@@ -41,7 +46,7 @@ export async function warnNotOwned(
   const reason =
     why ??
     `it does not carry hostflow's mark for ${describeOwner(owner)} ` +
-      '(annotation hostflow.dev/owner-uid or an ownerReference with its uid)';
+      `(annotation ${OWNER_UID_ANNOTATION} or an ownerReference with its uid)`;
   await recordEvent(core, {
     involvedObject: {
       apiVersion: owner.apiVersion,
@@ -54,7 +59,7 @@ export async function warnNotOwned(
     reason: NOT_OWNED_REASON,
     message: `${what} was left alone: ${reason}; hostflow did not ${verb} it`,
     dedupKey: `${owner.uid}/not-owned/${verb}/${what}`,
-  });
+  }).catch((err: unknown) => log.warn('could not record the Event', { error: String(err) }));
 }
 
 /** Deletes the object if it is ours; otherwise leaves it and warns on `owner`. */
