@@ -13,7 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LOCKABLE_LABEL } from '../shared/lock-api.js';
+import { CLUSTER_LOCKS_NAMESPACE, LOCKABLE_LABEL } from '../shared/lock-api.js';
 import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
@@ -36,6 +36,8 @@ export async function installClusterResources(
       await installCrd(kc, join(dir, file));
     }
   }
+  // Opted in, as every namespace whose Locks apply: the Node Locks' status says Enforced.
+  await ensureNamespace(kc, CLUSTER_LOCKS_NAMESPACE, { engineNamespace: true });
   await installLockPolicy(kc, [engineIdentity]);
 }
 
