@@ -25,12 +25,11 @@ import { testEnv, uniqueSuffix } from './support/env.js';
 import { kubectl, manifestFile, renderManifests, type Manifest } from './support/manifests.js';
 import type { TestScope } from './support/scope.js';
 import { serviceAccountKubeconfig } from './support/service-account.js';
-import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/static-pool.js';
 
 const MANIFEST_NAMESPACE = 'multi-platform-controller';
 const MANIFEST_OTP_NAMESPACE = 'hostflow-otp';
 /** Garbage collection every few seconds, so that a terminated TaskRun's Secret goes soon. */
-const PERIOD = { HOSTFLOW_RESYNC_SECONDS: '5', HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: '2' };
 const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 const clusterScoped: Manifest[] = [];
 let pool: StaticPool;
@@ -104,8 +103,8 @@ beforeAll(async () => {
   health.worker = `http://127.0.0.1:${workerHealth}`;
   health.bridge = `http://127.0.0.1:${bridgeHealth}`;
   pool = await createStaticPool('rbac', 1, {
-    worker: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${workerHealth}`, ...PERIOD },
-    bridge: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${bridgeHealth}`, ...PERIOD },
+    worker: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${workerHealth}`, ...SHORT_GC_PERIODS },
+    bridge: { HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${bridgeHealth}`, ...SHORT_GC_PERIODS },
     identities: async (scope) => {
       const rbac = rbacFor(objects, scope);
       clusterScoped.push(...rbac.filter((o) => !o.metadata.namespace));

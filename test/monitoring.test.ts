@@ -15,7 +15,7 @@ import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import { testEnv } from './support/env.js';
-import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/static-pool.js';
 
 type MetricType = 'counter' | 'gauge' | 'histogram' | 'summary' | 'untyped';
 interface Panel {
@@ -117,7 +117,6 @@ const NOT_PRODUCED_HERE = [
   'hostflow_vm_start_failures',
 ];
 /** Short resync and garbage-collection periods, as in terminated-workflows.test.ts. */
-const PERIOD = { HOSTFLOW_RESYNC_SECONDS: '5', HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: '2' };
 let pool: StaticPool;
 let live: Map<string, MetricType>;
 let workerBody: string;
@@ -173,7 +172,10 @@ const workerExports = (...names: string[]) =>
   );
 
 beforeAll(async () => {
-  pool = await createStaticPool('monitor', 2, { worker: PERIOD, bridge: PERIOD });
+  pool = await createStaticPool('monitor', 2, {
+    worker: SHORT_GC_PERIODS,
+    bridge: SHORT_GC_PERIODS,
+  });
   await serveTaskRuns();
   const worker = await workerExports(
     'hostflow_provisioning_failures',

@@ -18,13 +18,15 @@ import { testEnv } from './support/env.js';
 import { historyText } from './support/history-text.js';
 import { redeemWithCurl } from './support/otp.js';
 import { sshCommand } from './support/ssh.js';
-import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/static-pool.js';
 
-const PERIOD = { HOSTFLOW_RESYNC_SECONDS: '5', HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: '2' };
 let pool: StaticPool;
 
 beforeAll(async () => {
-  pool = await createStaticPool('terminated', 2, { worker: PERIOD, bridge: PERIOD });
+  pool = await createStaticPool('terminated', 2, {
+    worker: SHORT_GC_PERIODS,
+    bridge: SHORT_GC_PERIODS,
+  });
   await pool.scope.setHostConfig(
     pool.hostEntries([
       { host: 0, concurrency: 1 },

@@ -12,6 +12,12 @@ import { testEnv, uniqueSuffix } from './env.js';
 import { diagnoseWorkflow } from './workflow-diagnosis.js';
 import { createScope, type TestScope } from './scope.js';
 
+/** The engine's resync and garbage-collection grace, short: what a test of clean-up waits for. */
+export const SHORT_GC_PERIODS = {
+  HOSTFLOW_RESYNC_SECONDS: '5',
+  HOSTFLOW_TASKRUN_GC_GRACE_SECONDS: '2',
+} as const;
+
 export interface StaticPool {
   scope: TestScope;
   hosts: SshHost[];
