@@ -22,7 +22,7 @@ import { RETIREMENT_FUNCTIONS } from './build-user-retirement.js';
 
 /** Exit codes the scripts use for outcomes that retrying cannot fix (sysexits.h). */
 export const EXIT_SUDOERS_REJECTED = 65;
-/** The host lacks a tool the scripts need (see the README's host requirements). */
+/** The host lacks a tool the scripts need (see docs/taskruns.md, "Host requirements"). */
 export const EXIT_REQUIREMENT_MISSING = 69;
 
 export interface RemoteScript {
