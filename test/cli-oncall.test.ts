@@ -227,7 +227,11 @@ describe('hostflow replay from the server', () => {
       [WORKFLOW_ID.allocator(pool.platform)],
     ]) {
       const result = await hostflow('replay', ...args);
-      expect(result).toMatchObject({ code: 0 });
+      // stderr in the comparison so that a failure shows the divergence the CLI printed
+      expect({ code: result.code, stderr: result.stderr }).toEqual({
+        code: 0,
+        stderr: expect.any(String),
+      });
       expect(result.stdout).toContain(`${args.at(-1)} replays deterministically`);
     }
   });
