@@ -226,7 +226,13 @@ describe('hostflow replay from the server', () => {
       ['--workflow-id', workflowId],
       [WORKFLOW_ID.allocator(pool.platform)],
     ]) {
-      const result = await hostflow('replay', ...args);
+      let result = await hostflow('replay', ...args);
+      if (result.code !== 0 && !result.stderr.includes('does not replay')) {
+        // Not a divergence but the CLI's way to Temporal (a deadline on a loaded CI machine):
+        // once more, so that only a replay that diverges or fails twice fails the test.
+        console.warn(`hostflow replay ${args.join(' ')} failed, once more: ${result.stderr}`);
+        result = await hostflow('replay', ...args);
+      }
       // stderr in the comparison so that a failure shows the divergence the CLI printed
       expect({ code: result.code, stderr: result.stderr }).toEqual({
         code: 0,
