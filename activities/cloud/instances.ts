@@ -13,11 +13,12 @@ import { BOOTSTRAP_DATA_KEY } from '../../shared/machine-api.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
 import { createHostKeyStore } from '../kubernetes/host-key-store.js';
+import { createVmHostKeySeed } from '../kubernetes/vm-host-key-seed.js';
 import { sshBanner } from '../ssh/banner.js';
 import { vmHostKeyRecord } from '../ssh/host-keys.js';
 import { providerOpener, type ProviderDeps } from './open-provider.js';
 import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
-import { GENERATED_KEY_COMMENT, generateVmHostKey, userDataWithHostKey } from './vm-host-key.js';
+import { GENERATED_KEY_COMMENT, userDataWithHostKey, vmHostKey } from './vm-host-key.js';
 
 export interface CloudDeps extends ProviderDeps {
   /** VMs younger than this are never collected: their claim may not be visible yet. */
@@ -52,6 +53,7 @@ export function createCloudActivities(deps: CloudDeps) {
     }
   }
   const hostKeyStore = createHostKeyStore(deps);
+  const hostKeySeed = createVmHostKeySeed(deps);
   const owner = (cloud: CloudPlatform) => ({ key: OWNER_TAG_KEY, value: cloud.common.instanceTag });
 
   return {
@@ -72,9 +74,10 @@ export function createCloudActivities(deps: CloudDeps) {
       const given = input.userDataSecret
         ? await readUserData(deps.core, input.userDataSecret)
         : platformUserData(cloud);
-      // The VM's host key, made here (never in a workflow): its private half goes only into the
-      // user data, its public half into the host-key store before anything connects to the VM.
-      const hostKey = generateVmHostKey();
+      // The VM's host key, made here (never in a workflow), the same on a retry: its private half
+      // goes only into the user data, its public half into the host-key store before anything
+      // connects to the VM.
+      const hostKey = vmHostKey(await hostKeySeed(), launchKey);
       const userData = userDataWithHostKey(given, hostKey);
       checkUserDataSize(cloud, userData, given);
       return withProvider(cloud, async (provider) => {
@@ -85,8 +88,6 @@ export function createCloudActivities(deps: CloudDeps) {
           idempotencyKey: launchKey,
           userData,
         });
-        // A retried launch the cloud answers with the first attempt's VM finds that attempt's
-        // key held (the one that VM was given), and keeps it.
         await hostKeyStore.recordFirst(
           vmHostKeyRecord(vm.id),
           `${hostKey.publicKey} ${GENERATED_KEY_COMMENT}`,

@@ -1,10 +1,10 @@
 // A cloud VM's SSH host key, made by the engine before the VM exists (issue 24 item 2): the
 // engine knows the key before it first connects, so a VM is never trusted on first use. The key
-// pair is generated in the launch activity; the private half goes only into the VM's user data
-// (cloud-init's `ssh_keys`), which only the cloud's API sees, and the public half is recorded in
-// the host-key store. Neither passes through a workflow.
-import { randomBytes } from 'node:crypto';
-import { generateEd25519KeyPair } from '../ssh/keys.js';
+// pair is derived in the launch activity from the engine's seed (kubernetes/vm-host-key-seed.ts)
+// and the launch key, so a retried launch gives the VM the same key. The private half goes only
+// into the VM's user data (cloud-init's `ssh_keys`), which only the cloud's API sees; the public
+// half is recorded in the host-key store. Neither passes through a workflow.
+import { createHmac, createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 
 /** The comment a generated key's record carries, so a refusal can say where the key came from. */
 export const GENERATED_KEY_COMMENT = 'hostflow-generated-at-launch';
@@ -16,12 +16,70 @@ export interface VmHostKey {
   publicKey: string;
 }
 
-export function generateVmHostKey(): VmHostKey {
-  const pair = generateEd25519KeyPair(GENERATED_KEY_COMMENT);
+/** PKCS#8 DER of an ed25519 private key, up to its 32-byte seed (RFC 8410). */
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const KEY_TYPE = 'ssh-ed25519';
+
+const sshString = (data: Buffer | string) => {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'latin1') : data;
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(bytes.length);
+  return Buffer.concat([length, bytes]);
+};
+const uint32 = (n: number) => {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(n >>> 0);
+  return out;
+};
+
+/** The VM's ed25519 host key for `launchKey`: the same for the same seed and launch key. */
+export function vmHostKey(seed: Buffer, launchKey: string): VmHostKey {
+  const mac = createHmac('sha256', seed).update(`hostflow vm host key\0${launchKey}`).digest();
+  const privateKey = createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, mac]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const spki = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
+  const pub = spki.subarray(spki.length - 32);
+  const blob = Buffer.concat([sshString(KEY_TYPE), sshString(pub)]);
   return {
-    privateKey: pair.privateKey,
-    publicKey: pair.publicKey.split(' ').slice(0, 2).join(' '),
+    privateKey: openSshPrivateKey(mac, pub, blob),
+    publicKey: `${KEY_TYPE} ${blob.toString('base64')}`,
   };
+}
+
+/** OpenSSH's own private key format (PROTOCOL.key), unencrypted, as sshd reads host keys. */
+function openSshPrivateKey(seed: Buffer, pub: Buffer, blob: Buffer): string {
+  const check = uint32(seed.readUInt32BE(0));
+  let section = Buffer.concat([
+    check,
+    check,
+    sshString(KEY_TYPE),
+    sshString(pub),
+    sshString(Buffer.concat([seed, pub])),
+    sshString(GENERATED_KEY_COMMENT),
+  ]);
+  const padding = Buffer.from(
+    Array.from({ length: (8 - (section.length % 8)) % 8 }, (_, i) => i + 1),
+  );
+  section = Buffer.concat([section, padding]);
+  const body = Buffer.concat([
+    Buffer.from('openssh-key-v1\0', 'latin1'),
+    sshString('none'),
+    sshString('none'),
+    sshString(''),
+    uint32(1),
+    sshString(blob),
+    sshString(section),
+  ]).toString('base64');
+  const lines = body.match(/.{1,70}/g) ?? [];
+  return [
+    '-----BEGIN OPENSSH PRIVATE KEY-----',
+    ...lines,
+    '-----END OPENSSH PRIVATE KEY-----',
+    '',
+  ].join('\n');
 }
 
 /**
