@@ -103,6 +103,8 @@ export interface Ec2Vms extends Ec2VmNetwork {
    * read when its host stops; undefined until then.
    */
   impostorLogins(instanceId: string): string[] | undefined;
+  /** Instances made impostors so far (as each is first seen, before its host starts). */
+  impostors(): string[];
   /**
    * Stops the instance in moto (StopInstances): EC2 then reports `stopped`, which AwsProvider
    * maps to InstanceState 'stopped' — a VM that is not coming up, for the allocator to
@@ -345,6 +347,7 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
       impostorsNext++;
     },
     impostorLogins: (id) => impostorLogins.get(id),
+    impostors: () => [...impostors],
     hangBoot(instanceId) {
       if (instanceId === 'next') hangNext++;
       else hung.add(instanceId);

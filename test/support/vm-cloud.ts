@@ -30,6 +30,8 @@ export interface VmCloud {
   impostorNext?(): void;
   /** EC2 only: who logged in to that impostor, once its host stopped. */
   impostorLogins?(id: string): string[] | undefined;
+  /** EC2 only: the instances made impostors so far. */
+  impostors?(): string[];
   failInstance(id: string): Promise<void>;
   /** The next n API calls of the worker are refused (throttled). */
   refuseCalls(n: number): void;
@@ -106,6 +108,7 @@ export async function startVmCloud(
       failInstance: (id) => vms.failInstance(id),
       impostorNext: () => vms.impostorNext(),
       impostorLogins: (id) => vms.impostorLogins(id),
+      impostors: () => vms.impostors(),
       refuseCalls: (n) => void vms.throttle(n),
       refuseDescribes: (on) => vms.throttleAction('DescribeInstances', on),
       onNextLaunch: (fn) => void (launchHook = fn),
