@@ -3,21 +3,24 @@
 // instance's private address; an instance that stops, terminates or disappears loses its host.
 // The subnet lies inside the SSH hosts' bridge network (hfbr0, 10.231.0.0/16), in the upper half
 // that host pools never hand out, so moto's private addresses are reachable from the machine.
-// Failure injection: a boot that hangs, an instance that fails (stopped), and API throttling
-// through a small proxy in front of moto.
+// The host presents the SSH host key the instance's user data gives (cloud-init-stand-in.ts).
+// Failure injection: a boot that hangs, an instance that fails (stopped), an impostor at an
+// instance's address, and API throttling through a small proxy in front of moto.
 import {
   CreateSubnetCommand,
   CreateVpcCommand,
+  DescribeInstanceAttributeCommand,
   EC2Client,
   ModifySubnetAttributeCommand,
   StopInstancesCommand,
   paginateDescribeInstances,
 } from '@aws-sdk/client-ec2';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
+import { hostKeyFromUserData } from './cloud-init-stand-in.js';
 import { addressSlot } from './netns.js';
 import { startSshHostAt, type SshHost } from './ssh-hosts.js';
 
@@ -91,6 +94,18 @@ export interface Ec2Vms extends Ec2VmNetwork {
   /** That instance (or the next one first seen from now on) runs but never gets an SSH host. */
   hangBoot(instanceId: string | 'next'): void;
   /**
+   * The next instance first seen from now on gets an impostor at its address: an SSH host with
+   * a host key of its own, not the one its user data gives (admin login still works).
+   */
+  impostorNext(): void;
+  /**
+   * The users that logged in to an impostor's sshd (its log's `Accepted publickey for <user>`),
+   * read when its host stops; undefined until then.
+   */
+  impostorLogins(instanceId: string): string[] | undefined;
+  /** Instances made impostors so far (as each is first seen, before its host starts). */
+  impostors(): string[];
+  /**
    * Stops the instance in moto (StopInstances): EC2 then reports `stopped`, which AwsProvider
    * maps to InstanceState 'stopped' — a VM that is not coming up, for the allocator to
    * terminate and replace. Its SSH host, if any, stops with it.
@@ -133,6 +148,9 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
   const vms = new Map<string, Vm>();
   const hung = new Set<string>();
   let hangNext = 0;
+  const impostors = new Set<string>();
+  let impostorsNext = 0;
+  const impostorLogins = new Map<string, string[]>();
   const errors: string[] = [];
   /** Hosts being stopped, by address: a reused address waits for its previous host to go. */
   const stopping = new Map<string, Promise<void>>();
@@ -142,6 +160,16 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
     const host = vm.host;
     vm.host = undefined;
     if (!host) return;
+    if (impostors.has(vm.id)) {
+      let log = '';
+      try {
+        log = readFileSync(join(stateDir, vm.id, 'sshd.log'), 'utf8');
+      } catch {
+        // no log: sshd never started, so no one logged in
+      }
+      const logins = [...log.matchAll(/Accepted publickey for (\S+)/g)].map((m) => m[1]!);
+      impostorLogins.set(vm.id, logins);
+    }
     const done = host
       .stop()
       .catch((err: unknown) => void errors.push(`${vm.id}: stop: ${(err as Error).message}`))
@@ -151,10 +179,22 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
     stopping.set(vm.address, done);
   };
 
+  /** What cloud-init would install as the VM's host key, from the instance's user data. */
+  const userDataHostKey = async (id: string) => {
+    const attribute = await ec2.send(
+      new DescribeInstanceAttributeCommand({ InstanceId: id, Attribute: 'userData' }),
+    );
+    const encoded = attribute.UserData?.Value;
+    return hostKeyFromUserData(
+      encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined,
+    );
+  };
+
   const inflight = new Set<Promise<void>>();
   const startHost = (vm: Vm) => {
     const start = (async () => {
       await stopping.get(vm.address);
+      const hostKey = impostors.has(vm.id) ? undefined : await userDataHostKey(vm.id);
       const host = await startSshHostAt({
         address: vm.address,
         name: `${prefix}-${vm.id}`,
@@ -162,6 +202,7 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
         stateDir: join(stateDir, vm.id),
         adminUser,
         adminKey,
+        ...(hostKey ? { hostKey } : {}),
       });
       vm.host = host;
       opts.onHostReady?.(vm.id, performance.now());
@@ -205,6 +246,10 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
         if (hangNext > 0) {
           hangNext--;
           hung.add(id);
+        }
+        if (impostorsNext > 0) {
+          impostorsNext--;
+          impostors.add(id);
         }
       }
       if (state !== 'running') {
@@ -298,6 +343,11 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
     hosts: () =>
       new Map([...vms.values()].flatMap((vm) => (vm.host ? [[vm.id, vm.host] as const] : []))),
     errors: () => [...errors],
+    impostorNext() {
+      impostorsNext++;
+    },
+    impostorLogins: (id) => impostorLogins.get(id),
+    impostors: () => [...impostors],
     hangBoot(instanceId) {
       if (instanceId === 'next') hangNext++;
       else hung.add(instanceId);

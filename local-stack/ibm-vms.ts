@@ -1,7 +1,8 @@
 // Makes the IBM Cloud double's instances behave like VMs, as ec2-vms.ts does for moto: when an
 // instance finishes booting, an SSH test host (admin `root`, as on IBM images) starts at an
 // address of its own, which the double then reports (VPC floating IP, Power VS network);
-// deleting the instance stops the host. Failure injection: a boot whose SSH never answers,
+// deleting the instance stops the host. The host presents the SSH host key the instance's user
+// data gives (cloud-init-stand-in.ts). Failure injection: a boot whose SSH never answers,
 // a failed instance, throttling and server errors (the double's own).
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -13,6 +14,7 @@ import {
   type IbmCloudDouble,
   type IbmCloudDoubleOptions,
 } from './ibm-cloud-double.js';
+import { hostKeyFromUserData } from './cloud-init-stand-in.js';
 import { addressSlot, slotAddress } from './netns.js';
 import { startSshHostAt, type SshHost } from './ssh-hosts.js';
 
@@ -34,6 +36,19 @@ export interface IbmVms {
   /** The instance fails (VPC `failed`, Power VS `ERROR`) and its SSH host stops. */
   failInstance(id: string): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** The host key the instance's user data gives (VPC `user_data` raw, Power VS `userData` base64). */
+function hostKeyOf(instance: DoubleInstance) {
+  const request = instance.request as { user_data?: unknown; userData?: unknown } | undefined;
+  const userData =
+    typeof request?.user_data === 'string'
+      ? request.user_data
+      : typeof request?.userData === 'string'
+        ? Buffer.from(request.userData, 'base64').toString('utf8')
+        : undefined;
+  const hostKey = hostKeyFromUserData(userData);
+  return hostKey ? { hostKey } : {};
 }
 
 export async function startIbmVms(opts: IbmVmsOptions): Promise<IbmVms> {
@@ -75,6 +90,7 @@ export async function startIbmVms(opts: IbmVmsOptions): Promise<IbmVms> {
       stateDir: join(stateDir, instance.id),
       adminUser: CLOUD_ADMIN_USER.ibmz,
       adminKey,
+      ...hostKeyOf(instance),
     }).then(
       (host) => {
         hosts.set(instance.id, host);

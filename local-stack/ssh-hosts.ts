@@ -155,7 +155,7 @@ function sshdConfig(address: string, adminUser: string): string {
   ].join('\n');
 }
 
-type KeyPair = { publicKey: string; privateKey: string };
+export type KeyPair = { publicKey: string; privateKey: string };
 
 async function startHost(
   net: HostNet,
@@ -164,6 +164,7 @@ async function startHost(
   adminKey?: KeyPair,
   restart = false,
   bootDelayMs?: number,
+  givenHostKey?: KeyPair,
 ): Promise<SshHost> {
   const name = net.netns;
   let proc: ManagedProcess | undefined;
@@ -195,7 +196,8 @@ async function startHost(
       await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
       return readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
     };
-    const hostPublicKey = await newHostKey();
+    // A VM's host is given the key its user data carries (ec2-vms.ts, as cloud-init would)
+    const hostPublicKey = givenHostKey ? installHostKey(keyFile, givenHostKey) : await newHostKey();
     const admin = adminKey ?? generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
     writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address, adminUser));
@@ -287,6 +289,16 @@ export interface SshHostAtOptions {
   adminUser?: string;
   /** The admin user's key pair; default a fresh one. */
   adminKey?: KeyPair;
+  /** The host key sshd presents (OpenSSH private key, `ssh-ed25519 …`); default a fresh one. */
+  hostKey?: KeyPair;
+}
+
+/** Writes a given ed25519 host key where sshd reads it; returns its `<type> <base64>`. */
+function installHostKey(keyFile: string, key: KeyPair): string {
+  const publicKey = key.publicKey.trim().split(/\s+/).slice(0, 2).join(' ');
+  writeFileSync(keyFile, `${key.privateKey.trim()}\n`, { mode: 0o600 });
+  writeFileSync(`${keyFile}.pub`, `${publicKey}\n`);
+  return publicKey;
 }
 
 /** One SSH test host at a caller-chosen address (as a cloud VM double gets its address). */
@@ -302,7 +314,15 @@ export async function startSshHostAt(opts: SshHostAtOptions): Promise<SshHost> {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  return startHost(net, dir, opts.adminUser ?? 'hfadmin', opts.adminKey);
+  return startHost(
+    net,
+    dir,
+    opts.adminUser ?? 'hfadmin',
+    opts.adminKey,
+    false,
+    undefined,
+    opts.hostKey,
+  );
 }
 
 export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool> {

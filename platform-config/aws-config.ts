@@ -31,8 +31,8 @@ export interface AwsConfig {
 }
 
 export const AWS_DEFAULT_DISK_GB = 40;
-/** AWS's limit on user data, before base64. */
-const MAX_USER_DATA_BYTES = 16_384;
+/** EC2's limit on user data, before base64 encoding. */
+export const AWS_MAX_USER_DATA_BYTES = 16_384;
 
 const ID = (prefix: string) => new RegExp(`^${prefix}-[0-9a-f]{8}([0-9a-f]{9})?$`);
 const ARN = (service: string, resource: string) =>
@@ -123,8 +123,8 @@ export function parseAwsConfig(
 function userData(raw: string | undefined, problem: ConfigProblemSink): string | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const bytes = new TextEncoder().encode(raw).length; // no Buffer: workflows parse config too
-  if (bytes > MAX_USER_DATA_BYTES) {
-    problem('user-data', `is ${bytes} bytes; AWS accepts at most ${MAX_USER_DATA_BYTES}`);
+  if (bytes > AWS_MAX_USER_DATA_BYTES) {
+    problem('user-data', `is ${bytes} bytes; AWS accepts at most ${AWS_MAX_USER_DATA_BYTES}`);
     return undefined;
   }
   return raw;

@@ -7,6 +7,7 @@ export const HOST_FAILURE_TYPES: readonly string[] = [
   'SshUnavailable',
   'SshAuthRejected',
   'SshHostKeyMismatch',
+  'HostKeyUnknown',
   'SshHandshakeFailed',
   'SshCommandFailed',
   'SshSudoRejected',

@@ -7,13 +7,18 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { ADOPTED_CLAIM_PREFIX } from '../../platform-config/contract.js';
+import { AWS_MAX_USER_DATA_BYTES } from '../../platform-config/aws-config.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { BOOTSTRAP_DATA_KEY } from '../../shared/machine-api.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
+import { createHostKeyStore } from '../kubernetes/host-key-store.js';
+import { createVmHostKeySeed } from '../kubernetes/vm-host-key-seed.js';
 import { sshBanner } from '../ssh/banner.js';
+import { vmHostKeyRecord } from '../ssh/host-keys.js';
 import { providerOpener, type ProviderDeps } from './open-provider.js';
 import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
+import { GENERATED_KEY_COMMENT, userDataWithHostKey, vmHostKey } from './vm-host-key.js';
 
 export interface CloudDeps extends ProviderDeps {
   /** VMs younger than this are never collected: their claim may not be visible yet. */
@@ -47,6 +52,8 @@ export function createCloudActivities(deps: CloudDeps) {
       provider.destroy?.();
     }
   }
+  const hostKeyStore = createHostKeyStore(deps);
+  const hostKeySeed = createVmHostKeySeed(deps);
   const owner = (cloud: CloudPlatform) => ({ key: OWNER_TAG_KEY, value: cloud.common.instanceTag });
 
   return {
@@ -64,19 +71,29 @@ export function createCloudActivities(deps: CloudDeps) {
     }): Promise<Instance & { sshUser: string }> {
       const { cloud, launchKey } = input;
       const suffix = createHash('sha256').update(launchKey).digest('hex').slice(0, 10);
-      const userData = input.userDataSecret
+      const given = input.userDataSecret
         ? await readUserData(deps.core, input.userDataSecret)
-        : undefined;
-      return withProvider(cloud, async (provider) => ({
-        ...(await provider.launch({
+        : platformUserData(cloud);
+      // The VM's host key, made here (never in a workflow), the same on a retry: its private half
+      // goes only into the user data, its public half into the host-key store before anything
+      // connects to the VM.
+      const hostKey = vmHostKey(await hostKeySeed(), launchKey);
+      const userData = userDataWithHostKey(given, hostKey);
+      checkUserDataSize(cloud, userData, given);
+      return withProvider(cloud, async (provider) => {
+        const vm = await provider.launch({
           name: `${cloud.common.instanceTag}-${suffix}`,
           owner: owner(cloud),
           tags: { ...input.tags, [PLATFORM_TAG_KEY]: cloud.platform },
           idempotencyKey: launchKey,
-          ...(userData ? { userData } : {}),
-        })),
-        sshUser: provider.sshUser,
-      }));
+          userData,
+        });
+        await hostKeyStore.recordFirst(
+          vmHostKeyRecord(vm.id),
+          `${hostKey.publicKey} ${GENERATED_KEY_COMMENT}`,
+        );
+        return { ...vm, sshUser: provider.sshUser };
+      });
     },
 
     async describeInstance(input: {
@@ -188,6 +205,25 @@ export function createCloudActivities(deps: CloudDeps) {
 }
 
 export type CloudActivities = ReturnType<typeof createCloudActivities>;
+
+/** The platform's own user-data (host-config `user-data`), where its provider takes one. */
+function platformUserData(cloud: CloudPlatform): string | undefined {
+  const { provider } = cloud;
+  return provider.type === 'aws' || provider.type === 'ibmp' ? provider.config.userData : undefined;
+}
+
+/** AWS refuses user data over 16 KB: say so here, in sizes only (the data holds secrets). */
+function checkUserDataSize(cloud: CloudPlatform, userData: string, given: string | undefined) {
+  const bytes = Buffer.byteLength(userData, 'utf8');
+  if (cloud.provider.type !== 'aws' || bytes <= AWS_MAX_USER_DATA_BYTES) return;
+  const givenBytes = given === undefined ? 0 : Buffer.byteLength(given, 'utf8');
+  throw ApplicationFailure.nonRetryable(
+    `the user data of a ${cloud.platform} VM would be ${bytes} bytes (${givenBytes} given, ` +
+      `${bytes - givenBytes} for the VM's SSH host key); AWS accepts at most ` +
+      `${AWS_MAX_USER_DATA_BYTES}: shorten the user-data (or the Machine's bootstrap data)`,
+    'UserDataTooLarge',
+  );
+}
 
 /** The Secret's `value`, which stays in this process: only the cloud's API sees it. */
 async function readUserData(

@@ -1,4 +1,5 @@
-// Where the engine keeps the SSH host keys it trusted on first use: ConfigMap hostflow-host-keys
+// Where the engine keeps the SSH host keys it trusted on first use, and those it generated for
+// the cloud VMs it launched: ConfigMap hostflow-host-keys
 // in the engine namespace, one data key per host. Durable (a pod restart loses nothing), shared
 // by every worker, and written with optimistic concurrency, so two workers racing to record one
 // host's first key agree on the one that got there first.
@@ -13,6 +14,8 @@ const ATTEMPTS = 5;
 export interface HostKeyStore {
   /** Records `key` for `id` unless one is there already; returns the one that holds. */
   recordFirst(id: string, key: string): Promise<{ key: string; recorded: boolean }>;
+  /** The key recorded for `id`, if any. */
+  held(id: string): Promise<string | undefined>;
 }
 
 /** A ConfigMap data key for `id` (a host name or an address): `[-._a-zA-Z0-9]` only. */
@@ -35,6 +38,9 @@ export function createHostKeyStore(deps: {
   }
 
   return {
+    async held(id) {
+      return (await read())?.data?.[storeKey(id)];
+    },
     async recordFirst(id, key) {
       const dataKey = storeKey(id);
       for (let attempt = 0; attempt < ATTEMPTS; attempt++) {

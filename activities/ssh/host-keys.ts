@@ -5,11 +5,14 @@
 //   a reinstalled host's new key there is heard at once). Without one, the first key seen is
 //   trusted and recorded (ConfigMap hostflow-host-keys, with a Warning Event), and from then on
 //   only that key is accepted; with `require-host-keys: "true"` the host is refused instead.
-// - A host not in host-config whose Host carries a key (Host.hostKey): that key. Cloud VMs carry
-//   none yet, so they are trusted on first use, recorded under their instance id.
+// - A host not in host-config whose Host carries a key (Host.hostKey): that key.
+// - Any other host not in host-config (a cloud VM, named by its instance id): the key recorded
+//   for it, which the launch generated and recorded before the VM existed (cloud/vm-host-key.ts).
+//   Without a record it is refused (HostKeyUnknown): a VM is never trusted on first use.
 // - A node reached by address (a BareMetalHost, a cluster's node): trusted on first use.
-// A refused key is a host failure (SshHostKeyMismatch); a bad or missing configured key is the
-// host's config failure (HostKeyInvalid, HostKeyRequired); both name what to change.
+// A refused key is a host failure (SshHostKeyMismatch, HostKeyUnknown); a bad or missing
+// configured key is the host's config failure (HostKeyInvalid, HostKeyRequired); all name what
+// to change.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
@@ -24,6 +27,7 @@ import {
   type HostKeyStore,
 } from '../kubernetes/host-key-store.js';
 import { withSsh, type HostKeyCheck, type SshTarget } from './session.js';
+import { GENERATED_KEY_COMMENT } from '../cloud/vm-host-key.js';
 
 export type HostIdentity =
   /** A host of host-config, or a cloud VM (`hostKey`: a key its Host carries). */
@@ -60,8 +64,11 @@ function keyLine(blob: Buffer): string {
   return `${blob.subarray(4, 4 + length).toString('latin1')} ${blob.toString('base64')}`;
 }
 
+/** Where a cloud VM's generated key is recorded: as any host's, under its name (instance id). */
+export const vmHostKeyRecord = (instanceId: string) => `host.${instanceId}`;
+
 const recordId = (identity: HostIdentity) =>
-  'host' in identity ? `host.${identity.host}` : `address.${identity.address}`;
+  'host' in identity ? vmHostKeyRecord(identity.host) : `address.${identity.address}`;
 
 const describe = (identity: HostIdentity) =>
   'host' in identity
@@ -85,13 +92,15 @@ export function createHostKeys(deps: {
     presented: Buffer,
     expected: string,
     from: string,
+    vmFix?: string,
   ) => {
     const given = parseHostKey(expected);
     const expectedPrint = given.ok ? fingerprint(Buffer.from(given.blob)) : 'unreadable';
     const fix =
-      'host' in identity
+      vmFix ??
+      ('host' in identity
         ? `if the host was reinstalled, put its new key in ${configRef(identity.host)}`
-        : `if the host was reinstalled, delete ${storeRef(recordId(identity))} to trust its next key`;
+        : `if the host was reinstalled, delete ${storeRef(recordId(identity))} to trust its next key`);
     const message =
       `${describe(identity)} presented host key ${fingerprint(presented)} (${keyLine(presented).split(' ')[0]}), ` +
       `not the one ${from} (${expectedPrint}); hostflow refuses to connect: ${fix}; ` +
@@ -106,11 +115,11 @@ export function createHostKeys(deps: {
 
   /** Accepts only `expected`. */
   const pinned =
-    (identity: HostIdentity, expected: string, from: string): HostKeyCheck =>
+    (identity: HostIdentity, expected: string, from: string, vmFix?: string): HostKeyCheck =>
     async (key) => {
       const given = parseHostKey(expected);
       if (given.ok && Buffer.from(given.blob).equals(key)) return undefined;
-      return mismatch(identity, key, expected, from);
+      return mismatch(identity, key, expected, from, vmFix);
     };
 
   /** The recorded key, or the presented one recorded (with a Warning) when there is none. */
@@ -137,6 +146,33 @@ export function createHostKeys(deps: {
       return pinned(identity, held.key, `hostflow recorded on first use in ${storeRef(id)}`)(key);
     };
 
+  /**
+   * A host that is not in host-config: a cloud VM (or a host removed from host-config while in
+   * use). Only the key recorded for it; none recorded is refused, never trusted on first use.
+   */
+  async function notInHostConfig(identity: HostIdentity & { host: string }) {
+    const id = recordId(identity);
+    const held = await store.held(id);
+    if (held) {
+      if (!held.endsWith(` ${GENERATED_KEY_COMMENT}`)) {
+        const from = `hostflow recorded on first use in ${storeRef(id)}`;
+        return { checkHostKey: pinned(identity, held, from) };
+      }
+      const from = `hostflow generated for this VM and gave it in its user data at launch (${storeRef(id)})`;
+      const fix =
+        'this is not the VM hostflow launched, or its image did not install the host key from ' +
+        "the user data (cloud-init's ssh_keys); it is not used";
+      return { checkHostKey: pinned(identity, held, from, fix) };
+    }
+    throw ApplicationFailure.nonRetryable(
+      `${describe(identity)}: hostflow holds no host key for it (it is not a host of ` +
+        `host-config, and ${storeRef(id)} is not set), so it cannot tell the host from an ` +
+        'impostor and does not connect. A cloud VM gets its key when hostflow launches it: ' +
+        'one launched without (by an older hostflow, or the record was deleted) is not used',
+      'HostKeyUnknown',
+    );
+  }
+
   async function target(identity: HostIdentity): Promise<HostKeyTarget> {
     if (!('host' in identity)) return { checkHostKey: firstUse(identity) };
     const read = await readHostConfig(core, engineNamespace);
@@ -158,6 +194,7 @@ export function createHostKeys(deps: {
         checkHostKey: pinned(identity, identity.hostKey, 'hostflow was given for this host'),
       };
     }
+    if (!entry) return notInHostConfig(identity);
     if (config?.requireHostKeys) {
       throw ApplicationFailure.nonRetryable(
         `${describe(identity)}: host-config requires host keys (require-host-keys: "true") and ` +

@@ -17,6 +17,7 @@ import { createScope, type TestScope } from './scope.js';
 import { lockedByEngine, secretDeleter } from './secret-deleter.js';
 import { sshCommand } from './ssh.js';
 import { startVmCloud, type VmCloud } from './vm-cloud.js';
+import { describeVmHostKeys } from './cloud-host-keys.js';
 import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 
 export interface CloudScenarioOptions {
@@ -445,6 +446,15 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
       await finish('r-a', 'r-b', 'r-c');
     });
   });
+
+  // The impostor needs ec2-vms.ts; every provider's VMs present their generated keys (or are refused).
+  if (kind === 'aws') {
+    describeVmHostKeys({
+      platform,
+      stack: () => ({ scope, cloud }),
+      hostConfig: () => hostConfig(),
+    });
+  }
 
   it('leaves no VM behind once every workflow has ended', async () => {
     const running = async () => {

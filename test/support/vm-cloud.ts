@@ -26,6 +26,12 @@ export interface VmCloud {
   liveInstances(ownerTag: string): Promise<string[]>;
   hosts(): Map<string, SshHost>;
   hangBoots(n: number): void;
+  /** EC2 only: the next VM is an impostor with a host key of its own (ec2-vms.ts). */
+  impostorNext?(): void;
+  /** EC2 only: who logged in to that impostor, once its host stopped. */
+  impostorLogins?(id: string): string[] | undefined;
+  /** EC2 only: the instances made impostors so far. */
+  impostors?(): string[];
   failInstance(id: string): Promise<void>;
   /** The next n API calls of the worker are refused (throttled). */
   refuseCalls(n: number): void;
@@ -100,6 +106,9 @@ export async function startVmCloud(
         for (let i = 0; i < n; i++) vms.hangBoot('next');
       },
       failInstance: (id) => vms.failInstance(id),
+      impostorNext: () => vms.impostorNext(),
+      impostorLogins: (id) => vms.impostorLogins(id),
+      impostors: () => vms.impostors(),
       refuseCalls: (n) => void vms.throttle(n),
       refuseDescribes: (on) => vms.throttleAction('DescribeInstances', on),
       onNextLaunch: (fn) => void (launchHook = fn),
