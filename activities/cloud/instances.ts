@@ -55,6 +55,11 @@ export function createCloudActivities(deps: CloudDeps) {
   const hostKeyStore = createHostKeyStore(deps);
   const hostKeySeed = createVmHostKeySeed(deps);
   const owner = (cloud: CloudPlatform) => ({ key: OWNER_TAG_KEY, value: cloud.common.instanceTag });
+  // Only the key generated at launch goes with the VM; a record someone else made stays.
+  const forgetHostKey = (id: string) =>
+    hostKeyStore.forget(vmHostKeyRecord(id), (record) =>
+      record.endsWith(` ${GENERATED_KEY_COMMENT}`),
+    );
 
   return {
     /**
@@ -116,6 +121,7 @@ export function createCloudActivities(deps: CloudDeps) {
     /** Idempotent: an instance that is already gone counts as terminated. */
     async terminateInstance(input: { cloud: CloudPlatform; id: string }): Promise<void> {
       await withProvider(input.cloud, (provider) => provider.terminate(input.id));
+      await forgetHostKey(input.id);
     },
 
     /**
@@ -145,6 +151,7 @@ export function createCloudActivities(deps: CloudDeps) {
           if (ids.has(vm.id) || (vm.launchRef && refs.has(vm.launchRef))) continue;
           if (age === undefined || !(age >= graceMs)) continue; // unknown age: never guess
           await provider.terminate(vm.id);
+          await forgetHostKey(vm.id);
           const entry = {
             id: vm.id,
             ...(vm.tags.Name ? { name: vm.tags.Name } : {}),

@@ -16,6 +16,12 @@ export interface HostKeyStore {
   recordFirst(id: string, key: string): Promise<{ key: string; recorded: boolean }>;
   /** The key recorded for `id`, if any. */
   held(id: string): Promise<string | undefined>;
+  /**
+   * Removes the record of `id` if `isOurs(record)`; idempotent. A VM's generated key goes when
+   * the VM does, so the store holds only hosts that may still answer (a ConfigMap is capped at
+   * 1 MiB, about 8,000 records).
+   */
+  forget(id: string, isOurs: (record: string) => boolean): Promise<void>;
 }
 
 /** A ConfigMap data key for `id` (a host name or an address): `[-._a-zA-Z0-9]` only. */
@@ -74,6 +80,32 @@ export function createHostKeyStore(deps: {
       }
       throw ApplicationFailure.retryable(
         `${where} kept changing while host key ${dataKey} was recorded; retrying`,
+        'KubernetesHttp409',
+      );
+    },
+    async forget(id, isOurs) {
+      const dataKey = storeKey(id);
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        const current = await read();
+        const held = current?.data?.[dataKey];
+        if (!current || held === undefined || !isOurs(held)) return;
+        const data = { ...current.data };
+        delete data[dataKey];
+        try {
+          // resourceVersion is kept: a record written in between is read again, not lost
+          await core.replaceNamespacedConfigMap({
+            name: HOST_KEY_STORE_NAME,
+            namespace,
+            body: { ...current, data },
+          });
+          return;
+        } catch (err) {
+          if (isNotFound(err)) return;
+          if (!isConflict(err)) rethrowKube(`remove host key ${dataKey} from ${where}`, err);
+        }
+      }
+      throw ApplicationFailure.retryable(
+        `${where} kept changing while host key ${dataKey} was removed; retrying`,
         'KubernetesHttp409',
       );
     },

@@ -71,6 +71,10 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
         }
         await scope.taskRuns.complete(tr.name);
         await scope.taskRuns.waitForSecretGone(tr.name, 90_000);
+        // The record goes with the VM: the store keeps only hosts that may still answer.
+        await waitFor(`the host key of ${id} to be forgotten`, async () =>
+          (await recorded(id)) === undefined ? true : undefined,
+        );
       } finally {
         await scope.setHostConfig(hostConfig());
       }
