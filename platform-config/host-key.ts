@@ -27,6 +27,14 @@ function decodeBase64(text: string): Uint8Array | undefined {
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
+/** A host key someone gave for a host, and where it was given (for messages: what to change). */
+export interface GivenHostKey {
+  /** `<type> <base64>`, checked by parseHostKey. */
+  key: string;
+  /** e.g. `annotation hostflow.dev/ssh-host-key on BareMetalHost metal3/node-1`. */
+  from: string;
+}
+
 /** The key, or why it is not one. Never echoes more than the key's type back. */
 export function parseHostKey(value: string): ParsedHostKey {
   const parts = value.trim().split(/[ \t]+/);
