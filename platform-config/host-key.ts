@@ -1,6 +1,8 @@
 // An SSH host's public key in known_hosts form (`ssh-ed25519 AAAA… [comment]`), as host-config
-// gives it (`host.<name>.host-key`). Pure code, shared with workflows: no crypto library, only
-// the key blob's own structure is checked (its type string must match the named type).
+// gives it (`host.<name>.host-key`), or a BareMetalHost's annotation. Pure code, no crypto
+// library: only the key blob's own structure is checked (its type string must match the named
+// type). Not for workflow code: it decodes with atob, which the workflow sandbox lacks (tried);
+// activities check keys and workflows carry the result.
 
 /** The key types hostflow's SSH client verifies. */
 const HOST_KEY_TYPES = [
