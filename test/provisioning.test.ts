@@ -455,15 +455,20 @@ describe('a Provisioning', () => {
         ),
       });
       expect(await consumerOf(1)).toBeUndefined();
-      await scope.kube.custom.deleteNamespacedCustomObject({
-        ...PROVISIONING_API,
-        namespace: scope.namespace,
-        name: 'badkey',
-      });
-      await waitFor('badkey to go', async () =>
-        (await get('badkey')) === undefined ? true : undefined,
-      );
     } finally {
+      // Gone before the next test, even when this one failed (it would hold node-1).
+      await scope.kube.custom
+        .deleteNamespacedCustomObject({
+          ...PROVISIONING_API,
+          namespace: scope.namespace,
+          name: 'badkey',
+        })
+        .catch(() => undefined);
+      await waitFor(
+        'badkey to go',
+        async () => ((await get('badkey')) === undefined ? true : undefined),
+        { timeoutMs: 60_000 },
+      );
       await annotate(1, undefined).catch(() => undefined);
     }
   });
