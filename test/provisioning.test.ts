@@ -494,8 +494,20 @@ describe('a Provisioning', () => {
         masters: [{ master: { 'mac-address': macs[1]! } }],
         workers: [{ 'worker-1': { 'mac-address': macs[2]! } }],
       });
-      const status = await phase('given', 'Failed');
+      // Where it ends: Failed here (without the given key, it would be Ready, installed there).
+      const status = await waitFor(
+        'given to end',
+        async () => {
+          const found = (await get('given'))?.status;
+          return ['Failed', 'Refused', 'Ready'].includes(found?.phase ?? '') ? found : undefined;
+        },
+        { timeoutMs: 90_000, intervalMs: 200 },
+      );
       const message = status.conditions?.[0]?.message ?? '';
+      expect({ phase: status.phase, node2: await marker(2) }).toEqual({
+        phase: 'Failed',
+        node2: '',
+      });
       expect(message).toMatch(
         new RegExp(
           `ssh host at ${address(2).replaceAll('.', '\\.')}:22 presented host key SHA256:\\S+ \\(ssh-ed25519\\), ` +
