@@ -1,6 +1,8 @@
 // An SSH host's public key in known_hosts form (`ssh-ed25519 AAAA… [comment]`), as host-config
-// gives it (`host.<name>.host-key`). Pure code, shared with workflows: no crypto library, only
-// the key blob's own structure is checked (its type string must match the named type).
+// gives it (`host.<name>.host-key`), or a BareMetalHost's annotation. Pure code, no crypto
+// library: only the key blob's own structure is checked (its type string must match the named
+// type). Not for workflow code: it decodes with atob, which the workflow sandbox lacks (tried);
+// activities check keys and workflows carry the result.
 
 /** The key types hostflow's SSH client verifies. */
 const HOST_KEY_TYPES = [
@@ -25,6 +27,14 @@ function decodeBase64(text: string): Uint8Array | undefined {
   if (!BASE64.test(text) || text.length % 4 !== 0) return undefined;
   const bin = atob(text);
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** A host key someone gave for a host, and where it was given (for messages: what to change). */
+export interface GivenHostKey {
+  /** `<type> <base64>`, checked by parseHostKey. */
+  key: string;
+  /** e.g. `annotation hostflow.dev/ssh-host-key on BareMetalHost metal3/node-1`. */
+  from: string;
 }
 
 /** The key, or why it is not one. Never echoes more than the key's type back. */

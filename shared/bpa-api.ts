@@ -39,6 +39,11 @@ export const HOST_SSH_ANNOTATIONS = {
   secret: 'bpa.akraino.org/ssh-secret',
   /** The admin user (default root). */
   user: 'bpa.akraino.org/ssh-user',
+  /**
+   * The host's public SSH host key, one line in known_hosts form (`ssh-ed25519 AAAA…`), as the
+   * platform team knows it: hostflow then accepts only that key, never trusting on first use.
+   */
+  hostKey: 'hostflow.dev/ssh-host-key',
 } as const;
 /** Holds a Provisioning until its hosts are reset and released. */
 export const PROVISIONING_FINALIZER = 'bpa.akraino.org/provisioning';
@@ -87,6 +92,10 @@ export interface HostInventory {
   /** A Secret (namespace/name, key id_rsa) with which hostflow logs in to hand out the installer key. */
   sshSecret?: string;
   sshUser?: string;
+  /** Its annotation hostflow.dev/ssh-host-key, checked: `<type> <base64>`. */
+  hostKey?: string;
+  /** Why that annotation is not a host key, when it is not. */
+  hostKeyProblem?: string;
 }
 /** On a Provisioning: `dhcp` takes node IPs from the DHCP server's leases instead of the hosts' NICs. */
 export const IP_SOURCE_ANNOTATION = 'bpa.akraino.org/ip-source';

@@ -340,11 +340,13 @@ describe('what each component cannot do, as the API server answers its own token
       expect(await allowed('otp', { verb, resource: 'secrets', namespace: otpNamespace })).toBe(
         true,
       );
-    for (const verb of ['get', 'list', 'watch', 'create', 'update', 'delete'])
-      expect({
-        verb,
-        allowed: await allowed('otp', { verb, resource: 'secrets', namespace: engineNamespace }),
-      }).toEqual({ verb, allowed: false });
+    // Nowhere else: not the engine namespace, not a tenant's, not cluster-wide.
+    const granted: string[] = [];
+    for (const where of [engineNamespace, pool.scope.namespace, undefined])
+      for (const verb of ['get', 'list', 'watch', 'create', 'update', 'delete'])
+        if (await allowed('otp', { verb, resource: 'secrets', namespace: where }))
+          granted.push(`${verb} secrets in ${where ?? 'every namespace'}`);
+    expect(granted).toEqual([]);
   });
 
   it('the bridge writes nothing, anywhere: no create, update, patch or delete of any resource', async () => {

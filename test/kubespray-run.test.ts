@@ -58,6 +58,32 @@ const input = (cluster: string, extra: Partial<PlaybookInput> = {}): PlaybookInp
   ...extra,
 });
 
+/**
+ * Runs `run` with what a worker has in its environment (workers/settings.ts, the cloud SDKs' own
+ * variables) set in this process, whose environment the activity's ansible-playbook would inherit.
+ */
+async function withWorkerCredentials<T>(run: () => Promise<T>): Promise<T> {
+  const credentials: Record<string, string> = {
+    KUBECONFIG: testEnv('kubeconfig'),
+    TEMPORAL_API_KEY: 'test-temporal-api-key',
+    TEMPORAL_TLS_CLIENT_CERT_PATH: '/var/run/temporal/tls.crt',
+    TEMPORAL_TLS_CLIENT_KEY_PATH: '/var/run/temporal/tls.key',
+    AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+    AWS_SECRET_ACCESS_KEY: 'not-a-real-one',
+    IBMCLOUD_API_KEY: 'not-a-real-one',
+    HOSTFLOW_OTP_STORE_TOKEN_FILE: '/var/run/hostflow-otp/store-token',
+  };
+  const before = Object.fromEntries(Object.keys(credentials).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, credentials);
+  try {
+    return await run();
+  } finally {
+    for (const [name, value] of Object.entries(before))
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+  }
+}
+
 const marker = async (host: number) =>
   (await pool.hosts[host]!.exec(['cat', '/var/tmp/hostflow-stand-in-kubelet'])).stdout.trim();
 
@@ -66,7 +92,9 @@ describe('a kubespray run', () => {
     const env = new MockActivityEnvironment();
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (details) => heartbeats.push(details));
-    const outcome = (await env.run(activities.runPlaybook, input('alpha'))) as PlaybookOutcome;
+    const outcome = (await withWorkerCredentials(() =>
+      env.run(activities.runPlaybook, input('alpha')),
+    )) as PlaybookOutcome;
     expect(Object.keys(outcome.recap).sort()).toEqual([
       'localhost',
       'master',
@@ -88,6 +116,16 @@ describe('a kubespray run', () => {
     const kubeconfig = Buffer.from(secret.data![KUBECONFIG_KEY]!, 'base64').toString('utf8');
     expect(kubeconfig).toContain(`server: https://${pool.hosts[m]!.address}:6443`);
     expect(secret.metadata?.labels?.cluster).toBe('alpha');
+  });
+
+  it("gives ansible none of the worker's credentials: controller-side code sees none of them", () => {
+    // The run above had them set; the stand-in's localhost play wrote the names its lookups see.
+    const seen = readFileSync(join(workDir, namespace, 'alpha', 'controller-environment'), 'utf8')
+      .split('\n')
+      .filter(Boolean);
+    expect(seen).toContain('PATH');
+    const credential = /^(KUBECONFIG|TEMPORAL_|AWS_|IBM|HOSTFLOW_(?!STAND_IN_FAIL$))/;
+    expect(seen.filter((name) => credential.test(name))).toEqual([]);
   });
 
   it('names the host and the task that failed', async () => {

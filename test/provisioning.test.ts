@@ -13,6 +13,7 @@ import {
   type ProvisioningSpec,
 } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
+import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
@@ -128,6 +129,24 @@ const authorizedKeys = async (index: number) => {
 /** The installer key of cluster-alpha as authorized_keys lists it, read before it is deleted. */
 let alphaKey = '';
 const marker = (index: number) => metal.marker(index);
+/** Sets (or, with undefined, removes) host `index`'s given host key annotation. */
+const annotate = (index: number, key: string | undefined) => {
+  const path = '/metadata/annotations/hostflow.dev~1ssh-host-key';
+  return scope.kube.custom.patchNamespacedCustomObject({
+    ...BAREMETALHOST_API,
+    namespace: metal3,
+    name: `node-${index}`,
+    body: [key === undefined ? { op: 'remove', path } : { op: 'add', path, value: key }],
+  });
+};
+/** The engine's host key records (first use), if it made any yet. */
+const readStore = () =>
+  scope.kube.core
+    .readNamespacedConfigMap({ name: HOST_KEY_STORE_NAME, namespace: scope.engineNamespace })
+    .catch((err: unknown) => {
+      if (statusCode(err) === 404) return undefined;
+      throw err;
+    });
 
 /** The Events of this reason, once there are `count` (they follow the status write). */
 const events = (reason: string, count: number) =>
@@ -420,6 +439,112 @@ describe('a Provisioning', () => {
           .catch(() => undefined);
       }
       await scope.kube.core.deleteNamespace({ name: other }).catch(() => undefined);
+    }
+  });
+
+  it('refuses a BareMetalHost whose given host key (hostflow.dev/ssh-host-key) is malformed, naming the annotation', async () => {
+    try {
+      await annotate(1, 'ssh-ed25519 not-a-key');
+      await create('badkey', 'cluster-badkey', {
+        masters: [{ master: { 'mac-address': macs[1]! } }],
+      });
+      expect(await decided('badkey')).toEqual({
+        phase: 'Refused',
+        message: expect.stringContaining(
+          `master master (BareMetalHost ${metal3}/node-1): annotation hostflow.dev/ssh-host-key: the key after "ssh-ed25519" is not base64`,
+        ),
+      });
+      expect(await consumerOf(1)).toBeUndefined();
+    } finally {
+      // Gone before the next test, even when this one failed (it would hold node-1).
+      await scope.kube.custom
+        .deleteNamespacedCustomObject({
+          ...PROVISIONING_API,
+          namespace: scope.namespace,
+          name: 'badkey',
+        })
+        .catch(() => undefined);
+      await waitFor(
+        'badkey to go',
+        async () => ((await get('badkey')) === undefined ? true : undefined),
+        { timeoutMs: 60_000 },
+      );
+      await annotate(1, undefined).catch(() => undefined);
+    }
+  });
+
+  it('holds a BareMetalHost with a given host key to it: never trusted on first use, refused when another answers', async () => {
+    const { core, custom } = scope.kube;
+    const address = (i: number) => metal.pool.hosts[i]!.address;
+    // Forget what the installs above trusted on first use: only the given keys may vouch now.
+    const store = await readStore();
+    if (store) {
+      for (const i of [1, 2]) delete store.data?.[storeKey(`address.${address(i)}`)];
+      await core.replaceNamespacedConfigMap({
+        name: HOST_KEY_STORE_NAME,
+        namespace: scope.engineNamespace,
+        body: store,
+      });
+    }
+    try {
+      // node-1 is given its own key; node-2 another host's (reinstalled, or an impostor there).
+      await annotate(1, `${metal.pool.hosts[1]!.hostPublicKey} given by the platform team`);
+      await annotate(2, metal.pool.hosts[0]!.hostPublicKey);
+      await create('given', 'cluster-given', {
+        masters: [{ master: { 'mac-address': macs[1]! } }],
+        workers: [{ 'worker-1': { 'mac-address': macs[2]! } }],
+      });
+      // Where it ends: Failed here (without the given key, it would be Ready, installed there).
+      const status = await waitFor(
+        'given to end',
+        async () => {
+          const found = (await get('given'))?.status;
+          return ['Failed', 'Refused', 'Ready'].includes(found?.phase ?? '') ? found : undefined;
+        },
+        { timeoutMs: 90_000, intervalMs: 200 },
+      );
+      const message = status.conditions?.[0]?.message ?? '';
+      expect({ phase: status.phase, node2: await marker(2) }).toEqual({
+        phase: 'Failed',
+        node2: '',
+      });
+      expect(message).toMatch(
+        new RegExp(
+          `ssh host at ${address(2).replaceAll('.', '\\.')}:22 presented host key SHA256:\\S+ \\(ssh-ed25519\\), ` +
+            `not the one annotation hostflow\\.dev/ssh-host-key on BareMetalHost ${metal3}/node-2 gives`,
+        ),
+      );
+      expect(message).toContain(
+        `put its new key in annotation hostflow.dev/ssh-host-key on BareMetalHost ${metal3}/node-2`,
+      );
+      // Neither host was trusted on first use: node-1 was checked against its given key.
+      const records = (await readStore())?.data ?? {};
+      expect([1, 2].map((i) => records[storeKey(`address.${address(i)}`)])).toEqual([
+        undefined,
+        undefined,
+      ]);
+      // node-2 got nothing: not the cluster's installer key, no playbook.
+      const installer = await core.readNamespacedSecret({
+        name: 'cluster-given-ssh-key',
+        namespace: scope.namespace,
+      });
+      const givenKey = Buffer.from(installer.data!['id_rsa.pub']!, 'base64')
+        .toString('utf8')
+        .trim();
+      expect((await authorizedKeys(1)).split('\n')).toContain(givenKey);
+      expect((await authorizedKeys(2)).split('\n')).not.toContain(givenKey);
+      expect([await marker(1), await marker(2)]).toEqual(['', '']);
+      await custom.deleteNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        name: 'given',
+      });
+      await waitFor('given to go', async () =>
+        (await get('given')) === undefined ? true : undefined,
+      );
+      expect([await consumerOf(1), await consumerOf(2)]).toEqual([undefined, undefined]);
+    } finally {
+      for (const i of [1, 2]) await annotate(i, undefined).catch(() => undefined);
     }
   });
 

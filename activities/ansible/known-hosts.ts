@@ -3,6 +3,7 @@
 // the installer key before ansible starts. ansible then runs with StrictHostKeyChecking=yes: it
 // reaches no host whose key hostflow has not checked, and trusts nothing on its own.
 import { ApplicationFailure } from '@temporalio/common';
+import type { GivenHostKey } from '../../platform-config/host-key.js';
 import type { HostKeys } from '../ssh/host-keys.js';
 import { classifySshError } from '../ssh/session.js';
 
@@ -29,19 +30,20 @@ function inventoryHosts(inventory: string): InventoryHost[] {
 /**
  * known_hosts lines for the inventory's hosts. A host that cannot be reached gets no line (ansible
  * then cannot reach it either, and says so); a host whose key is refused fails the run, before
- * ansible touches any host.
+ * ansible touches any host. A host with a `given` key (by address) is held to that key alone.
  */
 export async function knownHostsFor(
   hostKeys: HostKeys,
   inventory: string,
   login: { user: string; privateKey: string },
+  given: Record<string, GivenHostKey> = {},
 ): Promise<string> {
   const lines: string[] = [];
   for (const host of inventoryHosts(inventory)) {
     const user = host.user ?? login.user;
     try {
       const key = await hostKeys.verifiedKey(
-        { address: host.address },
+        { address: host.address, ...(given[host.address] ? { given: given[host.address] } : {}) },
         { user, privateKey: login.privateKey },
       );
       lines.push(`${host.address} ${key}`);

@@ -32,6 +32,7 @@ import { knownHostsFor } from './known-hosts.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 import type { HostKeys } from '../ssh/host-keys.js';
+import type { GivenHostKey } from '../../platform-config/host-key.js';
 
 export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
 export type Playbook = (typeof PLAYBOOKS)[number];
@@ -79,6 +80,8 @@ export interface PlaybookInput {
   owner?: ProvisioningRef;
   /** The kubespray release the Provisioning pins (`v2.31.0`); the worker's first when unset. */
   kubesprayRelease?: string;
+  /** Host keys the nodes were given (their BareMetalHosts'), by address: no first use for them. */
+  hostKeys?: Record<string, GivenHostKey>;
 }
 
 export interface KubesprayCheck {
@@ -137,7 +140,10 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       const privateKey = ensureNewline(await deps.readKey(input.namespace, input.sshKeySecret));
       try {
         const login = { user: input.sshUser, privateKey };
-        writeFileSync(knownHosts, await knownHostsFor(deps.hostKeys, input.inventory, login));
+        writeFileSync(
+          knownHosts,
+          await knownHostsFor(deps.hostKeys, input.inventory, login, input.hostKeys),
+        );
       } catch (err) {
         rmSync(inventory, { force: true });
         throw err;

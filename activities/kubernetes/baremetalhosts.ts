@@ -14,6 +14,7 @@ import {
   HOST_SSH_ANNOTATIONS,
   type HostInventory,
 } from '../../shared/bpa-api.js';
+import { parseHostKey } from '../../platform-config/host-key.js';
 import { printable } from '../../platform-config/platform.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
 import { namespaceMatcher } from '../../platform-config/namespace-patterns.js';
@@ -86,6 +87,17 @@ function unavailable(host: BareMetalHost): string | undefined {
     return `is in metal3 provisioning state "${printable(state, 40)}", not available`;
   }
   return undefined;
+}
+
+/** The host key the platform team gave in the annotation, checked as host-config's are. */
+function givenHostKey(
+  value: string | undefined,
+): Pick<HostInventory, 'hostKey' | 'hostKeyProblem'> {
+  if (value === undefined) return {};
+  const parsed = parseHostKey(value);
+  return parsed.ok
+    ? { hostKey: `${parsed.type} ${parsed.base64}` }
+    : { hostKeyProblem: `annotation ${HOST_SSH_ANNOTATIONS.hostKey}: ${parsed.reason}` };
 }
 
 /**
@@ -199,6 +211,7 @@ export function createBareMetalHostActivities({
           ...(annotations[HOST_SSH_ANNOTATIONS.user]
             ? { sshUser: annotations[HOST_SSH_ANNOTATIONS.user] }
             : {}),
+          ...givenHostKey(annotations[HOST_SSH_ANNOTATIONS.hostKey]),
         };
       });
     },

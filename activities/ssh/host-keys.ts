@@ -9,7 +9,8 @@
 // - Any other host not in host-config (a cloud VM, named by its instance id): the key recorded
 //   for it, which the launch generated and recorded before the VM existed (cloud/vm-host-key.ts).
 //   Without a record it is refused (HostKeyUnknown): a VM is never trusted on first use.
-// - A node reached by address (a BareMetalHost, a cluster's node): trusted on first use.
+// - A node reached by address (a BareMetalHost, a cluster's node): the key it was given (a
+//   BareMetalHost's annotation hostflow.dev/ssh-host-key), else trusted on first use.
 // A refused key is a host failure (SshHostKeyMismatch, HostKeyUnknown); a bad or missing
 // configured key is the host's config failure (HostKeyInvalid, HostKeyRequired); all name what
 // to change.
@@ -17,7 +18,7 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
-import { parseHostKey } from '../../platform-config/host-key.js';
+import { parseHostKey, type GivenHostKey } from '../../platform-config/host-key.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
 import { readHostConfig } from '../kubernetes/host-config.js';
 import {
@@ -32,8 +33,8 @@ import { GENERATED_KEY_COMMENT } from '../cloud/vm-host-key.js';
 export type HostIdentity =
   /** A host of host-config, or a cloud VM (`hostKey`: a key its Host carries). */
   | { host: string; address: string; port?: number; hostKey?: string }
-  /** A node known only by its address. */
-  | { address: string; port?: number };
+  /** A node known by its address; `given`: the only key it is accepted with. */
+  | { address: string; port?: number; given?: GivenHostKey };
 
 /** What withSsh needs to check a host's key. */
 export type HostKeyTarget = Pick<SshTarget, 'hostKey' | 'checkHostKey'>;
@@ -100,7 +101,9 @@ export function createHostKeys(deps: {
       vmFix ??
       ('host' in identity
         ? `if the host was reinstalled, put its new key in ${configRef(identity.host)}`
-        : `if the host was reinstalled, delete ${storeRef(recordId(identity))} to trust its next key`);
+        : identity.given
+          ? `if the host was reinstalled, put its new key in ${identity.given.from}`
+          : `if the host was reinstalled, delete ${storeRef(recordId(identity))} to trust its next key`);
     const message =
       `${describe(identity)} presented host key ${fingerprint(presented)} (${keyLine(presented).split(' ')[0]}), ` +
       `not the one ${from} (${expectedPrint}); hostflow refuses to connect: ${fix}; ` +
@@ -174,7 +177,14 @@ export function createHostKeys(deps: {
   }
 
   async function target(identity: HostIdentity): Promise<HostKeyTarget> {
-    if (!('host' in identity)) return { checkHostKey: firstUse(identity) };
+    if (!('host' in identity)) {
+      const { given } = identity;
+      return {
+        checkHostKey: given
+          ? pinned(identity, given.key, `${given.from} gives`)
+          : firstUse(identity),
+      };
+    }
     const read = await readHostConfig(core, engineNamespace);
     const config = read.found ? read.config : undefined;
     const entry = config?.staticHosts.find((h) => h.name === identity.host);

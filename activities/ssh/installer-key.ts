@@ -16,6 +16,7 @@ import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';
+import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { generateEd25519KeyPair } from './keys.js';
 import type { HostKeys } from './host-keys.js';
 import { withSsh } from './session.js';
@@ -26,6 +27,8 @@ export interface KeyHost {
   user: string;
   /** `<namespace>/<name>` of the Secret with the admin's key (id_rsa). */
   sshSecret: string;
+  /** The host key its BareMetalHost gives: the only one accepted. */
+  hostKey?: GivenHostKey;
 }
 
 /** Reads stdin's one line and appends it to authorized_keys unless it is there already. */
@@ -82,9 +85,12 @@ export function createInstallerKeyActivities({
           'HostKeyMissing',
         );
       }
-      // A BareMetalHost, known by its address: first use records its key, which the
-      // playbooks' known_hosts then holds it to.
-      const hostKey = await hostKeys.target({ address: host.address });
+      // A BareMetalHost, known by its address: the key it was given, else first use records its
+      // key, which the playbooks' known_hosts then holds it to.
+      const hostKey = await hostKeys.target({
+        address: host.address,
+        ...(host.hostKey ? { given: host.hostKey } : {}),
+      });
       const result = await withSsh(
         { address: host.address, user: host.user, privateKey: adminKey, ...hostKey },
         (session) => session.exec(script, { stdin: `${publicKey}\n` }),

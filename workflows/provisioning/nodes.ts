@@ -1,7 +1,8 @@
 // A Provisioning's nodes as the installer reaches them: each assigned host's IP (from its NIC
 // status or the DHCP server's leases) and admin login, checked before anything runs; and the
 // role → IP map the original kept in `<cluster>-configmap`.
-import type { HostInventory } from '../../shared/bpa-api.js';
+import type { GivenHostKey } from '../../platform-config/host-key.js';
+import { HOST_SSH_ANNOTATIONS, type HostInventory } from '../../shared/bpa-api.js';
 import { dhcp } from '../activities.js';
 import type { InventoryNode } from './inventory.js';
 import type { AssignedNode } from './roles.js';
@@ -9,21 +10,36 @@ import type { AssignedNode } from './roles.js';
 const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const IP = /^(\d{1,3}\.){3}\d{1,3}$|^[0-9a-fA-F:]+$/;
 
-/** An assigned node with its IP: what the inventory lists. */
-export type ProvisioningNode = AssignedNode & InventoryNode;
-/** How the installer key reaches a host: its admin login. */
+/** An assigned node with its IP: what the inventory lists; the host key its host was given. */
+export type ProvisioningNode = AssignedNode & InventoryNode & { hostKey?: GivenHostKey };
+/** How the installer key reaches a host: its admin login, and the host key it was given. */
 export interface KeyHost {
   label: string;
   address: string;
   user: string;
   sshSecret: string;
+  hostKey?: GivenHostKey;
 }
 
-/** Each node's IP (NIC status or DHCP lease) and how the installer key reaches it. */
+/** The host key the BareMetalHost's annotation gives (checked by the activity that read it). */
+function givenHostKey(host: HostInventory): GivenHostKey | { problem: string } | undefined {
+  if (host.hostKeyProblem) return { problem: host.hostKeyProblem };
+  if (!host.hostKey) return undefined;
+  return {
+    key: host.hostKey,
+    from: `annotation ${HOST_SSH_ANNOTATIONS.hostKey} on BareMetalHost ${host.namespace}/${host.name}`,
+  };
+}
+
+/**
+ * Each node's IP (NIC status or DHCP lease) and how the installer key reaches it; with
+ * `givenKeys`, the host key its BareMetalHost gives (a malformed one is a problem of that node).
+ */
 export async function nodeAddresses(
   assigned: AssignedNode[],
   hosts: HostInventory[],
   source: 'nic' | 'dhcp',
+  givenKeys = false,
 ): Promise<{ nodes: ProvisioningNode[]; keyHosts: KeyHost[] } | { problems: string[] }> {
   const problems: string[] = [];
   const leases =
@@ -52,8 +68,14 @@ export async function nodeAddresses(
       );
       continue;
     }
-    nodes.push({ ...node, ip, user });
-    keyHosts.push({ label: node.label, address: ip, user, sshSecret: host.sshSecret });
+    const given = givenKeys ? givenHostKey(host) : undefined;
+    if (given && 'problem' in given) {
+      problems.push(`${where}: ${given.problem}`);
+      continue;
+    }
+    const hostKey = given ? { hostKey: given } : {};
+    nodes.push({ ...node, ip, user, ...hostKey });
+    keyHosts.push({ label: node.label, address: ip, user, sshSecret: host.sshSecret, ...hostKey });
   }
   return problems.length ? { problems } : { nodes, keyHosts };
 }

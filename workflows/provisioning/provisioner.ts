@@ -11,6 +11,7 @@ import {
   PROVISIONING_API,
   RETRY_ANNOTATION,
 } from '../../shared/bpa-api.js';
+import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../shared/lock-api.js';
 import type { ProvisioningObservation } from '../../shared/messages.js';
@@ -48,6 +49,11 @@ export const PATCH_KUBESPRAY_RELEASE = 'provisioning-kubespray-release';
  * leaving the cluster has the installer key taken back before it is released.
  */
 export const PATCH_TENANTS_APART = 'provisioning-tenants-apart';
+/**
+ * v6: a BareMetalHost's given host key (annotation hostflow.dev/ssh-host-key) is the only key
+ * its node is accepted with, by the installer key's steps and by ansible; never first use.
+ */
+export const PATCH_GIVEN_HOST_KEYS = 'provisioning-given-host-keys';
 
 export class Provisioner {
   cluster: string;
@@ -106,7 +112,12 @@ export class Provisioner {
     const current = this.installed?.nodes ?? this.held;
     const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
     if (!assignment.ok) return this.refuse(assignment.problems);
-    const found = await nodeAddresses(assignment.nodes, hosts, seen.ipSource);
+    const found = await nodeAddresses(
+      assignment.nodes,
+      hosts,
+      seen.ipSource,
+      patched(PATCH_GIVEN_HOST_KEYS),
+    );
     if ('problems' in found) return this.refuse(found.problems);
     let plan: Plan;
     if (this.installed) {
@@ -340,6 +351,7 @@ export class Provisioner {
             owner: this.ref,
             ...(limit ? { limit } : {}),
             ...(kubesprayRelease ? { kubesprayRelease } : {}),
+            ...givenHostKeys(nodes),
             ...(playbook === 'cluster.yml'
               ? { controlPlaneIp: nodes.find((n) => n.roles.includes('master'))!.ip }
               : {}),
@@ -369,11 +381,12 @@ export class Provisioner {
     if (nodes.length === 0 || !this.cluster || !patched(PATCH_TENANTS_APART)) return;
     try {
       const inventory = await kube.listBareMetalHosts({ consumer: { ...this.ref } });
-      const hosts = nodes.flatMap(({ label, ip, user, host }) => {
+      const hosts = nodes.flatMap(({ label, ip, user, host, hostKey }) => {
         const found = inventory.find((h) => h.namespace === host.namespace && h.name === host.name);
         const login = user ?? found?.sshUser ?? 'root';
+        const given = hostKey ? { hostKey } : {};
         return found?.sshSecret
-          ? [{ label, address: ip, user: login, sshSecret: found.sshSecret }]
+          ? [{ label, address: ip, user: login, sshSecret: found.sshSecret, ...given }]
           : [];
       });
       await installerKey.revokeInstallerKey({
@@ -423,4 +436,12 @@ export class Provisioner {
       log.warn('cannot write Locks; going on without them', { error: innermostMessage(err) });
     }
   }
+}
+
+/** The host keys the nodes were given, by address, for ansible's known_hosts (none: unset). */
+function givenHostKeys(nodes: ProvisioningNode[]): { hostKeys?: Record<string, GivenHostKey> } {
+  const given = nodes.filter((node) => node.hostKey);
+  return given.length
+    ? { hostKeys: Object.fromEntries(given.map((node) => [node.ip, node.hostKey!])) }
+    : {};
 }
