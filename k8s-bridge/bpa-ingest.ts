@@ -45,6 +45,8 @@ export interface BpaIngestOptions {
   taskQueue: string;
   resyncMs: number;
   watchNamespace?: string;
+  /** A Provisioning workflow's history limit (HOSTFLOW_PROVISIONING_MAX_HISTORY), for tests. */
+  provisioningMaxHistory?: number;
   log?: LineLog;
 }
 
@@ -226,9 +228,19 @@ export class BpaIngest {
         await this.options.temporal.workflow.getHandle(how.workflowId).signal(signal, ...args);
         return true;
       }
-      const { workflowType, ...options } = how;
+      const {
+        workflowType,
+        args: [input],
+        ...options
+      } = how;
+      const { provisioningMaxHistory } = this.options;
+      const limit =
+        kind === 'Provisioning' && provisioningMaxHistory
+          ? { maxHistory: provisioningMaxHistory }
+          : {};
       await this.options.temporal.workflow.signalWithStart(workflowType, {
         ...options,
+        args: [{ ...input, ...limit }],
         taskQueue: this.options.taskQueue,
         signal,
         signalArgs: args,

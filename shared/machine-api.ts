@@ -63,6 +63,8 @@ export const REASON = {
   infrastructureFailed: 'InfrastructureFailed',
   bootstrapFailed: 'BootstrapFailed',
   paused: 'Paused',
+  /** The API server refused a write for it (403: an admission policy, a webhook). */
+  forbidden: 'Forbidden',
 } as const;
 
 /** v1beta1 failureReason values (api/deprecated/errors/consts.go) hostflow sets. */

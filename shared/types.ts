@@ -99,6 +99,10 @@ export type LeftoversGcWorkflow = (input: LeftoversGcInput) => Promise<void>;
 export interface ProvisioningInput {
   namespace: string;
   name: string;
+  /** Events a run's history may reach before it continues as new (default 2,000; at least 10). */
+  maxHistory?: number;
+  /** What an earlier run knew (its cluster, hosts, plan), carried across continue-as-new. */
+  carried?: unknown;
 }
 export type ProvisioningWorkflow = (input: ProvisioningInput) => Promise<void>;
 /** A Software and a BPA Cluster are named like a Provisioning. */

@@ -25,11 +25,13 @@ import {
   BOOTSTRAP_SENTINEL,
   CONDITION,
   HOSTFLOW_MACHINE_API,
+  MACHINE_API,
   MACHINE_FINALIZER,
 } from '../shared/machine-api.js';
 import { Machines } from './support/machines.js';
 import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
 import { apiAnswer } from './support/api-answer.js';
+import { refuse } from './support/refusals.js';
 import { tenantIdentity } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
@@ -522,6 +524,62 @@ describe('a Machine on a static host', () => {
     await machines.delete('bad');
     await machines.gone('bad');
   }, 60_000);
+
+  it('fails at once, saying why, when an admission policy refuses its providerID, and gives its host back', async () => {
+    const lift = await refuse(
+      pool.scope.kube.kc,
+      {
+        apiGroup: MACHINE_API.group,
+        resource: MACHINE_API.plural,
+        operations: ['CREATE', 'UPDATE'],
+        namespace: ns(),
+        picks: 'has(object.spec.providerID)',
+        reason: 'Forbidden',
+        message: 'this namespace names no providers',
+      },
+      () =>
+        pool.scope.kube.custom.createNamespacedCustomObject({
+          ...MACHINE_API,
+          namespace: ns(),
+          body: {
+            apiVersion: `${MACHINE_API.group}/${MACHINE_API.version}`,
+            kind: 'Machine',
+            metadata: { name: 'probe' },
+            spec: {
+              clusterName: 'workload',
+              bootstrap: { dataSecretName: 'probe' },
+              infrastructureRef: { apiVersion: 'v1', kind: 'HostflowMachine', name: 'probe' },
+              providerID: 'probe://x',
+            },
+          },
+          dryRun: 'All',
+        }),
+    );
+    try {
+      await machines.bootstrapSecret('fb-bootstrap', joiner.script());
+      await machines.create('fb', { platform: pool.platform });
+      const failed = await machines.phase('fb', 'Failed');
+      const expected = new RegExp(
+        `^set spec\\.providerID of Machine ${ns()}/fb: .*this namespace names no providers: change the admission policy that refuses it`,
+      );
+      expect(failed.status?.failureReason).toBe('CreateError');
+      expect(failed.status?.failureMessage).toMatch(expected);
+      expect(machines.condition(failed, CONDITION.infrastructureReady)).toMatchObject({
+        status: 'False',
+        reason: 'Forbidden',
+        message: expect.stringMatching(expected),
+      });
+      expect(await machines.eventsInclude('fb', 'Forbidden')).toContain('Forbidden');
+      // Nothing ran on the host, and it is given back at once (drained, as after any Machine).
+      expect([await sentinelOn(0), await sentinelOn(1)]).toEqual([false, false]);
+      expect(await undrainAfterMachines(1)).toHaveLength(1);
+      expect((await pool.allocator()).inUse).toBe(0);
+    } finally {
+      await lift();
+    }
+    await machines.delete('fb');
+    await machines.gone('fb');
+  }, 90_000);
 
   const secretStatus = (name: string) =>
     core()

@@ -25,6 +25,7 @@ import { startBridge, startWorker, type EngineProcess } from './support/engine.j
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
+import { refuse } from './support/refusals.js';
 import { tenantIdentity } from './support/service-account.js';
 
 const run = promisify(execFile);
@@ -404,5 +405,134 @@ describe('an installed Provisioning', () => {
     expect(Math.max(...(attempts as number[]))).toBeGreaterThanOrEqual(2);
     await deleteAndWait('kl');
     expect(await metal.consumerOf(2)).toBeUndefined();
+  }, 300_000);
+});
+
+describe('a Provisioning whose namespace refuses what it writes', () => {
+  it('fails the step at once with a Forbidden condition and Event, and resumes once allowed', async () => {
+    const [mac0] = metal.macs;
+    const kubeconfigSecret = 'cluster-fb-kubeconfig';
+    const lift = await refuse(
+      scope.kube.kc,
+      {
+        apiGroup: '',
+        resource: 'secrets',
+        operations: ['CREATE'],
+        namespace: ns(),
+        names: [kubeconfigSecret],
+        reason: 'Forbidden',
+        message: 'this namespace keeps no kubeconfigs',
+      },
+      () =>
+        scope.kube.core.createNamespacedSecret({
+          namespace: ns(),
+          body: { metadata: { name: kubeconfigSecret } },
+          dryRun: 'All',
+        }),
+    );
+    let lifted = false;
+    try {
+      await create('fb', 'cluster-fb', { masters: [{ m: { 'mac-address': mac0! } }] });
+      const failed = await until('fb', 'failed', (s) => s.phase === 'Failed');
+      const expected = new RegExp(
+        `^Run kubespray cluster\\.yml: write Secret ${ns()}/${kubeconfigSecret}: .*this namespace keeps no kubeconfigs.*Free the namespace's ResourceQuota or change the admission policy`,
+      );
+      expect(failed.failedStep).toBe('Run kubespray cluster.yml');
+      expect(failed.conditions?.[0]).toMatchObject({
+        type: 'Ready',
+        status: 'False',
+        reason: 'Forbidden',
+        message: expect.stringMatching(expected),
+      });
+      // The API server's message, never the kubeconfig it refused.
+      expect(failed.conditions?.[0]?.message).not.toMatch(/client-key-data|BEGIN|certificate/);
+      const warned = await events('fb', 'Forbidden');
+      expect(warned.map((e) => [e.type, e.message])).toEqual([
+        ['Warning', expect.stringMatching(expected)],
+      ]);
+      // Refused for good: kubespray ran once, not again on every retry of the write.
+      const history = await scope.temporal.client.workflow
+        .getHandle(`provisioning/${ns()}/fb`)
+        .fetchHistory();
+      const runs = (history.events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runPlaybook',
+      );
+      const attempts = (history.events ?? [])
+        .map((e) => e.activityTaskStartedEventAttributes?.attempt)
+        .filter((attempt) => attempt !== undefined && attempt !== null);
+      expect([runs.length, Math.max(...(attempts as number[]))]).toEqual([1, 1]);
+      // Its spec is no longer locked; its host is kept for the retry, as for any failed step.
+      const change = clusterAdmin.patchNamespacedCustomObject(
+        {
+          ...provisioning,
+          namespace: ns(),
+          name: 'fb',
+          body: { spec: { PodSubnet: '10.9.0.0/16' } },
+          dryRun: 'All',
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      expect(await answer(change)).toBe('allowed');
+      expect(await metal.consumerOf(0)).toBe(`${ns()}/fb`);
+
+      await lift();
+      lifted = true;
+      const retried = await hostflow(
+        'retry',
+        'provisioning',
+        `${ns()}/fb`,
+        '--kubeconfig',
+        testEnv('kubeconfig'),
+      );
+      expect(retried.code).toBe(0);
+      const ready = await until('fb', 'installed', readyAt(1, 'Installed'));
+      expect((ready as { kubeconfigSecret?: string }).kubeconfigSecret).toBe(kubeconfigSecret);
+    } finally {
+      if (!lifted) await lift();
+    }
+    await deleteAndWait('fb');
+    expect(await metal.consumerOf(0)).toBeUndefined();
+  }, 300_000);
+});
+
+describe('a Provisioning workflow at its history limit', () => {
+  it('continues as new while it waits, and still scales and tears down what it installed', async () => {
+    const [mac0, mac1, mac2] = metal.macs;
+    const masters = [{ m: { 'mac-address': mac0! } }];
+    await bridge.stop();
+    bridge = await startBridge(scope, { HOSTFLOW_PROVISIONING_MAX_HISTORY: '10' });
+    try {
+      await create('ca', 'cluster-ca', { masters, workers: [{ w1: { 'mac-address': mac1! } }] });
+      await until('ca', 'installed', readyAt(1, 'Installed'));
+      const workflowId = `provisioning/${ns()}/ca`;
+      const continued = async () =>
+        (
+          await scope.temporal.client.workflow.count(
+            `WorkflowId = '${workflowId}' AND ExecutionStatus = 'ContinuedAsNew'`,
+          )
+        ).count;
+      // Every relist resends it: the idle workflow's history grows, and it starts afresh.
+      await waitFor('its run to continue as new while it waits', async () =>
+        (await continued()) >= 2 ? true : undefined,
+      );
+      // The next run knows the cluster it installed: a new worker is a scale, not an install.
+      await patchSpec('ca', {
+        workers: [{ w1: { 'mac-address': mac1! } }, { w2: { 'mac-address': mac2! } }],
+      });
+      const scaled = await until('ca', 'scaled', readyAt(2, 'Scaled'));
+      expect(scaled.workers).toBe(2);
+      expect(scaled.conditions?.[0]?.message).toBe('cluster cluster-ca has 3 nodes; added w2');
+      expect(await metal.marker(2)).toBe('w2 in cluster-ca');
+      expect(await events('ca', 'Provisioned')).toHaveLength(1);
+      await deleteAndWait('ca');
+      // Reset and released: the torn-down hosts are those every run held.
+      const each = (of: (index: number) => Promise<unknown>) => Promise.all([0, 1, 2].map(of));
+      expect(await each((i) => metal.marker(i))).toEqual(['', '', '']);
+      expect(await each((i) => metal.consumerOf(i))).toEqual([undefined, undefined, undefined]);
+      expect(await each(lockOf)).toEqual([false, false, false]);
+    } finally {
+      await bridge.stop();
+      bridge = await startBridge(scope);
+    }
   }, 300_000);
 });

@@ -50,6 +50,7 @@ async function main(logger: Logger): Promise<void> {
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+    provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
     log,
   });
   const machines = new MachineIngest({

@@ -71,6 +71,8 @@ const EnvSchema = z.object({
    * workflow's own default, 5,000, when unset). Small values are for tests.
    */
   HOSTFLOW_TASKRUN_MAX_HISTORY: z.coerce.number().int().min(10).max(50_000).optional(),
+  /** The same for a Provisioning workflow (bridge; the workflow's default, 2,000, when unset). */
+  HOSTFLOW_PROVISIONING_MAX_HISTORY: z.coerce.number().int().min(10).max(50_000).optional(),
   /** Provisionings: the ansible-playbook command, and a kubespray checkout to run. */
   HOSTFLOW_ANSIBLE_PLAYBOOK: z.string().min(1).default('ansible-playbook'),
   /**

@@ -85,3 +85,13 @@ export function forbiddenFailure(action: string, err: unknown): ApplicationFailu
     FORBIDDEN_FAILURE_TYPES[cause],
   );
 }
+
+/**
+ * Rethrows a failed write into a tenant's namespace: a 403 refusal as the non-retryable failure
+ * above (the workflow answers it on the object, within a bounded time); the rest as usual.
+ */
+export function rethrowTenantWrite(action: string, err: unknown): never {
+  const forbidden = forbiddenFailure(action, err);
+  if (forbidden) throw forbidden;
+  rethrowKube(action, err);
+}

@@ -20,7 +20,7 @@ import {
 } from '../../shared/machine-api.js';
 import { markedFor, type Owner } from '../../shared/ownership.js';
 import { setFinalizer, type CustomResourceRef } from './custom-finalizer.js';
-import { isConflict, isNotFound, rethrowKube } from './errors.js';
+import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
 import { recordEvent } from './events.js';
 import { deleteIfOurs } from './owned-objects.js';
 
@@ -98,7 +98,7 @@ export function createMachineActivities({
         );
       } catch (err) {
         if (isNotFound(err)) return;
-        rethrowKube(`set spec.providerID of ${where(input.ref)}`, err);
+        rethrowTenantWrite(`set spec.providerID of ${where(input.ref)}`, err);
       }
     },
 
@@ -192,7 +192,10 @@ export function createMachineActivities({
         );
       } catch (err) {
         if (isNotFound(err)) return;
-        rethrowKube(`write the status of ${HOSTFLOW_MACHINE_KIND} ${namespace}/${name}`, err);
+        rethrowTenantWrite(
+          `write the status of ${HOSTFLOW_MACHINE_KIND} ${namespace}/${name}`,
+          err,
+        );
       }
     },
 

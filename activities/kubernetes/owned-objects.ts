@@ -12,7 +12,7 @@ import {
   OWNER_UID_ANNOTATION,
   type Owner,
 } from '../../shared/ownership.js';
-import { isConflict, isNotFound, rethrowKube } from './errors.js';
+import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
 import { recordEvent } from './events.js';
 
 /** Reads of an object another writer changes meanwhile, per try. */
@@ -131,7 +131,8 @@ export async function createOrReplaceIfOurs<T extends { metadata?: V1ObjectMeta 
     } catch (err) {
       // Deleted or changed between the read and the replace: look again.
       if ((isNotFound(err) || isConflict(err)) && attempt < ATTEMPTS) continue;
-      rethrowKube(`write ${target.what}`, err);
+      // Every object written here is in a tenant's namespace: a 403 is the workflow's to answer.
+      rethrowTenantWrite(`write ${target.what}`, err);
     }
   }
 }

@@ -3,7 +3,7 @@ import type { CoreV1Api, CustomObjectsApi, StorageV1Api } from '@kubernetes/clie
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
-import { forbiddenFailure, isConflict, isNotFound, rethrowKube, statusCode } from './errors.js';
+import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite, statusCode } from './errors.js';
 import { deleteIfOurs, warnNotOwned } from './owned-objects.js';
 import {
   MANAGED_BY,
@@ -127,7 +127,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
         return;
       } catch (err) {
         if (isNotFound(err)) return; // the namespace is gone: the write will say so
-        if (!isConflict(err)) refused(`create Secret ${input.namespace}/${name}`, err);
+        if (!isConflict(err)) rethrowTenantWrite(`create Secret ${input.namespace}/${name}`, err);
       }
       try {
         await core.replaceNamespacedSecret({
@@ -137,7 +137,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
           dryRun: 'All',
         });
       } catch (err) {
-        if (!isNotFound(err)) refused(`replace Secret ${input.namespace}/${name}`, err);
+        if (!isNotFound(err)) rethrowTenantWrite(`replace Secret ${input.namespace}/${name}`, err);
       }
     },
 
@@ -158,7 +158,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
           return 'written';
         } catch (err) {
           if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
-          if (!isConflict(err)) refused(`create Secret ${input.namespace}/${name}`, err);
+          if (!isConflict(err)) rethrowTenantWrite(`create Secret ${input.namespace}/${name}`, err);
         }
         try {
           const existing = await core.readNamespacedSecret({ name, namespace: input.namespace });
@@ -185,7 +185,8 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
         } catch (err) {
           if (err instanceof ApplicationFailure) throw err;
           if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue;
-          if (!isNotFound(err)) refused(`replace Secret ${input.namespace}/${name}`, err);
+          if (!isNotFound(err))
+            rethrowTenantWrite(`replace Secret ${input.namespace}/${name}`, err);
           // Deleted since the create found it: create it again, a few times, then retry later.
           if (attempt >= SECRET_WRITE_ATTEMPTS) {
             throw ApplicationFailure.retryable(
@@ -266,13 +267,6 @@ function secretBody(input: TaskRunRef, data: Record<string, string>) {
     type: 'Opaque',
     stringData: data,
   };
-}
-
-/** A 403 on the tenant's Secret is the workflow's to answer (errors.ts); the rest as usual. */
-function refused(action: string, err: unknown): never {
-  const forbidden = forbiddenFailure(action, err);
-  if (forbidden) throw forbidden;
-  rethrowKube(action, err);
 }
 
 export type KubernetesActivities = ReturnType<typeof createKubernetesActivities>;

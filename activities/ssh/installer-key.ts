@@ -13,7 +13,7 @@ import {
   provisioningOwner,
 } from '../kubernetes/cluster-outputs.js';
 import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
-import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
+import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
@@ -162,7 +162,7 @@ export function createInstallerKeyActivities({
         });
       } catch (err) {
         // Made meanwhile (a retry whose first create got through): checked on the next call.
-        if (!isConflict(err)) rethrowKube(`create Secret ${namespace}/${name}`, err);
+        if (!isConflict(err)) rethrowTenantWrite(`create Secret ${namespace}/${name}`, err);
         throw ApplicationFailure.retryable(`Secret ${namespace}/${name} was created meanwhile`);
       }
       return name;

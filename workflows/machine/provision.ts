@@ -1,12 +1,12 @@
 // From a new Machine to a Running one: wait for the bootstrap data (nothing is created before),
 // take the infrastructure its HostflowMachine names, give the Machine its providerID and
 // addresses, run the bootstrap data on the host, and wait for the Node with that providerID.
-import { condition, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { SA } from '../../shared/search-attributes.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
 import { CONDITION, REASON, type MachineFailureReason } from '../../shared/machine-api.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
-import { innermostMessage } from '../../shared/failures.js';
+import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { machineBootstrap, machineKube as kube } from '../activities.js';
 import { backoffMs } from '../retry.js';
 import { acquire, releaseInfrastructure, type MachineInfra } from './infrastructure.js';
@@ -14,6 +14,13 @@ import type { MachineRun } from './machine.js';
 import { checkMachineSpec } from './spec-check.js';
 
 type Outcome = 'running' | 'failed' | 'deleting';
+
+/**
+ * v2: the Machine's providerID or its HostflowMachine's status refused with 403 (an admission
+ * policy, a webhook) fails the Machine at once, reason `Forbidden`, and gives its host or VM
+ * back; before, the refusal failed the workflow with the host still held.
+ */
+export const PATCH_FORBIDDEN_ANSWERED = 'machine-forbidden-answered';
 const DEFAULT_NODE_STARTUP = '10m';
 
 export async function provision(run: MachineRun): Promise<Outcome> {
@@ -54,17 +61,22 @@ export async function provision(run: MachineRun): Promise<Outcome> {
   }
   const { providerID, addresses, host } = infra;
   upsertSearchAttributes([{ key: SA.providerId, value: providerID! }]);
-  await kube.setMachineProviderId({ ref: run.ref, providerID: providerID! });
-  await kube.writeInfrastructureStatus({
-    namespace: run.ref.namespace,
-    name: run.latest().spec.infrastructureRef!.name!,
-    status: {
-      ready: true,
-      providerID,
-      ...(infra.instanceId ? { instanceID: infra.instanceId } : {}),
-      addresses,
-    },
-  });
+  try {
+    await kube.setMachineProviderId({ ref: run.ref, providerID: providerID! });
+    await kube.writeInfrastructureStatus({
+      namespace: run.ref.namespace,
+      name: run.latest().spec.infrastructureRef!.name!,
+      status: {
+        ready: true,
+        providerID,
+        ...(infra.instanceId ? { instanceID: infra.instanceId } : {}),
+        addresses,
+      },
+    });
+  } catch (err) {
+    if (!forbiddenKindOf(err) || !patched(PATCH_FORBIDDEN_ANSWERED)) throw err;
+    return refused(run, infra, innermostMessage(err));
+  }
   report.condition(CONDITION.infrastructureReady, 'True');
   report.condition(CONDITION.nodeHealthy, 'False', REASON.waitingForNodeRef);
   await report.publish(
@@ -253,6 +265,22 @@ async function waitForNode(run: MachineRun, providerID: string): Promise<Outcome
     }
     await condition(run.deleting, backoffMs(attempt, 15_000));
   }
+}
+
+/**
+ * The API server refused a write for the Machine: said in its Ready condition and a Warning
+ * Event, and nothing kept for it (no bootstrap data ran yet): the VM goes, the slot is given back.
+ */
+async function refused(run: MachineRun, infra: MachineInfra, cause: string): Promise<'failed'> {
+  const { report } = run;
+  const message =
+    `${cause}: change the admission policy that refuses it, then delete the Machine ` +
+    '(its MachineSet makes a new one)';
+  report.condition(CONDITION.infrastructureReady, 'False', REASON.forbidden, message);
+  await report.event('Warning', REASON.forbidden, message);
+  const outcome = await failed(run, 'CreateError', message);
+  await releaseInfrastructure(infra, (text) => report.event('Warning', 'FailedTerminate', text));
+  return outcome;
 }
 
 async function failed(

@@ -12,7 +12,7 @@ import {
   RETRY_ANNOTATION,
 } from '../../shared/bpa-api.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
-import { innermostMessage } from '../../shared/failures.js';
+import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../shared/lock-api.js';
 import type { ProvisioningObservation } from '../../shared/messages.js';
 import {
@@ -54,6 +54,29 @@ export const PATCH_TENANTS_APART = 'provisioning-tenants-apart';
  * its node is accepted with, by the installer key's steps and by ansible; never first use.
  */
 export const PATCH_GIVEN_HOST_KEYS = 'provisioning-given-host-keys';
+/**
+ * v7: a write into its namespace refused with 403 (a full ResourceQuota, an admission policy)
+ * fails the step at once with the reason `Forbidden` and the API server's message, instead of
+ * being retried (a kubeconfig refused after cluster.yml re-ran the playbook on every retry).
+ */
+export const PATCH_FORBIDDEN_ANSWERED = 'provisioning-forbidden-answered';
+
+/** What a Provisioner knows, carried into the next run when its workflow continues as new. */
+export interface ProvisionerState {
+  cluster: string;
+  generation: number;
+  tries: number;
+  installed?: InstalledCluster;
+  held: ProvisioningNode[];
+  touched: ProvisioningNode[];
+  kubeconfigSecret?: string;
+  lockedIn: string[];
+  lastRun?: { playbook: Playbook; log: string };
+}
+
+const FORBIDDEN_ADVICE =
+  "Free the namespace's ResourceQuota or change the admission policy that refuses it, then " +
+  `set the annotation ${RETRY_ANNOTATION} to resume`;
 
 export class Provisioner {
   cluster: string;
@@ -77,8 +100,18 @@ export class Provisioner {
     private readonly ref: ProvisioningRef,
     private readonly holder: string,
     cluster: string,
+    carried?: ProvisionerState,
   ) {
     this.cluster = cluster;
+    if (carried) {
+      ({ cluster: this.cluster, generation: this.generation, tries: this.tries } = carried);
+      this.installed = carried.installed;
+      this.held = carried.held;
+      this.touched = carried.touched;
+      this.kubeconfigSecret = carried.kubeconfigSecret;
+      carried.lockedIn.forEach((namespace) => this.lockedIn.add(namespace));
+      this.lastRun = carried.lastRun;
+    }
     this.consumer = `${ref.namespace}/${ref.name}`;
     this.report = new ProvisioningReport(
       ref,
@@ -89,6 +122,21 @@ export class Provisioner {
       }),
       true,
     );
+  }
+
+  /** Everything it knows, for the next run (see the constructor). */
+  state(): ProvisionerState {
+    return {
+      cluster: this.cluster,
+      generation: this.generation,
+      tries: this.tries,
+      ...(this.installed ? { installed: this.installed } : {}),
+      held: this.held,
+      touched: this.touched,
+      ...(this.kubeconfigSecret ? { kubeconfigSecret: this.kubeconfigSecret } : {}),
+      lockedIn: [...this.lockedIn].sort(),
+      ...(this.lastRun ? { lastRun: this.lastRun } : {}),
+    };
   }
 
   /** The steps from the cluster as it is to the one `seen` asks for; or why there are none. */
@@ -282,8 +330,13 @@ export class Provisioner {
   private async failed(step: PlanStep, err: unknown): Promise<void> {
     const cause = innermostMessage(err);
     // A kubespray failure names its playbook, host and task; any other says which step it was.
-    const message = step.kind.endsWith('.yml') ? cause : `${step.what}: ${cause}`;
-    const reason = this.installed ? 'ScaleFailed' : 'InstallFailed';
+    let message = step.kind.endsWith('.yml') ? cause : `${step.what}: ${cause}`;
+    let reason = this.installed ? 'ScaleFailed' : 'InstallFailed';
+    if (forbiddenKindOf(err) && patched(PATCH_FORBIDDEN_ANSWERED)) {
+      // The API server refused what it writes next to the cluster: the tenant's to fix.
+      reason = 'Forbidden';
+      message = `${step.what}: ${cause}. ${FORBIDDEN_ADVICE}`;
+    }
     log.warn('provisioning step failed', { cluster: this.cluster, step: step.what, error: cause });
     await this.report.step(
       'Failed',

@@ -6,8 +6,10 @@
 // Failed, its hosts kept, until on-call resumes it (the retry annotation) or the spec changes.
 // On delete: reset the hosts, release them, remove what was made, then the finalizer.
 import {
+  allHandlersFinished,
   CancellationScope,
   condition,
+  continueAsNew,
   isCancellation,
   patched,
   setCurrentDetails,
@@ -17,21 +19,38 @@ import {
 import { provisioningObserved, type ProvisioningObservation } from '../../shared/messages.js';
 import type { ProvisioningInput } from '../../shared/types.js';
 import { provisioningKube as kube } from '../activities.js';
+import { historyFull } from '../history-limit.js';
 import type { Plan } from './plans.js';
-import { Provisioner } from './provisioner.js';
+import { Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
 
 /** v2: scaling, resuming a failed step, and Locks on the hosts and the spec. */
 export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
 
+/**
+ * v3: while it waits for its next change it continues as new before its history limit (every
+ * relist resends the resource, so even an idle Provisioning's history grows), carrying Carried.
+ */
+export const PATCH_CONTINUE_AS_NEW = 'provisioning-continue-as-new';
+
 /** Why the workflow waits: a plan that failed at a step, or a spec it refused. */
 type Stuck = { plan: Plan; at: number; retry?: string } | { refused: true; retry?: string };
+
+/** What the next run picks up: the last observation, why it waits, and what it knows. */
+interface Carried {
+  latest: ProvisioningObservation;
+  stuck?: Stuck;
+  provisioner: ProvisionerState;
+}
 
 export async function provisioningWorkflow(input: ProvisioningInput): Promise<void> {
   // Runs started before plans go on with the code they started with.
   if (!patched(PATCH_PLANS)) return provisioningBeforePlans(input);
   const { namespace, name } = input;
-  let latest: ProvisioningObservation | undefined;
+  // Decided once per run: runs recorded before v3 never continue.
+  const mayContinue = patched(PATCH_CONTINUE_AS_NEW);
+  const carried = input.carried as Carried | undefined;
+  let latest: ProvisioningObservation | undefined = carried?.latest;
   setHandler(provisioningObserved, (seen) => {
     if (latest?.deleting) return;
     const newer = !latest || seen.deleting || seen.generation > latest.generation;
@@ -40,16 +59,29 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   });
   await condition(() => latest !== undefined);
   const ref = { namespace, name, uid: latest!.uid };
-  const provisioner = new Provisioner(ref, workflowInfo().workflowId, latest!.cluster ?? '');
+  const provisioner = new Provisioner(
+    ref,
+    workflowInfo().workflowId,
+    latest!.cluster ?? '',
+    carried?.provisioner,
+  );
   const { report } = provisioner;
-  let stuck: Stuck | undefined;
+  let stuck: Stuck | undefined = carried?.stuck;
   const retryAsked = () => stuck !== undefined && latest!.retry !== stuck.retry;
+  const changed = () =>
+    latest!.deleting || latest!.generation !== provisioner.generation || retryAsked();
+  const full = () => mayContinue && historyFull(input.maxHistory, 'provisioning');
 
   try {
     for (;;) {
-      await condition(
-        () => latest!.deleting || latest!.generation !== provisioner.generation || retryAsked(),
-      );
+      await condition(() => changed() || full());
+      if (!changed()) {
+        // Nothing to do but wait: the next run waits on, knowing all this one knew.
+        await condition(allHandlersFinished);
+        const next: Carried = { latest: latest!, provisioner: provisioner.state() };
+        if (stuck) next.stuck = stuck;
+        return await continueAsNew<typeof provisioningWorkflow>({ ...input, carried: next });
+      }
       const seen = latest!;
       if (seen.deleting) break;
       provisioner.tries++;

@@ -2,13 +2,8 @@
 // for its build to end. It continues as new before its history reaches Temporal's limit, which
 // would otherwise end it with nothing cleaned up, carrying what it holds: the host granted, the
 // build users it made, the VMs it launched, its answer and its retries.
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  patched,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched } from '@temporalio/workflow';
+import { historyFull as overLimit } from '../history-limit.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { TaskRunStatus } from '../../shared/messages.js';
 import type { Host, TaskRunOutcome, TaskRunWorkflow } from '../../shared/types.js';
@@ -16,11 +11,6 @@ import type { PoolRun, TaskRun } from './types.js';
 
 /** v2: a TaskRun workflow continues as new before its history limit (see Carried). */
 export const PATCH_CONTINUE_AS_NEW = 'taskrun-continue-as-new';
-
-/** Events a run's history may reach before it continues as new, unless the input says. */
-const MAX_HISTORY = 5_000;
-/** A smaller limit is raised to this: a run must get somewhere before it continues again. */
-const MIN_HISTORY = 10;
 
 /** Where the next run picks up. */
 export type Stage =
@@ -43,10 +33,7 @@ export function chooseContinuing(run: TaskRun): void {
 
 /** Whether this run's history is long enough to continue as new. Safe in a condition. */
 export function historyFull(run: TaskRun): boolean {
-  if (!run.mayContinue) return false;
-  const { continueAsNewSuggested, historyLength } = workflowInfo();
-  const limit = Math.max(run.input.maxHistory ?? MAX_HISTORY, MIN_HISTORY);
-  return continueAsNewSuggested || historyLength > limit;
+  return run.mayContinue === true && overLimit(run.input.maxHistory, 'taskRun');
 }
 
 /** Ends this run, handing what it holds to the next (the clean-up is the next run's). */
