@@ -238,11 +238,21 @@ describe('the engine as its manifests deploy it', () => {
 
   it('answers its probes: live and ready once it serves', async () => {
     for (const base of [health.worker, health.bridge]) {
-      const [live, ready, other] = await Promise.all(
-        ['/healthz', '/readyz', '/metrics'].map((path) => fetch(`${base}${path}`)),
+      // The test above restarted the bridge: ready comes once its watches have listed again.
+      const ready = await waitFor(
+        `${base}/readyz to answer 200`,
+        async () => {
+          const answer = await fetch(`${base}/readyz`);
+          const text = await answer.text();
+          return answer.status === 200 ? text : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
+      expect(ready).toBe('ok\n');
+      const [live, other] = await Promise.all(
+        ['/healthz', '/metrics'].map((path) => fetch(`${base}${path}`)),
       );
       expect([live!.status, await live!.text()]).toEqual([200, 'ok\n']);
-      expect([ready!.status, await ready!.text()]).toEqual([200, 'ok\n']);
       expect(other!.status).toBe(404);
     }
   });
