@@ -25,6 +25,8 @@ import { addressSlot } from './netns.js';
 import { startSshHostAt, type SshHost } from './ssh-hosts.js';
 
 /** moto accepts any credentials; these are not secrets. */
+/** Tries at the instance's user data before its host is given up (errors()). */
+const USER_DATA_ATTEMPTS = 5;
 const MOTO_CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
 
 export interface Ec2VmNetwork {
@@ -179,11 +181,22 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
     stopping.set(vm.address, done);
   };
 
-  /** What cloud-init would install as the VM's host key, from the instance's user data. */
+  /**
+   * What cloud-init would install as the VM's host key, from the instance's user data. Asked a
+   * few times: a VM whose host never starts would hang its test, on a busy moto.
+   */
   const userDataHostKey = async (id: string) => {
-    const attribute = await ec2.send(
-      new DescribeInstanceAttributeCommand({ InstanceId: id, Attribute: 'userData' }),
-    );
+    const ask = () =>
+      ec2.send(new DescribeInstanceAttributeCommand({ InstanceId: id, Attribute: 'userData' }));
+    let attribute: Awaited<ReturnType<typeof ask>> | undefined;
+    for (let attempt = 1; !attribute; attempt++) {
+      try {
+        attribute = await ask();
+      } catch (err) {
+        if (attempt >= USER_DATA_ATTEMPTS) throw err;
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
     const encoded = attribute.UserData?.Value;
     return hostKeyFromUserData(
       encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined,

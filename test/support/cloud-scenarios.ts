@@ -252,6 +252,7 @@ export function describeCloudPlatform({ kind, subnetCidr }: CloudScenarioOptions
             cloud.refuseDescribes!(false);
           }
           const data = await scope.taskRuns.waitForSecret(tr.name, 90_000);
+          expect(data.error).toBeUndefined();
           expect(data.otp).toBeDefined();
           expect(await instanceOf(tr.name)).not.toBe(first);
           const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace });
