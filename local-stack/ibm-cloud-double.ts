@@ -50,7 +50,7 @@ export interface IbmCloudDouble {
   readonly powerUrl: string;
   /** Seeded VPC resources, by the names a host-config gives. */
   readonly vpc: typeof VPC;
-  /** Seeded Power VS workspace (the seed document's example CRN and network). */
+  /** Seeded Power VS workspace (the multi-platform-controller docs' example CRN and network). */
   readonly power: typeof POWER;
   readonly requests: LoggedRequest[];
   bootDelayMs: number;

@@ -293,7 +293,10 @@ export function parseDynamicPlatforms<Z = unknown, P = unknown>(
   return { platforms, problems };
 }
 
-/** `concurrency`, or `max-concurrency` as the seed's example ConfigMap spells it. */
+/**
+ * `concurrency`, or `max-concurrency` as the multi-platform-controller's example ConfigMap spells
+ * it.
+ */
 function poolConcurrency(fields: ReturnType<typeof configFields>, problem: ConfigProblemSink) {
   const rule = { min: 1, max: 8, what: 'the builds each VM runs at once' };
   const alias = fields.value('max-concurrency');

@@ -1,6 +1,6 @@
 // The BPA resources (bpa.akraino.org/v1alpha1, deploy/crds/bpa-*.yaml) and the metal3
 // BareMetalHost they draw hosts from: API coordinates and the fields hostflow reads. Written so
-// the seed's sample resources apply unchanged.
+// the sample resources of Akraino ICN's BPA operator apply unchanged.
 export const BPA_GROUP = 'bpa.akraino.org';
 export const BPA_VERSION = 'v1alpha1';
 

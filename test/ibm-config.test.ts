@@ -85,7 +85,7 @@ describe('ibmz config', () => {
     expect(problems[key]).toMatch(reason);
   });
 
-  it('names every missing key, and the seed document image key that the original never read', () => {
+  it('names every missing key, and the image key of the multi-platform-controller docs that the original never read', () => {
     const { problems } = parse(parseIbmzConfig, { image: 'sdouglas-rhel-snapshot' });
     expect(Object.keys(problems).sort()).toEqual(
       ['image-id', 'key', 'profile', 'region', 'secret', 'subnet', 'vpc'].sort(),

@@ -211,7 +211,7 @@ describe('TaskRun input checked before anything is allocated', () => {
   });
 });
 
-// The seed's example ConfigMap (multi-platform-controller.txt, "configuration").
+// The multi-platform-controller's example ConfigMap (its docs, "Configuration").
 const SEED_CONFIG: Record<string, string> = {
   'local-platforms': 'linux/amd64',
   'dynamic-platforms': 'linux/arm64',
@@ -251,7 +251,7 @@ function host(name: string, fields: Record<string, string | undefined> = {}) {
 const problemsOf = (data: Record<string, string>) => parseHostConfig(data).problems;
 
 describe('static hosts', () => {
-  it("parses the seed's example hosts", () => {
+  it("parses the multi-platform-controller's example hosts", () => {
     const config = parseHostConfig(SEED_CONFIG);
     // (its dynamic platforms are abridged here, so only they have problems)
     expect(config.problems.filter((p) => !p.key.startsWith('dynamic.'))).toEqual([]);
@@ -506,7 +506,7 @@ describe('static hosts: host-key', () => {
 });
 
 describe('static platform resolution', () => {
-  it("serves the seed's static platforms from their hosts, after local and dynamic", () => {
+  it("serves the multi-platform-controller's static platforms from their hosts, after local and dynamic", () => {
     const config = parseHostConfig({
       ...SEED_CONFIG,
       ...host('arm1', { platform: 'linux/arm64' }),
@@ -565,7 +565,7 @@ import { parseAwsConfig } from '../platform-config/aws-config.js';
 import { parseDynamicPlatforms, type ProviderParsers } from '../platform-config/dynamic.js';
 
 describe('dynamic platforms', () => {
-  // The seed's example ConfigMap (multi-platform-controller.txt), dynamic keys verbatim.
+  // The multi-platform-controller's example ConfigMap (its docs), dynamic keys verbatim.
   const SEED: Record<string, string> = {
     'dynamic-platforms': 'linux/arm64',
     'dynamic-pool-platforms': 'linux-m4xlarge/amd64',
@@ -624,7 +624,7 @@ describe('dynamic platforms', () => {
   }
   const problemsOf = (data: Record<string, string>) => parse(data).problems;
 
-  it("parses the seed's dynamic platform, with every default", () => {
+  it("parses the multi-platform-controller's dynamic platform, with every default", () => {
     const { platforms, problems } = parse(SEED);
     expect(platforms.find((p) => p.platform === 'linux/arm64')).toEqual({
       platform: 'linux/arm64',
@@ -651,7 +651,8 @@ describe('dynamic platforms', () => {
         },
       },
     });
-    // The seed's pool omits max-age, which a pool cannot do without: only that is reported.
+    // The multi-platform-controller's pool omits max-age, which a pool cannot do without: only that
+    // is reported.
     expect(problems).toEqual([
       {
         key: 'dynamic.linux-m4xlarge-amd64.max-age',
@@ -661,7 +662,7 @@ describe('dynamic platforms', () => {
     ]);
   });
 
-  it("parses the seed's pool once max-age is set, reading max-concurrency as concurrency", () => {
+  it("parses the multi-platform-controller's pool once max-age is set, reading max-concurrency as concurrency", () => {
     const { platforms, problems } = parse({
       ...SEED,
       'dynamic.linux-m4xlarge-amd64.max-age': '120',

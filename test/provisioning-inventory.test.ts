@@ -41,7 +41,7 @@ function inventoryOf(spec: ProvisioningSpec): string {
 }
 
 describe('the kubespray inventory', () => {
-  it('renders the seed sample cluster-abc, with its worker given a MAC of its own', () => {
+  it("renders the BPA operator's sample cluster-abc, with its worker given a MAC of its own", () => {
     golden(
       'seed-cluster-abc.ini',
       inventoryOf({
@@ -54,7 +54,7 @@ describe('the kubespray inventory', () => {
     );
   });
 
-  it('renders the seed sample cluster-xyz, with a third master to make the etcd count odd', () => {
+  it("renders the BPA operator's sample cluster-xyz, with a third master to make the etcd count odd", () => {
     golden(
       'seed-cluster-xyz.ini',
       inventoryOf({

@@ -1,5 +1,5 @@
 // Role assignment of a Provisioning (pure): by MAC, by resources, one cluster per host, and
-// every refusal, with the seed's own sample resources.
+// every refusal, with the BPA operator's own sample resources (Akraino ICN).
 import { describe, expect, it } from '@jest/globals';
 import type { HostInventory, ProvisioningSpec } from '../shared/bpa-api.js';
 import { assignRoles, checkSpec } from '../workflows/provisioning/roles.js';
@@ -29,7 +29,7 @@ const problems = (spec: ProvisioningSpec, cluster = 'c1', list = hosts) => {
   return result.ok ? [] : result.problems;
 };
 
-describe('the seed sample resources', () => {
+describe("the BPA operator's sample resources", () => {
   it('refuses cluster-abc: worker-1 names the master MAC under another label', () => {
     const spec: ProvisioningSpec = {
       masters: [{ master: { 'mac-address': '00:c6:14:04:61:b2' } }],

@@ -1,5 +1,5 @@
-// A Software's package lists (pure): the seed's two shapes, pinned versions as apt takes them,
-// what each role's node gets, and every entry that must never reach a host's command line.
+// A Software's package lists (pure): the BPA operator's two shapes, pinned versions as apt takes
+// them, what each role's node gets, and every entry that must never reach a host's command line.
 import { describe, expect, it } from '@jest/globals';
 import { parseSoftware, wantedOn } from '../workflows/software/packages.js';
 

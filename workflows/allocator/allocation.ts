@@ -370,7 +370,10 @@ function eligible(
   );
 }
 
-/** The eligible host with the most free slots, at random among equals (the seed's rule). */
+/**
+ * The eligible host with the most free slots, at random among equals (the rule of the
+ * multi-platform-controller).
+ */
 function choose(
   state: AllocationState,
   req: Pick<SlotRequest, 'excluded' | 'serves'>,

@@ -1,7 +1,8 @@
-// One Cluster API Machine's life, as the seed tells it: Pending until its bootstrap data exists,
-// Provisioning while its infrastructure is made, Provisioned once it has a providerID, Running
-// once a Node with that providerID joins; then Deleting: hooks, drain, volumes, hooks,
-// terminate, bootstrap Secret and Node, and only then the finalizer. Nothing is re-created
+// One Cluster API Machine's life, as Cluster API's "Machine States & Preboot Bootstrapping"
+// proposal tells it: Pending until its bootstrap data exists, Provisioning while its
+// infrastructure is made, Provisioned once it has a providerID, Running once a Node with that
+// providerID joins; then Deleting: hooks, drain, volumes, hooks, terminate, bootstrap Secret and
+// Node, and only then the finalizer. Nothing is re-created
 // behind anyone's back: an instance that dies is reported, and waits for a person.
 import {
   condition,

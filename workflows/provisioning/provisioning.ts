@@ -1,5 +1,5 @@
-// One durable workflow per Provisioning (`provisioning/<ns>/<name>`), the seed's BPA as a
-// narrative. For each spec it sees: assign roles from the BareMetalHosts, find each node's IP,
+// One durable workflow per Provisioning (`provisioning/<ns>/<name>`), Akraino ICN's BPA operator
+// as a narrative. For each spec it sees: assign roles from the BareMetalHosts, find each node's IP,
 // then carry out a plan (plans.ts): the first time, hand out the installer key, run kubespray
 // cluster.yml and keep the kubeconfig; later, remove-node.yml and scale.yml for the workers that
 // went and came. What can never work is refused before anything runs. A failed step stays

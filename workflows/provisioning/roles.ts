@@ -1,5 +1,6 @@
-// Role assignment (the seed's "assign roles to compute hosts"): which BareMetalHost becomes each
-// master and worker of a Provisioning. Pure and deterministic, so the workflow replays it.
+// Role assignment (the BPA operator spec's "assign roles to compute hosts"): which
+// BareMetalHost becomes each master and worker of a Provisioning. Pure and deterministic, so the
+// workflow replays it.
 //
 // - A node with a MAC gets the host with a NIC of that MAC (compared case-insensitively; the
 //   original searched the serialized object for a substring), which must meet any resources it
@@ -8,7 +9,7 @@
 //   least to spare (then by name), so large hosts stay for nodes that need them.
 // - A node already installed on a host keeps it while the host still meets its requirements.
 // - A host serves one cluster at a time. A label in both lists is one dual-role node; with no
-//   workers, the masters also work (as in the seed).
+//   workers, the masters also work (as in the BPA operator).
 // - What can never work is refused with a precise message, before anything runs.
 import type { HostInventory, NodeRequirements, ProvisioningSpec } from '../../shared/bpa-api.js';
 import { mebibytes } from './quantity.js';

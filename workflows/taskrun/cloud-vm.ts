@@ -1,7 +1,7 @@
-// A dynamic-platform TaskRun, as the seed's "Dynamic" section tells it: take one of the
-// platform's max-instances slots (waiting in line if all are in use), launch a VM, wait for it
-// on workflow timers (never a blocked worker) within allocation-timeout, create the build user,
-// and at the end terminate the VM, retrying until the cloud confirms it.
+// A dynamic-platform TaskRun, as the multi-platform-controller's "Dynamic" section tells it: take
+// one of the platform's max-instances slots (waiting in line if all are in use), launch a VM, wait
+// for it on workflow timers (never a blocked worker) within allocation-timeout, create the build
+// user, and at the end terminate the VM, retrying until the cloud confirms it.
 import { patched, setCurrentDetails, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { ANNOTATIONS, LABELS, TASKRUN_TAG_KEY } from '../../platform-config/contract.js';

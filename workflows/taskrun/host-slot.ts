@@ -1,7 +1,7 @@
 // A TaskRun served from one of its platform's hosts (static hosts, or a dynamic pool's VMs, which
 // the allocator runs): take a slot, create the build user there, and when the host fails try
-// another, as the seed's "Host Pool" section tells it. Hosts are blamed only for their own
-// failures (deliver.ts); clean-up (clean-up.ts) removes the user and frees the slot.
+// another, as the multi-platform-controller's "Host Pool" section tells it. Hosts are blamed only
+// for their own failures (deliver.ts); clean-up (clean-up.ts) removes the user and frees the slot.
 import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporalio/workflow';
 import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../../platform-config/contract.js';
 import { hostOutcome, releaseSlot } from '../../shared/messages.js';

@@ -1,6 +1,6 @@
-// One TaskRun's life, as the seed tells it: check what the TaskRun asks for, find out how its
-// platform is served, hand the build its Secret (or an error it can act on), wait for the
-// build to finish, clean up. Every path answers the build: served, or an `error` Secret.
+// One TaskRun's life, as the multi-platform-controller tells it: check what the TaskRun asks for,
+// find out how its platform is served, hand the build its Secret (or an error it can act on), wait
+// for the build to finish, clean up. Every path answers the build: served, or an `error` Secret.
 import {
   CancellationScope,
   ContinueAsNew,
