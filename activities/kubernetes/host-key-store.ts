@@ -16,6 +16,8 @@ export interface HostKeyStore {
   recordFirst(id: string, key: string): Promise<{ key: string; recorded: boolean }>;
   /** The key recorded for `id`, if any. */
   held(id: string): Promise<string | undefined>;
+  /** Records `record` for `id`, replacing what is there; idempotent. */
+  remember(id: string, record: string): Promise<void>;
   /**
    * Removes the record of `id` if `isOurs(record)`; idempotent. A VM's generated key goes when
    * the VM does, so the store holds only hosts that may still answer (a ConfigMap is capped at
@@ -74,6 +76,38 @@ export function createHostKeyStore(deps: {
             });
           }
           return { key, recorded: true };
+        } catch (err) {
+          if (!isConflict(err)) rethrowKube(`record host key ${dataKey} in ${where}`, err);
+        }
+      }
+      throw ApplicationFailure.retryable(
+        `${where} kept changing while host key ${dataKey} was recorded; retrying`,
+        'KubernetesHttp409',
+      );
+    },
+    async remember(id, record) {
+      const dataKey = storeKey(id);
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        const current = await read();
+        if (current?.data?.[dataKey] === record) return;
+        try {
+          if (!current) {
+            await core.createNamespacedConfigMap({
+              namespace,
+              body: {
+                metadata: { name: HOST_KEY_STORE_NAME, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+                data: { [dataKey]: record },
+              },
+            });
+          } else {
+            // resourceVersion is kept: a write that raced ours fails with 409 and we read again
+            await core.replaceNamespacedConfigMap({
+              name: HOST_KEY_STORE_NAME,
+              namespace,
+              body: { ...current, data: { ...current.data, [dataKey]: record } },
+            });
+          }
+          return;
         } catch (err) {
           if (!isConflict(err)) rethrowKube(`record host key ${dataKey} in ${where}`, err);
         }

@@ -30,6 +30,9 @@ import {
 import { withSsh, type HostKeyCheck, type SshTarget } from './session.js';
 import { GENERATED_KEY_COMMENT } from '../cloud/vm-host-key.js';
 
+/** The comment of a record that keeps host-config's key for a host that may leave host-config. */
+const CONFIGURED_KEY_COMMENT = 'hostflow-from-host-config';
+
 export type HostIdentity =
   /** A host of host-config, or a cloud VM (`hostKey`: a key its Host carries). */
   | { host: string; address: string; port?: number; hostKey?: string }
@@ -150,13 +153,32 @@ export function createHostKeys(deps: {
     };
 
   /**
-   * A host that is not in host-config: a cloud VM (or a host removed from host-config while in
-   * use). Only the key recorded for it; none recorded is refused, never trusted on first use.
+   * A configured key that a connection accepted is also recorded (once per key and worker), so
+   * that a host removed from host-config while builds still run there keeps being checked
+   * against it while they clean up.
+   */
+  const remembered = new Map<string, string>();
+  async function rememberConfigured(host: string, key: string): Promise<undefined> {
+    const id = vmHostKeyRecord(host);
+    const record = `${key.split(/\s+/).slice(0, 2).join(' ')} ${CONFIGURED_KEY_COMMENT}`;
+    if (remembered.get(id) === record) return undefined;
+    await store.remember(id, record);
+    remembered.set(id, record);
+    return undefined;
+  }
+
+  /**
+   * A host that is not in host-config: a cloud VM, or a host removed from host-config while in
+   * use. Only the key recorded for it; none recorded is refused, never trusted on first use.
    */
   async function notInHostConfig(identity: HostIdentity & { host: string }) {
     const id = recordId(identity);
     const held = await store.held(id);
     if (held) {
+      if (held.endsWith(` ${CONFIGURED_KEY_COMMENT}`)) {
+        const from = `${configRef(identity.host)} gave before the host left host-config (${storeRef(id)})`;
+        return { checkHostKey: pinned(identity, held, from) };
+      }
       if (!held.endsWith(` ${GENERATED_KEY_COMMENT}`)) {
         const from = `hostflow recorded on first use in ${storeRef(id)}`;
         return { checkHostKey: pinned(identity, held, from) };
@@ -197,7 +219,12 @@ export function createHostKeys(deps: {
     }
     // A host of host-config: its configured key, read now. Another: the key its Host carries.
     if (entry?.hostKey) {
-      return { checkHostKey: pinned(identity, entry.hostKey, `${configRef(identity.host)} gives`) };
+      const check = pinned(identity, entry.hostKey, `${configRef(identity.host)} gives`);
+      const configured = entry.hostKey;
+      return {
+        checkHostKey: async (key) =>
+          (await check(key)) ?? (await rememberConfigured(identity.host, configured)),
+      };
     }
     if (!entry && identity.hostKey) {
       return {

@@ -132,7 +132,7 @@ describe('a static host whose key host-config gives', () => {
       `not the one host.pinned.host-key in ConfigMap ${engineNamespace()}/${HOST_CONFIG_NAME} gives`,
     );
     expect(await pool.buildUsers(h1!)).toEqual([]);
-    expect((await recordedKeys())['host.pinned']).toBeUndefined(); // a given key is never recorded
+    expect((await recordedKeys())['host.pinned']).toBeUndefined(); // a refused key is never recorded
   });
 
   it("gets no Machine's bootstrap data when it presents another key", async () => {
