@@ -354,11 +354,26 @@ describe('enforcement', () => {
     const name = `locks-broken-${uniqueSuffix()}`;
     await configMap('unlocked-bystander');
     await configMap('unlocked-bystander', optedOut);
+    const onlyHere = {
+      matchExpressions: [
+        { key: 'kubernetes.io/metadata.name', operator: 'In', values: [namespace, optedOut] },
+      ],
+    };
+    // Scoped in the policy too, not only in its binding: a policy that cannot be evaluated once
+    // refused a BareMetalHost write of another test file (provisioning-lifecycle), whose
+    // Provisioning then could not release its hosts.
     const broken = {
       metadata: { name },
       spec: {
         ...shipped.spec,
         paramKind: { apiVersion: 'kotas.tech/v1', kind: 'NoSuchKind' },
+        matchConstraints: {
+          ...shipped.spec!.matchConstraints,
+          namespaceSelector: {
+            ...shipped.spec!.matchConstraints!.namespaceSelector, // lockable: 'true'
+            ...onlyHere,
+          },
+        },
       },
     };
     const binding = {
@@ -366,17 +381,7 @@ describe('enforcement', () => {
       spec: {
         ...shippedBinding.spec,
         policyName: name,
-        matchResources: {
-          namespaceSelector: {
-            matchExpressions: [
-              {
-                key: 'kubernetes.io/metadata.name',
-                operator: 'In',
-                values: [namespace, optedOut],
-              },
-            ],
-          },
-        },
+        matchResources: { namespaceSelector: onlyHere },
       },
     };
     await admission.createValidatingAdmissionPolicy({ body: broken });
