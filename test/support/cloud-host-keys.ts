@@ -49,7 +49,7 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       await scope.setHostConfig({ ...hostConfig(), 'require-host-keys': 'true' });
       try {
         const tr = await scope.taskRuns.create({ name: 'vm-key', platform });
-        const secret = await scope.taskRuns.waitForSecret(tr.name, 60_000);
+        const secret = await scope.taskRuns.waitForSecret(tr.name, 180_000);
         expect(secret.error).toBeUndefined();
         const meta = (await scope.taskRuns.get(tr.name)).metadata;
         const id = meta.annotations![ANNOTATIONS.cloudInstanceId]!;
@@ -78,13 +78,13 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       } finally {
         await scope.setHostConfig(hostConfig());
       }
-    });
+    }, 360_000);
 
     it('refuses an impostor at a VM address as a host failure: no login, no build user, the build is served on another VM', async () => {
       const { scope, cloud } = stack();
       cloud.impostorNext!();
       const tr = await scope.taskRuns.create({ name: 'vm-impostor', platform });
-      const secret = await scope.taskRuns.waitForSecret(tr.name, 120_000);
+      const secret = await scope.taskRuns.waitForSecret(tr.name, 180_000);
       expect(secret.error).toBeUndefined();
       const impostor = cloud.impostors!().at(-1)!; // the TaskRun's first VM
       const served = (await scope.taskRuns.get(tr.name)).metadata.annotations![
@@ -111,6 +111,6 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       expect(logins).toEqual([]);
       await scope.taskRuns.complete(tr.name);
       await scope.taskRuns.waitForSecretGone(tr.name, 90_000);
-    });
+    }, 360_000);
   });
 }
