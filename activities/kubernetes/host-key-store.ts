@@ -45,102 +45,75 @@ export function createHostKeyStore(deps: {
     }
   }
 
-  return {
-    async held(id) {
-      return (await read())?.data?.[storeKey(id)];
-    },
-    async recordFirst(id, key) {
-      const dataKey = storeKey(id);
-      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-        const current = await read();
-        const held = current?.data?.[dataKey];
-        if (held) return { key: held, recorded: false };
-        try {
-          if (!current) {
-            await core.createNamespacedConfigMap({
-              namespace,
-              body: {
-                metadata: {
-                  name: HOST_KEY_STORE_NAME,
-                  labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
-                },
-                data: { [dataKey]: key },
-              },
-            });
-          } else {
-            // resourceVersion is kept: a write that raced ours fails with 409 and we read again
-            await core.replaceNamespacedConfigMap({
-              name: HOST_KEY_STORE_NAME,
-              namespace,
-              body: { ...current, data: { ...current.data, [dataKey]: key } },
-            });
-          }
-          return { key, recorded: true };
-        } catch (err) {
-          if (!isConflict(err)) rethrowKube(`record host key ${dataKey} in ${where}`, err);
-        }
-      }
-      throw ApplicationFailure.retryable(
-        `${where} kept changing while host key ${dataKey} was recorded; retrying`,
-        'KubernetesHttp409',
-      );
-    },
-    async remember(id, record) {
-      const dataKey = storeKey(id);
-      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-        const current = await read();
-        if (current?.data?.[dataKey] === record) return;
-        try {
-          if (!current) {
-            await core.createNamespacedConfigMap({
-              namespace,
-              body: {
-                metadata: { name: HOST_KEY_STORE_NAME, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
-                data: { [dataKey]: record },
-              },
-            });
-          } else {
-            // resourceVersion is kept: a write that raced ours fails with 409 and we read again
-            await core.replaceNamespacedConfigMap({
-              name: HOST_KEY_STORE_NAME,
-              namespace,
-              body: { ...current, data: { ...current.data, [dataKey]: record } },
-            });
-          }
-          return;
-        } catch (err) {
-          if (!isConflict(err)) rethrowKube(`record host key ${dataKey} in ${where}`, err);
-        }
-      }
-      throw ApplicationFailure.retryable(
-        `${where} kept changing while host key ${dataKey} was recorded; retrying`,
-        'KubernetesHttp409',
-      );
-    },
-    async forget(id, isOurs) {
-      const dataKey = storeKey(id);
-      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-        const current = await read();
-        const held = current?.data?.[dataKey];
-        if (!current || held === undefined || !isOurs(held)) return;
-        const data = { ...current.data };
-        delete data[dataKey];
-        try {
-          // resourceVersion is kept: a record written in between is read again, not lost
+  /**
+   * Reads the store, asks `change` what the record of `dataKey` becomes (a value, `null` to
+   * remove it, `undefined` to leave it), and writes that with the resourceVersion read, so a
+   * write that raced ours fails with 409 and is read again, never lost.
+   */
+  async function update(
+    dataKey: string,
+    action: 'record' | 'remove',
+    change: (held: string | undefined) => string | null | undefined,
+  ): Promise<void> {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const current = await read();
+      const next = change(current?.data?.[dataKey]);
+      if (next === undefined || (next === null && !current)) return;
+      const data = { ...current?.data };
+      if (next === null) delete data[dataKey];
+      else data[dataKey] = next;
+      try {
+        if (!current) {
+          await core.createNamespacedConfigMap({
+            namespace,
+            body: {
+              metadata: { name: HOST_KEY_STORE_NAME, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+              data,
+            },
+          });
+        } else {
           await core.replaceNamespacedConfigMap({
             name: HOST_KEY_STORE_NAME,
             namespace,
             body: { ...current, data },
           });
-          return;
-        } catch (err) {
-          if (isNotFound(err)) return;
-          if (!isConflict(err)) rethrowKube(`remove host key ${dataKey} from ${where}`, err);
         }
+        return;
+      } catch (err) {
+        if (next === null && isNotFound(err)) return;
+        if (!isConflict(err))
+          rethrowKube(
+            `${action} host key ${dataKey} ${action === 'remove' ? 'from' : 'in'} ${where}`,
+            err,
+          );
       }
-      throw ApplicationFailure.retryable(
-        `${where} kept changing while host key ${dataKey} was removed; retrying`,
-        'KubernetesHttp409',
+    }
+    throw ApplicationFailure.retryable(
+      `${where} kept changing while host key ${dataKey} was ${action === 'remove' ? 'removed' : 'recorded'}; retrying`,
+      'KubernetesHttp409',
+    );
+  }
+
+  return {
+    async held(id) {
+      return (await read())?.data?.[storeKey(id)];
+    },
+    async recordFirst(id, key) {
+      let holds = key;
+      let recorded = false;
+      await update(storeKey(id), 'record', (held) => {
+        holds = held || key;
+        recorded = !held;
+        return held ? undefined : key;
+      });
+      return { key: holds, recorded };
+    },
+    async remember(id, record) {
+      await update(storeKey(id), 'record', (held) => (held === record ? undefined : record));
+    },
+    async forget(id, isOurs) {
+      await update(storeKey(id), 'remove', (held) =>
+        held !== undefined && isOurs(held) ? null : undefined,
       );
     },
   };
