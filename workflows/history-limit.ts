@@ -1,6 +1,7 @@
 // When a long-lived workflow continues as new: before its history reaches Temporal's limit
 // (51,200 events), which would end it with nothing cleaned up. The limits of every family that
-// takes one from its input (a bridge setting, for tests) are here, with the smallest allowed.
+// continues as new are here; those that take one from their input (a bridge setting, for tests)
+// are raised to the smallest allowed.
 import { workflowInfo } from '@temporalio/workflow';
 
 /** Events a run's history may reach before it continues as new, unless its input says. */
@@ -9,6 +10,13 @@ export const MAX_HISTORY = {
   taskRun: 5_000,
   /** HOSTFLOW_PROVISIONING_MAX_HISTORY; every relist resends each Provisioning. */
   provisioning: 2_000,
+  /** The host-config workflow's input may lower it (tests). */
+  hostConfig: 2_000,
+  allocator: 5_000,
+  machine: 2_000,
+  rollout: 5_000,
+  software: 2_000,
+  bpaCluster: 2_000,
 } as const;
 
 /** A smaller limit is raised to this: a run must get somewhere before it continues again. */

@@ -55,6 +55,7 @@ import { handleDrains } from './drain.js';
 import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
+import { MAX_HISTORY } from '../history-limit.js';
 
 const ssh = proxyActivities<SshActivities>({
   startToCloseTimeout: '30 seconds',
@@ -63,7 +64,6 @@ const ssh = proxyActivities<SshActivities>({
 
 /** Safety net beside the bridge's push: reload config. */
 const RESYNC_MS = 5 * 60_000;
-const MAX_HISTORY = 5_000;
 /** v2: a dynamic-pool platform's allocator runs its VMs (workflows/allocator/pool-scaler.ts). */
 export const PATCH_CLOUD_POOLS = 'allocator-cloud-pools';
 /** v2: an allocator that starts without state rebuilds its holders before it grants anything. */
@@ -266,7 +266,10 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       report(platform, state, pools.describe(), trouble, dependencyLocks.describe());
       if (!locksDependencies) dirty = false;
 
-      if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY) {
+      if (
+        workflowInfo().continueAsNewSuggested ||
+        workflowInfo().historyLength > MAX_HISTORY.allocator
+      ) {
         const drained = () => allHandlersFinished() && probesInFlight === 0;
         if (pools.active)
           await condition(() => drained() && pools.inFlight === 0, POOL_CALLS_DRAIN);

@@ -29,9 +29,7 @@ import type { BpaResourceInput } from '../../shared/types.js';
 import { bpaKube } from '../activities.js';
 import { ResourceReport } from '../provisioning/resource-report.js';
 import { aggregate } from './aggregate.js';
-
-/** Every relist resends each Cluster: a long-lived one starts afresh now and then. */
-const MAX_HISTORY = 2_000;
+import { MAX_HISTORY } from '../history-limit.js';
 
 /** What a Cluster workflow carries into its next run when it continues as new. */
 export interface BpaClusterCarried {
@@ -162,4 +160,4 @@ async function tell(workflowId: string, signal: () => Promise<void>): Promise<vo
 }
 
 const historyFull = () =>
-  workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY;
+  workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY.bpaCluster;

@@ -16,15 +16,15 @@ import type { HostConfigWorkflowInput } from '../../shared/types.js';
 import { allocator, kube } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { untilDone } from '../retry.js';
+import { MAX_HISTORY } from '../history-limit.js';
 
-const MAX_HISTORY = 2_000;
 /** v2: a change that arrived while a run was about to continue-as-new is handled first. */
 export const PATCH_NO_CHANGE_LOST = 'host-config-no-change-lost-at-continue-as-new';
 
 export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promise<void> {
   let latest = input.handled;
   let handled = input.handled;
-  const maxHistory = input.maxHistory ?? MAX_HISTORY;
+  const maxHistory = input.maxHistory ?? MAX_HISTORY.hostConfig;
   setHandler(hostConfigObserved, ({ resourceVersion }) => {
     latest = resourceVersion;
   });

@@ -27,6 +27,7 @@ import type { MachineInfra, SlotMail } from './infrastructure.js';
 import { provision } from './provision.js';
 import { MachineReport, emptyReport, type MachineReportState } from './report.js';
 import { watchRunning } from './running.js';
+import { MAX_HISTORY } from '../history-limit.js';
 
 export interface MachineWorkflowInput {
   namespace: string;
@@ -59,9 +60,6 @@ export interface MachineRun {
   /** How long a Node may take to join before the Machine says so (HostflowMachine). */
   nodeStartupMs?: number;
 }
-
-/** History length past which a long-lived Machine continues as new. */
-const MAX_HISTORY = 2_000;
 
 export async function machineWorkflow(input: MachineWorkflowInput): Promise<void> {
   const { namespace, name, carried } = input;
@@ -101,7 +99,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
   let stage: CarriedMachine['stage'] | 'deleting' = carried?.stage ?? (await provision(run));
   while (stage !== 'deleting') {
     stage = stage === 'running' ? await watchRunning(run) : await waitForDeletion(run);
-    if (stage !== 'deleting' && workflowInfo().historyLength > MAX_HISTORY) {
+    if (stage !== 'deleting' && workflowInfo().historyLength > MAX_HISTORY.machine) {
       await continueAsNew<typeof machineWorkflow>({
         namespace,
         name,

@@ -22,6 +22,7 @@ import { nodeUpdateWorkflow, type NodeUpdateResult } from './node-update.js';
 import { maxUnavailableOf, nextCandidates } from './plan.js';
 import { PoolReport } from './pool-report.js';
 import { preflight } from './preflight.js';
+import { MAX_HISTORY } from '../history-limit.js';
 
 export interface RolloutInput {
   pool: string;
@@ -36,7 +37,6 @@ export interface RolloutInput {
 const POLL_MS = 5_000;
 /** When idle, a look now and then all the same (a node that joined the pool). */
 const IDLE_MS = 5 * 60_000;
-const MAX_HISTORY = 5_000;
 const DEFAULT_DRAIN_MS = 60 * 60_000; // MCO's daemon gives up on a drain after an hour
 const DEFAULT_BOOT_MS = 15 * 60_000;
 
@@ -101,7 +101,7 @@ export async function rolloutWorkflow(input: RolloutInput): Promise<void> {
     const waitMs = busy.size > 0 || degraded.length > 0 || pending ? POLL_MS : IDLE_MS;
     const before = finished.size;
     await condition(() => changed || finished.size !== before, waitMs);
-    if (busy.size === 0 && workflowInfo().historyLength > MAX_HISTORY) {
+    if (busy.size === 0 && workflowInfo().historyLength > MAX_HISTORY.rollout) {
       await continueAsNew<typeof rolloutWorkflow>({
         pool,
         carried: { latest: latest!, retriesSeen, ...(preflightPassed ? { preflightPassed } : {}) },

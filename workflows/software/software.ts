@@ -21,6 +21,7 @@ import type { BpaResourceInput } from '../../shared/types.js';
 import { packages as packageManager } from '../activities.js';
 import { ResourceReport, type Condition } from '../provisioning/resource-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
+import { MAX_HISTORY } from '../history-limit.js';
 
 interface NodeResult {
   label: string;
@@ -31,9 +32,6 @@ interface NodeResult {
 
 /** What a node has been given, by `<label>@<ip>`: a node that comes back elsewhere starts over. */
 type Installed = Map<string, Set<string>>;
-
-/** Every relist resends each Software: a long-lived one starts afresh now and then. */
-const MAX_HISTORY = 2_000;
 
 /** What a Software workflow carries into its next run when it continues as new. */
 export interface SoftwareCarried {
@@ -196,4 +194,4 @@ async function phase(
 }
 
 const historyFull = () =>
-  workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY;
+  workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY.software;
