@@ -10,6 +10,7 @@ import { GENERATED_KEY_COMMENT } from '../../activities/cloud/vm-host-key.js';
 import { waitFor } from '../../local-stack/process.js';
 import { ANNOTATIONS, HOST_CONFIG_NAME, WORKFLOW_ID } from '../../platform-config/contract.js';
 import { historyText } from './history-text.js';
+import { waitForSecretExplained } from './taskrun-explained.js';
 import type { TestScope } from './scope.js';
 import type { VmCloud } from './vm-cloud.js';
 
@@ -49,7 +50,7 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       await scope.setHostConfig({ ...hostConfig(), 'require-host-keys': 'true' });
       try {
         const tr = await scope.taskRuns.create({ name: 'vm-key', platform });
-        const secret = await scope.taskRuns.waitForSecret(tr.name, 180_000);
+        const secret = await waitForSecretExplained(scope, tr, 180_000);
         expect(secret.error).toBeUndefined();
         const meta = (await scope.taskRuns.get(tr.name)).metadata;
         const id = meta.annotations![ANNOTATIONS.cloudInstanceId]!;
@@ -84,7 +85,7 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       const { scope, cloud } = stack();
       cloud.impostorNext!();
       const tr = await scope.taskRuns.create({ name: 'vm-impostor', platform });
-      const secret = await scope.taskRuns.waitForSecret(tr.name, 180_000);
+      const secret = await waitForSecretExplained(scope, tr, 180_000);
       expect(secret.error).toBeUndefined();
       const impostor = cloud.impostors!().at(-1)!; // the TaskRun's first VM
       const served = (await scope.taskRuns.get(tr.name)).metadata.annotations![
