@@ -3,7 +3,7 @@
 // the command's usage), 1 for anything that went wrong after the arguments were understood.
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadSettings, temporalConnection, type Settings } from '../workers/settings.js';
+import { loadSettings, temporalConnection, type Settings } from '../runtime/settings.js';
 import { waitingFor } from './progress.js';
 
 /** Bad arguments: the command prints the message and its usage, and exits 2. */

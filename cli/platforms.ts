@@ -8,7 +8,7 @@ import {
   type HostConfig,
 } from '../platform-config/host-config.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { loadKubeConfig, type Settings } from '../workers/settings.js';
+import { loadKubeConfig, type Settings } from '../runtime/settings.js';
 
 export type PlatformKind = 'static' | 'dynamic' | 'pool' | 'local';
 

@@ -1,4 +1,4 @@
-// `hostflow start` shows its processes' JSON log lines (workers/logger.ts) for a person:
+// `hostflow start` shows its processes' JSON log lines (runtime/logger.ts) for a person:
 //   14:02:07 INFO  worker      hostflow worker polling … taskQueue=hostflow
 // The log files keep the JSON lines as written.
 

@@ -10,7 +10,7 @@ import { WORKFLOW_ID, secretNameFor } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { retryTaskRun, type TaskRunRetryOutcome } from '../shared/messages.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { loadKubeConfig } from '../workers/settings.js';
+import { loadKubeConfig } from '../runtime/settings.js';
 import { updateRefusal, withTemporal } from './oncall.js';
 
 export interface TaskRunTarget {

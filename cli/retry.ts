@@ -7,7 +7,7 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { PROVISIONING_API, RETRY_ANNOTATION, SOFTWARE_API } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { loadKubeConfig } from '../workers/settings.js';
+import { loadKubeConfig } from '../runtime/settings.js';
 import { runRetryTaskRun } from './retry-taskrun.js';
 
 export const RETRY_USAGE = `

@@ -32,7 +32,7 @@ import {
 } from './bpa-observations.js';
 import type { ListWatch } from './list-watch.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 interface ClusterObject extends NamespacedObject {
   spec?: BpaClusterSpec;

@@ -18,7 +18,7 @@ import { KIND, SA } from '../shared/search-attributes.js';
 import type { TaskRunWorkflow } from '../shared/types.js';
 import { ListWatch } from './list-watch.js';
 import { matchContract, type ContractTaskRun, type TaskRunObject } from './taskrun-contract.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export interface BridgeOptions {
   kubeConfig: KubeConfig;

@@ -7,7 +7,7 @@ import { hostConfigObserved } from '../shared/messages.js';
 import type { HostConfigWorkflow } from '../shared/types.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { ListWatch } from './list-watch.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export interface HostConfigWatchOptions {
   kubeConfig: KubeConfig;

@@ -2,7 +2,7 @@
 // objects; this one pages through lists, backs off on failure, relists on 410 Gone, restarts
 // a silent watch, and relists periodically so missed events are caught (level-triggered).
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export interface ListPage<T> {
   items: T[];

@@ -5,7 +5,7 @@ import { LOCK_API } from '../shared/lock-api.js';
 import { innermostMessage } from '../shared/failures.js';
 import { ListWatch } from './list-watch.js';
 import type { LockObject, LockStatusWriter } from './lock-status.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export interface LockWatchOptions {
   kubeConfig: KubeConfig;

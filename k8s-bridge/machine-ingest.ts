@@ -11,7 +11,7 @@ import { machineObserved, type MachineObservation } from '../shared/messages.js'
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { ListWatch } from './list-watch.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export interface MachineObject extends NamespacedObject {
   spec?: MachineSpec;

@@ -3,7 +3,7 @@
 // ones that vanished meanwhile as gone, so nothing missed while the bridge was down is lost.
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { ListWatch } from './list-watch.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export interface NamespacedObject {
   metadata: {

@@ -24,7 +24,7 @@ import { effectiveOsImage } from '../shared/os-image.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { ListWatch } from './list-watch.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
-import type { LineLog } from '../workers/logger.js';
+import type { LineLog } from '../runtime/logger.js';
 
 interface PoolObject extends NamespacedObject {
   spec?: MachineConfigPoolSpec;

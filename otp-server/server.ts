@@ -11,12 +11,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext } from 'node:tls';
-import { discardRest, readLimited } from './http-body.js';
+import { discardRest, readLimited } from '../runtime/http-body.js';
 import { statusCode, transportFailure } from '../shared/kube-errors.js';
 import { createRateLimiter, type RateLimitSettings } from './rate-limit.js';
 import { errorGist, TOKEN_PATTERN, type OtpStore } from './store.js';
-import { watchFiles, type WatchedFiles } from './watched-files.js';
-import type { LineLog } from '../workers/logger.js';
+import { watchFiles, type WatchedFiles } from '../runtime/watched-files.js';
+import type { LineLog } from '../runtime/logger.js';
 
 export const MAX_KEY_BYTES = 16 * 1024;
 const MAX_OTP_BYTES = 1024;

@@ -20,7 +20,7 @@ import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/de
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
 import { DEFAULT_OTP_NAMESPACE } from '../platform-config/contract.js';
-import { SETTING_NAMES } from '../workers/settings.js';
+import { SETTING_NAMES } from '../runtime/settings.js';
 import {
   kubectl,
   manifestFile,

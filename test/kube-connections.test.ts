@@ -1,9 +1,9 @@
 // @kubernetes/client-node 2 builds a new undici Agent for every request, so without
-// workers/kube-connections.ts every API call opens its own TLS connection. With it, calls and
+// runtime/kube-connections.ts every API call opens its own TLS connection. With it, calls and
 // watches from one process share keep-alive connections, against the real kube-apiserver.
 import { describe, expect, it } from '@jest/globals';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
-import { shareConnections } from '../workers/kube-connections.js';
+import { shareConnections } from '../runtime/kube-connections.js';
 import { testEnv } from './support/env.js';
 
 function sharedClient() {

@@ -59,7 +59,7 @@ const input = (cluster: string, extra: Partial<PlaybookInput> = {}): PlaybookInp
 });
 
 /**
- * Runs `run` with what a worker has in its environment (workers/settings.ts, the cloud SDKs' own
+ * Runs `run` with what a worker has in its environment (runtime/settings.ts, the cloud SDKs' own
  * variables) set in this process, whose environment the activity's ansible-playbook would inherit.
  */
 async function withWorkerCredentials<T>(run: () => Promise<T>): Promise<T> {

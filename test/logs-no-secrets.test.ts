@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
-import { LOG_LEVELS } from '../workers/logger.js';
+import { LOG_LEVELS } from '../runtime/logger.js';
 import { testEnv } from './support/env.js';
 import { redeemSecret } from './support/otp.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';

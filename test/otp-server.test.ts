@@ -615,7 +615,7 @@ describe('logs', () => {
   it('have one line per request and never a key or an OTP', async () => {
     await a.stop();
     const logs = fx.logFiles.map((file) => readFileSync(file, 'utf8')).join('\n');
-    // JSON lines (workers/logger.ts): the request line is each record's msg.
+    // JSON lines (runtime/logger.ts): the request line is each record's msg.
     const messages = logs
       .split('\n')
       .filter(Boolean)

@@ -8,10 +8,10 @@ import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
 import { MachineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
 import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
-import { serveHealth } from './health-server.js';
-import { createLogger, lineLog, type Logger } from './logger.js';
-import { createRegistry, serveMetrics } from './metrics-server.js';
-import { kubeConfig, loadSettings, temporalConnection } from './settings.js';
+import { serveHealth } from '../runtime/health-server.js';
+import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
+import { createRegistry, serveMetrics } from '../runtime/metrics-server.js';
+import { kubeConfig, loadSettings, temporalConnection } from '../runtime/settings.js';
 
 async function main(logger: Logger): Promise<void> {
   const settings = loadSettings();

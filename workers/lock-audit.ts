@@ -13,12 +13,12 @@ import { z } from 'zod';
 import { LockDenials } from '../k8s-bridge/lock-denials.js';
 import { LockStatusWriter } from '../k8s-bridge/lock-status.js';
 import { LockWatch } from '../k8s-bridge/lock-watch.js';
-import { readLimited } from '../otp-server/http-body.js';
-import { watchFiles } from '../otp-server/watched-files.js';
+import { readLimited } from '../runtime/http-body.js';
+import { watchFiles } from '../runtime/watched-files.js';
 import { innermostMessage } from '../shared/failures.js';
-import { createLogger, lineLog, type Logger } from './logger.js';
-import { createRegistry, serveMetrics } from './metrics-server.js';
-import { kubeConfig, loadSettings } from './settings.js';
+import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
+import { createRegistry, serveMetrics } from '../runtime/metrics-server.js';
+import { kubeConfig, loadSettings } from '../runtime/settings.js';
 
 const file = z.string().min(1, 'must name a file');
 const LockAuditEnv = z.object({

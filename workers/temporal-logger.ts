@@ -1,7 +1,7 @@
 // The Temporal SDK's logs (the worker's own, workflow `log` through its sink, activity `log`,
 // and Temporal core's forwarded at WARN and above) as the process's JSON lines.
 import type { LogLevel as SdkLogLevel, LogMetadata, Logger as SdkLogger } from '@temporalio/common';
-import type { Logger } from './logger.js';
+import type { Logger } from '../runtime/logger.js';
 
 const LEVEL = {
   TRACE: 'trace',

@@ -11,9 +11,14 @@ import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/types.js';
 import { collectNow } from '../shared/messages.js';
 import { KIND, SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
-import { serveHealth, type HealthChecks } from './health-server.js';
-import { createLogger, type Logger } from './logger.js';
-import { kubeConfig, loadSettings, temporalConnection, type Settings } from './settings.js';
+import { serveHealth, type HealthChecks } from '../runtime/health-server.js';
+import { createLogger, type Logger } from '../runtime/logger.js';
+import {
+  kubeConfig,
+  loadSettings,
+  temporalConnection,
+  type Settings,
+} from '../runtime/settings.js';
 import { temporalLogger } from './temporal-logger.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));

@@ -2,7 +2,7 @@
 // environment, workflow cache, and a workflow bundle built ahead) but running only the minimal
 // workflow. It prints when each workflow was served and when it ended, one line each.
 import { NativeConnection, Worker, type InjectedSinks } from '@temporalio/worker';
-import { loadSettings } from '../../workers/settings.js';
+import { loadSettings } from '../../runtime/settings.js';
 import { formatFloorLine } from './lines.js';
 import type { FloorSinks } from './workflow.js';
 

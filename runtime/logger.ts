@@ -32,7 +32,7 @@ const REDACTED = [
 
 /**
  * The process's logger, at HOSTFLOW_LOG_LEVEL. An invalid level falls back to info here so the
- * settings error (workers/settings.ts names the variable) is itself logged, at error level.
+ * settings error (runtime/settings.ts names the variable) is itself logged, at error level.
  */
 export function createLogger(name: string, env: NodeJS.ProcessEnv = process.env): Logger {
   const wanted = env.HOSTFLOW_LOG_LEVEL as LogLevel | undefined;

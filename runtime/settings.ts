@@ -155,7 +155,7 @@ const EnvSchema = z.object({
    * the allocators, stay in it: it evicts the least recently used.
    */
   HOSTFLOW_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(1000),
-  /** Every process's log level (workers/logger.ts reads it before the settings are loaded). */
+  /** Every process's log level (runtime/logger.ts reads it before the settings are loaded). */
   HOSTFLOW_LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
