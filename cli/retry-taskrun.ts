@@ -5,7 +5,11 @@
 // history as an annotation would be, while on-call hears a refusal at once.
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { isCompleted, matchContract, type TaskRunObject } from '../k8s-bridge/taskrun-contract.js';
+import {
+  isCompleted,
+  matchContract,
+  type TaskRunObject,
+} from '../platform-config/taskrun-contract.js';
 import { WORKFLOW_ID, secretNameFor } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { retryTaskRun, type TaskRunRetryOutcome } from '../shared/messages.js';

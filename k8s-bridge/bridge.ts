@@ -17,7 +17,11 @@ import { taskRunObserved, type TaskRunState } from '../shared/messages.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import type { TaskRunWorkflow } from '../shared/types.js';
 import { ListWatch } from './list-watch.js';
-import { matchContract, type ContractTaskRun, type TaskRunObject } from './taskrun-contract.js';
+import {
+  matchContract,
+  type ContractTaskRun,
+  type TaskRunObject,
+} from '../platform-config/taskrun-contract.js';
 import type { LineLog } from '../runtime/logger.js';
 
 export interface BridgeOptions {

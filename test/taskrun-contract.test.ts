@@ -1,6 +1,10 @@
 // Pure logic: which TaskRuns the bridge acts on, and when they count as finished.
 import { describe, expect, it } from '@jest/globals';
-import { isCompleted, matchContract, type TaskRunObject } from '../k8s-bridge/taskrun-contract.js';
+import {
+  isCompleted,
+  matchContract,
+  type TaskRunObject,
+} from '../platform-config/taskrun-contract.js';
 
 const base = (overrides: Partial<TaskRunObject> = {}): TaskRunObject => ({
   metadata: { name: 'build-arm', namespace: 'ns', uid: 'u1' },

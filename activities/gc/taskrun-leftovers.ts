@@ -17,7 +17,7 @@ import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-n
 import { Context, log } from '@temporalio/activity';
 import { ANNOTATIONS, LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { isCompleted, type TaskRunObject } from '../../k8s-bridge/taskrun-contract.js';
+import { isCompleted, type TaskRunObject } from '../../platform-config/taskrun-contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host, TaskRunRef } from '../../shared/types.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';

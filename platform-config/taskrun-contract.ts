@@ -1,6 +1,6 @@
 // The TaskRun contract (docs/architecture.md, "The TaskRun contract"): which TaskRuns hostflow acts on, and whether
 // they have finished. Reads only the few fields it needs, so callers can drop the object.
-import { PLATFORM_PARAM, secretNameFor } from '../platform-config/contract.js';
+import { PLATFORM_PARAM, secretNameFor } from './contract.js';
 
 export interface TaskRunObject {
   apiVersion?: string;
