@@ -8,7 +8,7 @@
 // already hold that key.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { OtpClientError, type OtpClient } from '../otp-server/client.js';
+import { OtpClientError, type OtpClient } from './otp-client.js';
 import { SECRET_KEYS } from '../platform-config/contract.js';
 import type { Host, TaskRunRef } from '../shared/types.js';
 import type { KubernetesActivities } from './kubernetes/taskruns.js';

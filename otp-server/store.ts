@@ -7,6 +7,9 @@ import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Sealer } from './sealing.js';
 import { statusCode, transportFailure } from '../shared/kube-errors.js';
+import { TOKEN_PATTERN } from '../shared/otp-token.js';
+
+export { TOKEN_PATTERN };
 
 export interface OtpStore {
   /** Stores `privateKey` until `expiresAt`; returns the new one-time token. */
@@ -19,8 +22,6 @@ export interface OtpStore {
   ready(): Promise<void>;
 }
 
-/** 32 random bytes, base64url: safe as-is in a form body, a URL and a file. */
-export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const newToken = (): string => randomBytes(32).toString('base64url');
 
 export const OTP_LABEL = { 'app.kubernetes.io/managed-by': 'hostflow-otp' } as const;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { freePort } from '../local-stack/ports.js';
 import { spawnManaged, waitFor } from '../local-stack/process.js';
-import { OtpClient, OtpClientError } from '../otp-server/client.js';
+import { OtpClient, OtpClientError } from '../activities/otp-client.js';
 import { loadOtpSettings } from '../otp-server/main.js';
 import { createSealer, readSealingKey } from '../otp-server/sealing.js';
 import { EXPIRES_ANNOTATION, recordName, TOKEN_PATTERN } from '../otp-server/store.js';

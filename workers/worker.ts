@@ -5,7 +5,7 @@ import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
-import { OtpClient } from '../otp-server/client.js';
+import { OtpClient } from '../activities/otp-client.js';
 import { WORKFLOW_ID } from '../platform-config/contract.js';
 import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/types.js';
 import { collectNow } from '../shared/messages.js';

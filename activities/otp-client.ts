@@ -7,7 +7,7 @@
 // service refuses its token, so a rotation never fails a delivery.
 import { readFileSync, statSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { TOKEN_PATTERN } from './store.js';
+import { TOKEN_PATTERN } from '../shared/otp-token.js';
 
 export interface OtpCredentials {
   /** PEM of the CA that signs the service's certificate (the `otp-ca` the build gets too). */
