@@ -1,5 +1,7 @@
 // Fixed ports of the persistent local stack (`npm start`). Temporal's live in temporal-dev.yaml.
 // Away from 6443/2379 so a kind or k3s cluster on the same machine does not collide.
+import { BRIDGE_BUNDLE } from '../workers/bundle-bridge.js';
+
 export const LOCAL_PORTS = {
   kubeApi: 16443,
   etcd: 12379,
@@ -59,7 +61,7 @@ export const ENGINE_ENV: Record<EngineKind, Record<string, string>> = {
 };
 
 /** The bridge as one bundled file (workers/bundle-bridge.ts), which is what it runs. */
-export const BRIDGE_BUNDLE = 'dist/bridge-bundle.mjs';
+export { BRIDGE_BUNDLE };
 
 /** What `node` runs for the worker and the bridge, here, in the image and in the manifests. */
 export const ENGINE_SCRIPTS: Record<EngineKind, string> = {

@@ -9,10 +9,16 @@ import { readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync 
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Stats } from 'webpack';
-import { BRIDGE_BUNDLE } from '../local-stack/defaults.js';
-import { REPO_ROOT } from '../local-stack/paths.js';
+
+/**
+ * The bridge as one bundled file, relative to the repository (the image's /src), which is what
+ * it runs. local-stack/defaults.ts re-exports it for the processes it starts.
+ */
+export const BRIDGE_BUNDLE = 'dist/bridge-bundle.mjs';
 
 const BRIDGE_MAIN = fileURLToPath(new URL('./bridge.js', import.meta.url));
+/** dist/workers/bundle-bridge.js → the repository (or the image's /src). */
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /**
  * What the bridge's libraries leave out on purpose: ws's optional native add-ons, and the
  * Temporal client's loading of a payload converter by path, which the bridge does not use. Any
@@ -76,7 +82,7 @@ export async function bundleBridge(output: string): Promise<void> {
 export async function ensureBridgeBundle(
   options: { output?: string; log?: (line: string) => void } = {},
 ): Promise<void> {
-  const output = options.output ?? `${REPO_ROOT}/${BRIDGE_BUNDLE}`;
+  const output = options.output ?? join(REPO_ROOT, BRIDGE_BUNDLE);
   if (!bridgeBundleIsStale(output)) return;
   options.log?.(`bundling the bridge into ${output} (once per build, about 20 s)`);
   await bundleBridge(output);
