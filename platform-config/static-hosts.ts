@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { parseHostKey } from './host-key.js';
 import { checkPlatform, printable } from './platform.js';
 import type { ConfigProblem } from './host-config.js';
-import type { Host } from '../shared/types.js';
+import type { Host } from './host.js';
 
 /** A `host.<name>.*` entry: a host (concurrency 1..8) and the platform it serves. */
 export interface StaticHost extends Host {
