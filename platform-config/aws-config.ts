@@ -1,7 +1,7 @@
 // AWS keys of a dynamic platform (`dynamic.<cfg>.*` with `type: aws`, docs/architecture.md, "host-config"), as
 // the original's pkg/aws/ec2.go reads them, but checked: a value the original silently replaced
 // with a default (a bad `disk`, `iops`, …) is reported here instead.
-import { configFields, type ConfigProblemSink, type ConfigRead } from './dynamic.js';
+import { configFields, type ConfigProblemSink, type ConfigRead } from './config-fields.js';
 
 export interface AwsConfig {
   region: string;

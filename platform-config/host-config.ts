@@ -13,18 +13,14 @@ import {
 } from './ibm-config.js';
 import { parseStaticHosts, type StaticHost } from './static-hosts.js';
 import { patternProblem } from './namespace-patterns.js';
+import type { ConfigProblem } from './config-fields.js';
 
 /** A dynamic or dynamic-pool platform with its provider's config. */
 export type CloudPlatform = DynamicPlatform<IbmzConfig, IbmpConfig>;
 
 export type { StaticHost } from './static-hosts.js';
 
-export interface ConfigProblem {
-  key: string;
-  reason: string;
-  /** The platform the problem belongs to; undefined for global keys that affect every platform. */
-  platform?: string;
-}
+export type { ConfigProblem };
 
 export interface HostConfig {
   localPlatforms: string[];

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { parseHostKey } from './host-key.js';
 import { checkPlatform, printable } from './platform.js';
-import type { ConfigProblem } from './host-config.js';
+import type { ConfigProblem } from './config-fields.js';
 import type { Host } from './host.js';
 
 /** A `host.<name>.*` entry: a host (concurrency 1..8) and the platform it serves. */
