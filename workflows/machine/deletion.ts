@@ -15,7 +15,7 @@ import { innermostMessage } from '../../shared/failures.js';
 import { locks, machineBootstrap, machineKube as kube } from '../activities.js';
 import { backoffMs } from '../retry.js';
 import { releaseInfrastructure } from './infrastructure.js';
-import type { MachineRun } from './machine.js';
+import type { MachineRun } from './run.js';
 import { durationMs } from './spec-check.js';
 
 /** v2: the HostflowMachine is deleted (when it is this Machine's) even if nothing was made from it. */

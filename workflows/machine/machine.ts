@@ -11,7 +11,6 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { MachineRef } from '../../activities/kubernetes/machines.js';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
 import {
   askForSlotAgain,
@@ -26,6 +25,7 @@ import { deleteMachine } from './deletion.js';
 import type { MachineInfra, SlotMail } from './infrastructure.js';
 import { provision } from './provision.js';
 import { MachineReport, emptyReport, type MachineReportState } from './report.js';
+import type { MachineRun } from './run.js';
 import { watchRunning } from './running.js';
 import { MAX_HISTORY } from '../history-limit.js';
 
@@ -45,21 +45,7 @@ export interface CarriedMachine {
   stage: 'running' | 'failed';
 }
 
-/** What every step of one Machine's workflow shares. */
-export interface MachineRun {
-  ref: MachineRef;
-  report: MachineReport;
-  /** The Machine as last observed. */
-  latest(): MachineObservation;
-  deleting(): boolean;
-  /** Returns at once unless paused; else waits, saying so, until unpaused. */
-  unpaused(): Promise<void>;
-  mail: SlotMail;
-  infra?: MachineInfra;
-  nodeName?: string;
-  /** How long a Node may take to join before the Machine says so (HostflowMachine). */
-  nodeStartupMs?: number;
-}
+export type { MachineRun };
 
 export async function machineWorkflow(input: MachineWorkflowInput): Promise<void> {
   const { namespace, name, carried } = input;

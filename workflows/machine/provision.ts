@@ -10,7 +10,7 @@ import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { machineBootstrap, machineKube as kube } from '../activities.js';
 import { backoffMs } from '../retry.js';
 import { acquire, releaseInfrastructure, type MachineInfra } from './infrastructure.js';
-import type { MachineRun } from './machine.js';
+import type { MachineRun } from './run.js';
 import { checkMachineSpec } from './spec-check.js';
 
 type Outcome = 'running' | 'failed' | 'deleting';

@@ -4,7 +4,7 @@
 import { condition } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
 import { cloudCheck, machineKube as kube } from '../activities.js';
-import type { MachineRun } from './machine.js';
+import type { MachineRun } from './run.js';
 
 const WATCH_MS = 30_000;
 /** States a running instance never comes back from by itself. */

@@ -1,0 +1,23 @@
+// What every step of one Machine's workflow shares (machine.ts builds it; provision.ts,
+// running.ts and deletion.ts take it). Its own file so that the steps import it downward
+// instead of from the workflow that calls them. Types only.
+import type { MachineRef } from '../../activities/kubernetes/machines.js';
+import type { MachineObservation } from '../../shared/messages.js';
+import type { MachineInfra, SlotMail } from './infrastructure.js';
+import type { MachineReport } from './report.js';
+
+/** What every step of one Machine's workflow shares. */
+export interface MachineRun {
+  ref: MachineRef;
+  report: MachineReport;
+  /** The Machine as last observed. */
+  latest(): MachineObservation;
+  deleting(): boolean;
+  /** Returns at once unless paused; else waits, saying so, until unpaused. */
+  unpaused(): Promise<void>;
+  mail: SlotMail;
+  infra?: MachineInfra;
+  nodeName?: string;
+  /** How long a Node may take to join before the Machine says so (HostflowMachine). */
+  nodeStartupMs?: number;
+}
