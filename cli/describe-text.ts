@@ -1,7 +1,7 @@
 // `hostflow describe taskrun` for people: the workflow and where the TaskRun stands, then its
 // steps with their times (UTC, and since the run started).
-import type { TaskRunDescription } from './describe.js';
 import { duration, table } from './oncall.js';
+import type { TaskRunDescription } from './taskrun-description.js';
 import type { Step } from './timeline.js';
 
 export function describeText(d: TaskRunDescription): string {

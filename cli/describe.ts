@@ -15,7 +15,8 @@ import {
   type TemporalContext,
 } from './oncall.js';
 import { waitingFor } from './progress.js';
-import { timeline, type Step } from './timeline.js';
+import type { TaskRunDescription } from './taskrun-description.js';
+import { timeline } from './timeline.js';
 
 export const DESCRIBE_USAGE = `
 describe options:
@@ -29,32 +30,7 @@ const KINDS = ['taskrun', 'taskruns', 'tr'];
 /** Queries need a worker; one that is down must not hang on-call. */
 const QUERY_MS = 15_000;
 
-export interface TaskRunDescription {
-  taskRun: string;
-  workflowId: string;
-  runId: string;
-  /** RUNNING, COMPLETED, FAILED, TERMINATED, … */
-  status: string;
-  taskQueue: string;
-  startTime: string;
-  closeTime: string | null;
-  platform: string | null;
-  phase: string | null;
-  host: string | null;
-  failedHosts: string[];
-  /** What the bridge last saw of the TaskRun: active, completed or deleted. */
-  observed: string | null;
-  error: string | null;
-  /** `query`: the workflow answered; `search attributes`: it did not (see `unanswered`). */
-  source: 'query' | 'search attributes';
-  unanswered?: string;
-  summary: string | null;
-  /** What the workflow says it is doing now (its current details). */
-  details: string | null;
-  /** Older workflows of a TaskRun of the same name (a re-created TaskRun, a terminated run). */
-  earlierWorkflows: number;
-  timeline: Step[];
-}
+export type { TaskRunDescription };
 
 export function describeCommand(args: string[]): Promise<number> {
   return runCommand('hostflow describe', DESCRIBE_USAGE, async () => {

@@ -2,7 +2,7 @@
 // rotation and when they are probed next, who waits, and the VMs.
 import { VM_SLOTS_HOST } from '../shared/slot-requests.js';
 import { duration, table } from './oncall.js';
-import type { EngineStatus, PlatformStatus } from './status.js';
+import type { EngineStatus, PlatformStatus } from './engine-status.js';
 
 export function statusText(status: EngineStatus): string {
   const lines = [

@@ -20,6 +20,7 @@ import {
 } from './oncall.js';
 import { readDeclaredPlatforms, type DeclaredPlatforms, type PlatformKind } from './platforms.js';
 import { waitingFor } from './progress.js';
+import type { EngineStatus, PlatformStatus } from './engine-status.js';
 import { statusText } from './status-text.js';
 
 export const STATUS_USAGE = `
@@ -32,30 +33,7 @@ status options:
 /** How long an allocator may take to answer; a worker that is down never does. */
 const QUERY_MS = 15_000;
 
-export interface PlatformStatus {
-  platform: string;
-  kind: PlatformKind | 'unknown';
-  /** The allocator workflow, or null for local platforms and platforms not asked for yet. */
-  allocator: string | null;
-  capacity: number | null;
-  inUse: number | null;
-  queue: Array<{ taskRun: string | null; requestId: string }>;
-  hosts: Array<AllocationSummary['hosts'][number] & { nextProbeAt?: string }>;
-  /** Dynamic: the VM of each TaskRun served; pool: the pool's VMs. Null where VMs do not apply. */
-  vms: Array<{ id: string; phase?: string; inUse?: number; taskRun?: string }> | null;
-  /** Why this platform's state is missing or partial. */
-  problem?: string;
-}
-
-export interface EngineStatus {
-  temporalNamespace: string;
-  taskQueue: string;
-  engineNamespace: string;
-  platforms: PlatformStatus[];
-  hostConfigProblems: string[];
-  /** What could not be looked at (host-config, an allocator): the exit code is 1. */
-  problems: string[];
-}
+export type { EngineStatus, PlatformStatus };
 
 export function statusCommand(args: string[]): Promise<number> {
   return runCommand('hostflow status', STATUS_USAGE, async () => {
