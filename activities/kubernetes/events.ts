@@ -6,7 +6,7 @@ import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import { isConflict, isNamespaceTerminating, isNotFound, rethrowKube } from './errors.js';
 import type { TaskRunRef } from '../../shared/types.js';
-import type { KubeClients } from './taskruns.js';
+import type { KubeClients } from './clients.js';
 
 export interface TaskRunEvent extends TaskRunRef {
   type: 'Normal' | 'Warning';

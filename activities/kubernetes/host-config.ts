@@ -17,7 +17,7 @@ import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { EarlierDelivery, Host, TaskRunRef } from '../../shared/types.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './events.js';
-import type { KubeClients } from './taskruns.js';
+import type { KubeClients } from './clients.js';
 
 type ConfigRead =
   { found: true; config: HostConfig; resourceVersion?: string; uid?: string } | { found: false };

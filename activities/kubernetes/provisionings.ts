@@ -19,12 +19,9 @@ import { setSecretFinalizer } from './custom-finalizer.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './events.js';
 import { createOrReplaceIfOurs, deleteIfOurs } from './owned-objects.js';
+import type { ProvisioningRef } from './provisioning-ref.js';
 
-export interface ProvisioningRef {
-  namespace: string;
-  name: string;
-  uid: string;
-}
+export type { ProvisioningRef };
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);

@@ -1,5 +1,4 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
-import type { CoreV1Api, CustomObjectsApi, StorageV1Api } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
@@ -15,14 +14,9 @@ import {
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { EarlierDelivery, TaskRunRef } from '../../shared/types.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
+import type { KubeClients } from './clients.js';
 
-export interface KubeClients {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-  /** VolumeAttachments, for a Machine's deletion; without it none are waited for. */
-  storage?: StorageV1Api;
-  engineNamespace: string;
-}
+export type { KubeClients };
 
 export interface TaskRunMetadataPatch extends TaskRunRef {
   /** `null` removes a label or annotation. */
