@@ -5,6 +5,90 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
+/**
+ * The layers (docs/architecture.md, "Layers"): a folder imports only folders below it, so the
+ * import graph has no arrow up and no circle between folders. From the top:
+ *
+ *   test/, bench/      anything
+ *   cli/, local-stack/ the command and the development stack (cli/ may start local-stack/)
+ *   workers/           process entry points: the worker, the bridge, lock-audit, the bundlers
+ *   k8s-bridge/, otp-server/   the bridge's watches and ingests; the OTP service
+ *   workflows/         deterministic orchestration (activities as types only)
+ *   activities/        adapters to the systems touched
+ *   runtime/           process plumbing: logger, settings, metrics, health, HTTP body, watched files
+ *   shared/            definitions that cross families and processes
+ *   platform-config/   contract names and the parsing of host-config: imports no other folder
+ */
+const FOLDERS = [
+  'test',
+  'bench',
+  'cli',
+  'local-stack',
+  'workers',
+  'k8s-bridge',
+  'otp-server',
+  'workflows',
+  'activities',
+  'runtime',
+  'shared',
+  'platform-config',
+];
+/** What each folder may not import, beyond itself: every folder above it, and its siblings. */
+const FORBIDDEN = {
+  cli: ['test', 'bench'],
+  'local-stack': ['test', 'bench', 'cli'],
+  workers: ['test', 'bench', 'cli', 'local-stack', 'workflows'],
+  'k8s-bridge': [
+    'test',
+    'bench',
+    'cli',
+    'local-stack',
+    'workers',
+    'otp-server',
+    'workflows',
+    'activities',
+  ],
+  'otp-server': [
+    'test',
+    'bench',
+    'cli',
+    'local-stack',
+    'workers',
+    'k8s-bridge',
+    'workflows',
+    'activities',
+  ],
+  workflows: [
+    'test',
+    'bench',
+    'cli',
+    'local-stack',
+    'workers',
+    'k8s-bridge',
+    'otp-server',
+    'runtime',
+  ],
+  activities: [
+    'test',
+    'bench',
+    'cli',
+    'local-stack',
+    'workers',
+    'k8s-bridge',
+    'otp-server',
+    'workflows',
+  ],
+  runtime: FOLDERS.filter((f) => !['runtime', 'shared', 'platform-config'].includes(f)),
+  shared: FOLDERS.filter((f) => !['shared', 'platform-config'].includes(f)),
+  'platform-config': FOLDERS.filter((f) => f !== 'platform-config'),
+};
+const layerPattern = (folder) => ({
+  group: FORBIDDEN[folder].flatMap((above) => [`**/${above}`, `**/${above}/**`]),
+  message:
+    `${folder}/ imports only the folders below it (docs/architecture.md, "Layers"); ` +
+    `not ${FORBIDDEN[folder].map((f) => `${f}/`).join(', ')}. Move what both need down a layer.`,
+});
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.tools/', '.hostflow/'] },
   js.configs.recommended,
@@ -19,6 +103,7 @@ export default tseslint.config(
   {
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O
     // libraries, and activities only as types (they run on the worker, not in the workflow).
+    // The layer rule below applies too; one config per folder, since a later one replaces it.
     files: ['workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -34,27 +119,20 @@ export default tseslint.config(
               allowTypeImports: true,
               message: 'Workflows import activities (and I/O libraries) as types only.',
             },
+            layerPattern('workflows'),
           ],
         },
       ],
     },
   },
-  {
-    // Activities, the bridge and the other processes share definitions through shared/, never
-    // through workflow code (docs/architecture.md, "Repository layout"); workflows import activities as types only.
-    files: ['activities/**/*.ts', 'k8s-bridge/**/*.ts', 'otp-server/**/*.ts', 'shared/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/workflows', '**/workflows/**'],
-              message: 'Import shared definitions from shared/, not from workflows/.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // Every other folder: only the folders below it. Activities, the bridge, the OTP service and
+  // shared/ in particular never import workflows/: what they share lives in shared/.
+  ...Object.keys(FORBIDDEN)
+    .filter((folder) => folder !== 'workflows')
+    .map((folder) => ({
+      files: [`${folder}/**/*.ts`],
+      rules: {
+        '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layerPattern(folder)] }],
+      },
+    })),
 );
