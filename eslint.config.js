@@ -2,6 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 import { builtinModules } from 'node:module';
+import noImportCycle from './eslint-rules/no-import-cycle.js';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
@@ -95,7 +96,9 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   prettier,
   {
+    plugins: { hostflow: { rules: { 'no-import-cycle': noImportCycle } } },
     rules: {
+      'hostflow/no-import-cycle': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
     },
