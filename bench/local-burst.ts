@@ -8,7 +8,7 @@
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { cpuByProcess, cpuSpent } from './cpu.js';
 import { historyStages } from './history-stages.js';
 import { startBenchStack } from './stack.js';

@@ -4,7 +4,7 @@
 // has), and answered with the host's new state.
 import { parseArgs } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { checkPlatform } from '../platform-config/platform.js';
 import { setHostDrained, type HostDrainOutcome } from '../shared/messages.js';
 import { updateRefusal, withTemporal } from './oncall.js';

@@ -10,7 +10,8 @@ import {
   matchContract,
   type TaskRunObject,
 } from '../platform-config/taskrun-contract.js';
-import { WORKFLOW_ID, secretNameFor } from '../platform-config/contract.js';
+import { secretNameFor } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { retryTaskRun, type TaskRunRetryOutcome } from '../shared/messages.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';

@@ -3,7 +3,7 @@
 // their `allocatorState`; host-config adds the local platforms (no allocator) and the platforms
 // no TaskRun has asked for yet.
 import type { Client } from '@temporalio/client';
-import { parseTaskRunWorkflowId } from '../platform-config/contract.js';
+import { parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
 import { allocatorState } from '../shared/messages.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { VM_SLOTS_HOST, workflowIdOfRequest } from '../shared/slot-requests.js';

@@ -6,7 +6,7 @@
 // A member a Cluster names is started by that Cluster's workflow, as its child.
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { WorkflowNotFoundError, type Client, type SignalDefinition } from '@temporalio/client';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import {
   BPA_CLUSTER_API,
   CLUSTER_LABEL,

@@ -11,7 +11,7 @@ import pLimit from 'p-limit';
 import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../platform-config/contract.js';
+import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
 import { clipBytes, printable } from '../platform-config/platform.js';
 import { taskRunObserved, type TaskRunState } from '../shared/messages.js';
 import { KIND, SA } from '../shared/search-attributes.js';

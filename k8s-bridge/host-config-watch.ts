@@ -2,7 +2,8 @@
 // which reports its problems and tells the allocators to reload.
 import type { CoreV1Api, KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
-import { HOST_CONFIG_NAME, WORKFLOW_ID } from '../platform-config/contract.js';
+import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { hostConfigObserved } from '../shared/messages.js';
 import type { HostConfigWorkflow } from '../shared/types.js';
 import { KIND, SA } from '../shared/search-attributes.js';

@@ -4,7 +4,7 @@
 // every Machine again and the ones deleted while the bridge was down as gone.
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { innermostMessage } from '../shared/failures.js';
 import { MACHINE_ANNOTATIONS, MACHINE_API, type MachineSpec } from '../shared/machine-api.js';
 import { machineObserved, type MachineObservation } from '../shared/messages.js';

@@ -6,7 +6,7 @@
 // again, so a change missed while the bridge was down (or of the ConfigMap) is caught.
 import type { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { innermostMessage } from '../shared/failures.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { labelSelectorQuery } from '../shared/label-selector.js';

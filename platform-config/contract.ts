@@ -47,40 +47,6 @@ export function platformLabel(platform: string): string {
   return platform.replace(/\//g, '-');
 }
 
-export const WORKFLOW_ID = {
-  taskRun: (namespace: string, name: string, uid: string) => `taskrun/${namespace}/${name}/${uid}`,
-  allocator: (platform: string) => `allocator/${platform}`,
-  provisioning: (namespace: string, name: string) => `provisioning/${namespace}/${name}`,
-  software: (namespace: string, name: string) => `software/${namespace}/${name}`,
-  bpaCluster: (namespace: string, name: string) => `bpa-cluster/${namespace}/${name}`,
-  machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
-  rollout: (pool: string) => `rollout/${pool}`,
-  /** One node's update to one image: its own history, found by the node's name. */
-  rolloutNode: (pool: string, node: string, imageDigest: string) =>
-    `rollout/${pool}/${node}/${imageDigest}`,
-  hostConfig: (engineNamespace: string) => `hostconfig/${engineNamespace}`,
-  cloudGc: (engineNamespace: string) => `cloud-gc/${engineNamespace}`,
-  taskRunGc: (engineNamespace: string) => `taskrun-gc/${engineNamespace}`,
-} as const;
-
-/** The TaskRun a `taskrun/<namespace>/<name>/<uid>` workflow id names. */
-export function parseTaskRunWorkflowId(
-  workflowId: string,
-): { namespace: string; name: string; uid: string } | undefined {
-  const parts = workflowId.split('/');
-  if (parts.length !== 4 || parts[0] !== 'taskrun') return undefined;
-  return { namespace: parts[1]!, name: parts[2]!, uid: parts[3]! };
-}
-
-export const TASK_QUEUE = 'hostflow';
-
-/**
- * Temporal task priority of an allocator's workflow tasks and activities (1 runs first, 5 last,
- * 3 when unset): every TaskRun of its platform waits on it, so in a burst its tasks go ahead of
- * theirs instead of queueing behind the workflow tasks of every new TaskRun.
- */
-export const ALLOCATOR_PRIORITY = { priorityKey: 1 } as const;
-
 /** The owner tag key the original controller used for `instance-tag`. */
 export const OWNER_TAG_KEY = 'multi-platform-instance';
 /** Tag carrying the TaskRun a dynamic VM belongs to: `<namespace>:<name>`. */

@@ -8,7 +8,8 @@ import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow/ind
 import { z } from 'zod';
 import { shareConnections } from './kube-connections.js';
 import { LOG_LEVELS } from './logger.js';
-import { DEFAULT_ENGINE_NAMESPACE, TASK_QUEUE } from '../platform-config/contract.js';
+import { DEFAULT_ENGINE_NAMESPACE } from '../platform-config/contract.js';
+import { TASK_QUEUE } from '../shared/task-queue.js';
 import { patternProblem } from '../platform-config/namespace-patterns.js';
 
 const hostPort = z

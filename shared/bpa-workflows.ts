@@ -1,6 +1,6 @@
 // How the workflow of each BPA resource is started, by the bridge or as a Cluster's child: its
 // id, type, input, search attributes and what the UI says of it. Deterministic (workflow-safe).
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { KIND, SA } from './search-attributes.js';
 
 export type BpaKind = 'Provisioning' | 'Software' | 'Cluster';

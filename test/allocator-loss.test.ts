@@ -4,7 +4,7 @@
 // keeps running, says why, and carries on once it may.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { hostConfigChanged } from '../shared/messages.js';
 import { createWorkerIdentity, type WorkerIdentity } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';

@@ -1,7 +1,7 @@
 // The bridge is stateless and level-triggered: events missed while it was down are caught
 // by its start-up relist, two replicas never double-serve, and the worker can die mid-flow.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { SA } from '../shared/search-attributes.js';
 import { waitFor } from '../local-stack/process.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';

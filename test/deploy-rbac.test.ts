@@ -17,7 +17,7 @@ import { LOCAL_ADMIN_USER } from '../local-stack/kube-apiserver.js';
 import { installLockPolicy } from '../local-stack/lock-policy.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API, LOCK_MANAGED_BY } from '../shared/lock-api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';

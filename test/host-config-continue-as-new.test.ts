@@ -3,7 +3,7 @@
 // even when that run continues as new right after (its history limit is set to 1 here).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { hostConfigObserved } from '../shared/messages.js';
 import type { HostConfigWorkflow } from '../shared/types.js';
 import { startWorker, type EngineProcess } from './support/engine.js';

@@ -9,7 +9,8 @@ import { planOtpService } from '../local-stack/otp-service.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
-import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
+import { LABELS } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import {
   IMAGE,

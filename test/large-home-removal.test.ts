@@ -4,7 +4,7 @@
 // the host's `rm` (SIGSTOP) while it works, then letting it go on.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
 const HELD_MS = 130_000;

@@ -1,7 +1,8 @@
 // The local-platform flow end to end, through the real bridge and worker processes against
 // the real kube-apiserver and Temporal: contract filter, Secret, labels, cleanup, errors.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { WORKFLOW_ID, LABELS } from '../platform-config/contract.js';
+import { LABELS } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { waitFor } from '../local-stack/process.js';

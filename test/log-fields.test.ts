@@ -3,7 +3,7 @@
 // `hostflow start` shows a JSON line.
 import { describe, expect, it } from '@jest/globals';
 import { prettyLine } from '../cli/pretty-log.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { inputLogFields } from '../workers/activity-log-fields.js';
 import { workflowIdFields } from '../workers/temporal-logger.js';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { LOG_LEVELS } from '../runtime/logger.js';
 import { testEnv } from './support/env.js';
 import { redeemSecret } from './support/otp.js';

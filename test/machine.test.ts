@@ -17,7 +17,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { setHostDrained } from '../shared/messages.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../shared/lock-api.js';

@@ -13,7 +13,7 @@ import { parse } from 'yaml';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { testEnv } from './support/env.js';
 import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/static-pool.js';
 

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
-import { WORKFLOW_ID } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import {
   BPA_CLUSTER_API,
   PROVISIONING_API,

@@ -3,7 +3,8 @@
 // everything is removed again when the TaskRun completes.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
-import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
+import { LABELS } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { historyText } from './support/history-text.js';
 import { lockedByEngine, secretDeleter } from './support/secret-deleter.js';

@@ -4,7 +4,8 @@
 // test-artifacts/ for a person to look at.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
-import { LABELS, WORKFLOW_ID } from '../platform-config/contract.js';
+import { LABELS } from '../platform-config/contract.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { openTemporalUi, type TemporalUi } from './support/browser.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 import type { CreatedTaskRun } from './support/taskruns.js';

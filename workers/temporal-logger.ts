@@ -13,7 +13,7 @@ const LEVEL = {
 
 /**
  * The resource a workflow serves, read from its ID (the shapes of WORKFLOW_ID in
- * platform-config/contract.ts: `taskrun/<ns>/<name>/<uid>`, `allocator/<platform>`, …), so an
+ * shared/workflow-ids.ts: `taskrun/<ns>/<name>/<uid>`, `allocator/<platform>`, …), so an
  * operator finds every line about one TaskRun, Machine or platform by field. The search
  * attributes hold the same, but reading them would cost a call per log line.
  */

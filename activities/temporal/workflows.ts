@@ -1,12 +1,9 @@
 // Temporal adapter: what workflows cannot do themselves (send updates, look at other
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import {
-  ALLOCATOR_PRIORITY,
-  WORKFLOW_ID,
-  claimById,
-  parseTaskRunWorkflowId,
-} from '../../platform-config/contract.js';
+import { claimById } from '../../platform-config/contract.js';
+import { ALLOCATOR_PRIORITY } from '../../shared/task-queue.js';
+import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../../shared/workflow-ids.js';
 import type { TaskRunRef } from '../../shared/types.js';
 import {
   hostConfigChanged,

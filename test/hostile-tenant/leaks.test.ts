@@ -27,7 +27,7 @@ import {
   type KubeApiServer,
 } from '../../local-stack/kube-apiserver.js';
 import { waitFor } from '../../local-stack/process.js';
-import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import {
   CLUSTER_LOCKS_NAMESPACE,
   LOCK_API,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startOtpService, type OtpService } from '../../local-stack/otp-service.js';
 import { freePort } from '../../local-stack/ports.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../../local-stack/ssh-hosts.js';
-import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { allocatorState } from '../../shared/messages.js';
 import type { AllocationSummary } from '../../workflows/allocator/allocation.js';
 import { startBridge, startWorker, type EngineProcess } from './engine.js';

@@ -2,7 +2,7 @@
 // doing: its last steps (hostflow describe's timeline) and what it waits for. A flake that only
 // shows up in a whole-suite run then tells, in the test's own failure, where the build stood.
 import { timeline } from '../../cli/timeline.js';
-import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import type { TestScope } from './scope.js';
 
 const LAST_STEPS = 12;

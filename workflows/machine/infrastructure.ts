@@ -10,7 +10,7 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { releaseSlot } from '../../shared/messages.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { MachineAddress } from '../../shared/machine-api.js';

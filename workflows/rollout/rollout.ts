@@ -13,7 +13,7 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
-import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
 import { poolObserved, type PoolObservation } from '../../shared/messages.js';
 import { KIND, SA } from '../../shared/search-attributes.js';

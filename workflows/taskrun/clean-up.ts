@@ -3,7 +3,7 @@
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
 import { getExternalWorkflowHandle, patched } from '@temporalio/workflow';
-import { WORKFLOW_ID } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { releaseSlot } from '../../shared/messages.js';
 import type { Host } from '../../shared/types.js';

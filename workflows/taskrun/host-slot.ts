@@ -3,7 +3,8 @@
 // another, as the multi-platform-controller's "Host Pool" section tells it. Hosts are blamed only
 // for their own failures (deliver.ts); clean-up (clean-up.ts) removes the user and frees the slot.
 import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporalio/workflow';
-import { ANNOTATIONS, LABELS, WORKFLOW_ID } from '../../platform-config/contract.js';
+import { ANNOTATIONS, LABELS } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { hostOutcome, releaseSlot } from '../../shared/messages.js';
 import type { Host, TaskRunOutcome } from '../../shared/types.js';
 import { metrics } from '../metrics.js';

@@ -9,7 +9,8 @@ import {
   setCurrentDetails,
   workflowInfo,
 } from '@temporalio/workflow';
-import { LABELS, WORKFLOW_ID, platformLabel } from '../../platform-config/contract.js';
+import { LABELS, platformLabel } from '../../platform-config/contract.js';
+import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { releaseSlot } from '../../shared/messages.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import type { Host } from '../../shared/types.js';
