@@ -1,8 +1,10 @@
 // hostflow/no-import-cycle: a relative import that leads, through the project's own files, back
 // to the file that makes it. Types count: the circles this rule was written against were all a
 // type imported back. The layer patterns in eslint.config.js keep circles out between folders;
-// this rule keeps them out inside one. No dependency: the other files' imports are read with a
-// regular expression over their text (comment lines skipped), once per lint run.
+// this rule keeps them out inside one. Not eslint-plugin-import-x's no-cycle: it skips every
+// `import type` (checked with 4.18.1), and every circle found here was one. No dependency: the
+// other files' imports are read with a regular expression over their text (comment lines
+// skipped), once per lint run.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 
