@@ -34,7 +34,7 @@ import {
 import type { AllocatorInput } from '../../shared/types.js';
 import { kube } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../retry.js';
+import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../kit/retry.js';
 import {
   applyHosts,
   emptyState,

@@ -10,7 +10,7 @@ import { innermostMessage } from '../../shared/failures.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import { locks } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../kit/retry.js';
 import type { AllocationState } from './allocation.js';
 
 export class DependencyLocks {

@@ -15,7 +15,7 @@ import { hostConfigObserved } from '../../shared/messages.js';
 import type { HostConfigWorkflowInput } from '../../shared/types.js';
 import { allocator, kube } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { untilDone } from '../retry.js';
+import { untilDone } from '../kit/retry.js';
 import { MAX_HISTORY } from '../history-limit.js';
 
 /** v2: a change that arrived while a run was about to continue-as-new is handled first. */

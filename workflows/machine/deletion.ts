@@ -13,7 +13,7 @@ import {
 } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { locks, machineBootstrap, machineKube as kube } from '../activities.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../kit/retry.js';
 import { releaseInfrastructure } from './infrastructure.js';
 import type { MachineRun } from './run.js';
 import { durationMs } from './spec-check.js';

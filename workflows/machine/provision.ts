@@ -8,7 +8,7 @@ import { CONDITION, REASON, type MachineFailureReason } from '../../shared/machi
 import { slotRequestId } from '../../shared/slot-requests.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { machineBootstrap, machineKube as kube } from '../activities.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../kit/retry.js';
 import { acquire, releaseInfrastructure, type MachineInfra } from './infrastructure.js';
 import type { MachineRun } from './run.js';
 import { checkMachineSpec } from './spec-check.js';

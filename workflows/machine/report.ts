@@ -12,7 +12,7 @@ import {
 } from '../../shared/machine-api.js';
 import { SA } from '../../shared/search-attributes.js';
 import { machineKube as kube } from '../activities.js';
-import { untilDone } from '../retry.js';
+import { untilDone } from '../kit/retry.js';
 
 /** The report's state, carried across continue-as-new as plain JSON. */
 export interface MachineReportState {

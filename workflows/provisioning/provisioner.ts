@@ -22,7 +22,7 @@ import {
   playbooks,
   provisioningKube as kube,
 } from '../activities.js';
-import { untilDone } from '../retry.js';
+import { untilDone } from '../kit/retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
 import {

@@ -3,7 +3,7 @@
 import { log, setCurrentDetails } from '@temporalio/workflow';
 import type { ProvisioningRef } from '../../activities/kubernetes/provisionings.js';
 import { provisioningKube as kube } from '../activities.js';
-import { untilDone } from '../retry.js';
+import { untilDone } from '../kit/retry.js';
 
 export interface ReportContext {
   cluster: string;

@@ -3,7 +3,7 @@
 import { log, setCurrentDetails } from '@temporalio/workflow';
 import type { BpaRef } from '../../activities/kubernetes/bpa-resources.js';
 import { bpaKube } from '../activities.js';
-import { untilDone } from '../retry.js';
+import { untilDone } from '../kit/retry.js';
 
 export interface Condition {
   type: string;

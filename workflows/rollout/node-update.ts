@@ -16,7 +16,7 @@ import { CLUSTER_LOCKS_NAMESPACE } from '../../shared/lock-api.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';
 import { locks, osCheck, osRebase, poolKube as kube } from '../activities.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../kit/retry.js';
 
 export interface NodeUpdateInput {
   pool: string;

@@ -7,7 +7,7 @@ import { blameOf, dependencyOf, forbiddenKindOf, innermostMessage } from '../../
 import type { Host } from '../../shared/types.js';
 import { delivery } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { backoffMs } from '../retry.js';
+import { backoffMs } from '../kit/retry.js';
 import { historyFull } from './continue.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';

@@ -8,7 +8,7 @@ import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
 import { kube } from '../activities.js';
 import { metrics } from '../metrics.js';
-import { isNoLongerWanted, untilDone } from '../retry.js';
+import { isNoLongerWanted, untilDone } from '../kit/retry.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 

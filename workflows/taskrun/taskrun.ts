@@ -41,7 +41,7 @@ import { serveFromOwnVm } from './cloud-vm.js';
 import { serveFromHostSlots } from './host-slot.js';
 import { taskRunKube } from './kubernetes.js';
 import { forgetFailure, handleRetries, retryPending } from './retry-failed.js';
-import { isNoLongerWanted } from '../retry.js';
+import { isNoLongerWanted } from '../kit/retry.js';
 import type { TaskRun } from './types.js';
 
 /** v2: the TaskRun's own input is checked before anything is allocated for it. */

@@ -3,7 +3,7 @@
 // for. Short retries happen inside the activity; this is the long wait, visible in the UI.
 import { ApplicationFailure } from '@temporalio/common';
 import { condition, isCancellation, patched, sleep } from '@temporalio/workflow';
-import { blameOf, failureType, innermostMessage } from '../shared/failures.js';
+import { blameOf, failureType, innermostMessage } from '../../shared/failures.js';
 
 /** v2: a call failing past its activity's own retries is waited out instead of failing the workflow. */
 export const PATCH_WAIT_OUT_FAILURES = 'wait-out-failing-dependencies';
