@@ -28,6 +28,12 @@ import { startSshHostAt, type SshHost } from './ssh-hosts.js';
 /** Tries at the instance's user data before its host is given up (errors()). */
 const USER_DATA_ATTEMPTS = 5;
 const MOTO_CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
+/**
+ * Every call to moto ends: without a request timeout the SDK waits for ever on a connection moto
+ * stopped answering, and one such call in the reconcile loop would stop every later VM from
+ * booting (seen as TaskRuns that wait out their whole test, late in a busy whole-suite run).
+ */
+export const MOTO_REQUEST_HANDLER = { connectionTimeout: 3_000, requestTimeout: 20_000 };
 
 export interface Ec2VmNetwork {
   vpcId: string;
@@ -142,7 +148,12 @@ export async function startEc2Vms(opts: Ec2VmsOptions): Promise<Ec2Vms> {
   const stateDir = resolve(opts.stateDir);
   rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(stateDir, { recursive: true });
-  const ec2 = new EC2Client({ region, endpoint: opts.endpoint, credentials: MOTO_CREDENTIALS });
+  const ec2 = new EC2Client({
+    region,
+    endpoint: opts.endpoint,
+    credentials: MOTO_CREDENTIALS,
+    requestHandler: MOTO_REQUEST_HANDLER,
+  });
   const network = await createEc2VmNetwork(ec2, { subnetCidr: opts.subnetCidr });
   const adminKey = generateEd25519KeyPair(`${adminUser}@ec2-vms`);
   const prefix = `hfec2${process.pid}`;

@@ -51,7 +51,9 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       await scope.setHostConfig({ ...hostConfig(), 'require-host-keys': 'true' });
       try {
         const tr = await scope.taskRuns.create({ name: 'vm-key', platform });
-        const secret = await waitForSecretExplained(scope, tr, 180_000);
+        const secret = await waitForSecretExplained(scope, tr, 180_000, () =>
+          cloud.errors().map((e) => `VM stand-in: ${e}`),
+        );
         expect(secret.error).toBeUndefined();
         const meta = (await scope.taskRuns.get(tr.name)).metadata;
         const id = meta.annotations![ANNOTATIONS.cloudInstanceId]!;
@@ -86,7 +88,9 @@ export function describeVmHostKeys({ platform, stack, hostConfig }: VmHostKeyCon
       const { scope, cloud } = stack();
       cloud.impostorNext!();
       const tr = await scope.taskRuns.create({ name: 'vm-impostor', platform });
-      const secret = await waitForSecretExplained(scope, tr, 180_000);
+      const secret = await waitForSecretExplained(scope, tr, 180_000, () =>
+        cloud.errors().map((e) => `VM stand-in: ${e}`),
+      );
       expect(secret.error).toBeUndefined();
       const impostor = cloud.impostors!().at(-1)!; // the TaskRun's first VM
       const served = (await scope.taskRuns.get(tr.name)).metadata.annotations![

@@ -11,6 +11,8 @@ export async function waitForSecretExplained(
   scope: TestScope,
   taskRun: { name: string; uid: string },
   timeoutMs: number,
+  /** More to tell on a time-out, e.g. what the test's stand-ins saw go wrong. */
+  also: () => string[] = () => [],
 ): Promise<Record<string, string>> {
   try {
     return await scope.taskRuns.waitForSecret(taskRun.name, timeoutMs);
@@ -18,7 +20,8 @@ export async function waitForSecretExplained(
     const why = await explain(scope, taskRun).catch(
       (e: unknown) => `  (could not be explained: ${e instanceof Error ? e.message : String(e)})`,
     );
-    throw new Error(`${(err as Error).message}\n${why}`, { cause: err });
+    const more = also().map((line) => `  ${line}`);
+    throw new Error([(err as Error).message, why, ...more].join('\n'), { cause: err });
   }
 }
 

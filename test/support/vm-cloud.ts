@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { startEc2Vms } from '../../local-stack/ec2-vms.js';
+import { MOTO_REQUEST_HANDLER, startEc2Vms } from '../../local-stack/ec2-vms.js';
 import { startIbmVms } from '../../local-stack/ibm-vms.js';
 import type { SshHost } from '../../local-stack/ssh-hosts.js';
 import { OWNER_TAG_KEY } from '../../platform-config/contract.js';
@@ -25,6 +25,8 @@ export interface VmCloud {
   /** Ids of instances with this owner tag that are not terminated. */
   liveInstances(ownerTag: string): Promise<string[]>;
   hosts(): Map<string, SshHost>;
+  /** What went wrong bringing the VMs' hosts up or down (a VM whose host never started hangs). */
+  errors(): string[];
   hangBoots(n: number): void;
   /** EC2 only: the next VM is an impostor with a host key of its own (ec2-vms.ts). */
   impostorNext?(): void;
@@ -72,6 +74,7 @@ export async function startVmCloud(
       endpoint: testEnv('motoEndpoint'),
       region: 'us-east-1',
       credentials: MOTO_CREDENTIALS,
+      requestHandler: MOTO_REQUEST_HANDLER,
     });
     const owned = async (ownerTag: string): Promise<Ec2Instance[]> => {
       const out = await ec2.send(
@@ -102,6 +105,7 @@ export async function startVmCloud(
           .filter((i) => !['terminated', 'shutting-down'].includes(i.State?.Name ?? ''))
           .map((i) => i.InstanceId!),
       hosts: () => vms.hosts(),
+      errors: () => vms.errors(),
       hangBoots: (n) => {
         for (let i = 0; i < n; i++) vms.hangBoot('next');
       },
@@ -185,6 +189,7 @@ export async function startVmCloud(
         .filter((i) => i.api === api && i.name.startsWith(`${ownerTag}-`))
         .map((i) => i.id),
     hosts: () => vms.hosts(),
+    errors: () => vms.errors(),
     hangBoots: (n) => vms.hangBoots(n),
     failInstance: (id) => vms.failInstance(id),
     refuseCalls: (n) => double.throttle(n),
