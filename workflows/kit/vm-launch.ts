@@ -3,6 +3,7 @@
 // blocked worker) until its sshd answers, the cloud says it failed, or allocation-timeout passes.
 // Each family says what happens next; see kit/vm-terminate.ts for taking it down.
 import { setCurrentDetails, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import type { CloudActivities } from '../../activities/cloud/instances.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { SA } from '../../shared/search-attributes.js';
 import { cloud as cloudApi, cloudCheck } from '../activities.js';
@@ -10,14 +11,10 @@ import { cloud as cloudApi, cloudCheck } from '../activities.js';
 /** Cloud states a booting VM never comes back from. */
 const FAILED_STATES = ['failed', 'stopped', 'stopping', 'terminated'];
 
-export interface VmLaunch {
-  cloud: CloudPlatform;
-  /** The idempotency key: a retried launch with it returns the same VM, never a second one. */
-  launchKey: string;
-  /** Owner tags besides the platform's (the TaskRun or Machine, additional-instance-tags). */
-  tags: Record<string, string>;
-  /** A Secret whose `value` is the VM's user-data (a Machine's bootstrap data). */
-  userDataSecret?: { namespace: string; name: string };
+/** The launch activity's input: the key a retried launch returns the same VM for, tags, user-data. */
+type LaunchInput = Parameters<CloudActivities['launchInstance']>[0];
+
+export interface VmLaunch extends LaunchInput {
   summary: string;
   /**
    * Every launch key the workflow claims, this one included: published as its CloudLaunches
