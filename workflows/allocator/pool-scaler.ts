@@ -7,8 +7,9 @@ import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import type { Host } from '../../shared/types.js';
-import { cloud as cloudApi, durableTerminate, kube, temporal } from '../activities.js';
-import { checkVmBoot } from '../cloud/vm-boot.js';
+import { cloud as cloudApi, kube, temporal } from '../activities.js';
+import { bootTimedOut, checkBoot, launchVm } from '../kit/vm-launch.js';
+import { terminateVm } from '../kit/vm-terminate.js';
 import type { AllocationState } from './allocation.js';
 import { metrics } from '../metrics.js';
 import { innermostMessage } from '../../shared/failures.js';
@@ -233,10 +234,13 @@ export class PoolScaler {
   private async launch(vm: PoolVm): Promise<void> {
     const { cloud, additionalTags } = this.carry!;
     try {
-      const launched = await cloudApi.launchInstance.executeWithOptions(
-        { summary: `Launch a ${this.platform} pool VM` },
-        [{ cloud, launchKey: vm.key, tags: additionalTags }],
-      );
+      // Its key was claimed with the pool's others (publishClaims) before this launch started.
+      const launched = await launchVm({
+        cloud,
+        launchKey: vm.key,
+        tags: additionalTags,
+        summary: `Launch a ${this.platform} pool VM`,
+      });
       vm.id = launched.id;
       const at = launched.launchedAt ? Date.parse(launched.launchedAt) : NaN;
       if (Number.isFinite(at)) vm.launchedAt = at;
@@ -249,9 +253,9 @@ export class PoolScaler {
 
   private async check(vm: PoolVm): Promise<void> {
     const { cloud } = this.carry!;
-    const check = await checkVmBoot(cloud, vm.id!, {
+    const check = await checkBoot(cloud, vm.id!, {
       summary: `Check pool VM ${vm.id}`,
-      waitMs: Math.max(0, Math.min(this.spec().checkIntervalMs, vm.bootDeadline - Date.now())),
+      deadline: vm.bootDeadline,
     });
     if ('failed' in check) {
       vm.phase = 'terminating';
@@ -264,22 +268,17 @@ export class PoolScaler {
     }
     if (Date.now() >= vm.bootDeadline) {
       vm.phase = 'terminating';
-      return this.failed(
-        `VM ${vm.id} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`,
-      );
+      return this.failed(bootTimedOut(cloud, vm.id!));
     }
-    // A running VM's SSH check above already waited one check-interval.
-    vm.nextCheck = Date.now() + (check.sshChecked ? 0 : cloud.common.checkIntervalSeconds * 1000);
+    vm.nextCheck = Date.now() + check.nextCheckMs;
   }
 
-  /** Retried until the cloud confirms: a pool VM is never dropped while it may still run. */
+  /**
+   * Retried until the cloud confirms: a pool VM is never dropped while it may still run. A
+   * failure is tried again by `run`, after RETRY_MS, like every call of the pool.
+   */
   private async terminate(vm: PoolVm): Promise<void> {
-    if (vm.id) {
-      await durableTerminate.terminateInstance.executeWithOptions(
-        { summary: `Terminate pool VM ${vm.id}` },
-        [{ cloud: this.carry!.cloud, id: vm.id }],
-      );
-    }
+    if (vm.id) await terminateVm(this.carry!.cloud, vm.id, `Terminate pool VM ${vm.id}`);
     this.drop(vm);
   }
 

@@ -17,8 +17,9 @@ export const isNoLongerWanted = (err: unknown): boolean => failureType(err) === 
 const FIRST_WAIT_MS = 1_000;
 const MAX_WAIT_MS = 60_000;
 
-export const backoffMs = (attempt: number, maxMs = MAX_WAIT_MS): number =>
-  Math.min(FIRST_WAIT_MS * 2 ** Math.max(0, attempt - 1), maxMs);
+/** The wait before try `attempt + 1`: `firstMs`, doubling each time, at most `maxMs`. */
+export const backoffMs = (attempt: number, maxMs = MAX_WAIT_MS, firstMs = FIRST_WAIT_MS): number =>
+  Math.min(firstMs * 2 ** Math.max(0, attempt - 1), maxMs);
 
 export interface Waiting {
   /** What the workflow is trying to do, e.g. "write the Secret". */

@@ -7,7 +7,6 @@ import {
   getExternalWorkflowHandle,
   patched,
   setCurrentDetails,
-  sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
@@ -17,8 +16,9 @@ import type { MachineAddress } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { SA } from '../../shared/search-attributes.js';
 import type { Host } from '../../shared/types.js';
-import { allocator, cloud as cloudApi, durableTerminate } from '../activities.js';
-import { checkVmBoot } from '../cloud/vm-boot.js';
+import { allocator, cloud as cloudApi } from '../activities.js';
+import { launchVm as launchInstance, waitForBoot } from '../kit/vm-launch.js';
+import { terminateUntilGone } from '../kit/vm-terminate.js';
 
 /**
  * v2: a Machine on a static platform asks for a host that serves machines (never a build host:
@@ -129,19 +129,15 @@ async function takeSlot(
 async function launchVm(infra: MachineInfra, stop: () => boolean): Promise<Acquired> {
   const cloud = infra.cloud!;
   if (!infra.instanceId) {
-    upsertSearchAttributes([{ key: SA.cloudLaunches, value: [infra.launchKey!] }]);
     try {
-      const vm = await cloudApi.launchInstance.executeWithOptions(
-        { summary: `Launch a ${infra.platform} VM` },
-        [
-          {
-            cloud,
-            launchKey: infra.launchKey!,
-            tags: infra.tags,
-            userDataSecret: infra.userDataSecret,
-          },
-        ],
-      );
+      const vm = await launchInstance({
+        cloud,
+        launchKey: infra.launchKey!,
+        tags: infra.tags,
+        userDataSecret: infra.userDataSecret,
+        summary: `Launch a ${infra.platform} VM`,
+        claims: [infra.launchKey!],
+      });
       infra.instanceId = vm.id;
       infra.host = {
         name: vm.id,
@@ -155,30 +151,16 @@ async function launchVm(infra: MachineInfra, stop: () => boolean): Promise<Acqui
     upsertSearchAttributes([{ key: SA.host, value: infra.instanceId }]);
   }
   const id = infra.instanceId;
-  const deadline = Date.now() + cloud.common.allocationTimeoutSeconds * 1000;
-  const interval = cloud.common.checkIntervalSeconds * 1000;
-  for (;;) {
-    const check = await checkVmBoot(cloud, id, {
-      summary: `Check VM ${id}`,
-      waitMs: Math.max(0, Math.min(interval, deadline - Date.now())),
-    });
-    if ('ready' in check) {
-      const vm = await cloudApi.describeInstance({ cloud, id });
-      infra.host = { ...infra.host!, address: check.address };
-      infra.providerID = providerIdOf(cloud, id, vm?.zone);
-      infra.addresses = [{ type: 'InternalIP', address: check.address }];
-      return { ok: true };
-    }
-    if ('failed' in check) return { failed: check.failed };
-    if (stop()) return { stopped: true };
-    if (Date.now() >= deadline) {
-      return {
-        failed: `VM ${id} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`,
-      };
-    }
-    setCurrentDetails(`Waiting for VM ${id} to boot (${check.state ?? 'not visible yet'}).`);
-    if (!check.sshChecked) await sleep(Math.min(interval, deadline - Date.now()));
+  const booted = await waitForBoot(cloud, id, { summary: `Check VM ${id}`, stop });
+  if ('ready' in booted) {
+    const vm = await cloudApi.describeInstance({ cloud, id });
+    infra.host = { ...infra.host!, address: booted.address };
+    infra.providerID = providerIdOf(cloud, id, vm?.zone);
+    infra.addresses = [{ type: 'InternalIP', address: booted.address }];
+    return { ok: true };
   }
+  if ('stopped' in booted) return { stopped: true };
+  return { failed: 'failed' in booted ? booted.failed : booted.timedOut };
 }
 
 /** As each provider's Cluster API provider writes it (CAPA, CAPIBM). */
@@ -199,19 +181,7 @@ export async function releaseInfrastructure(
   onTerminateFailure: (message: string, waitMs: number) => Promise<void>,
 ): Promise<void> {
   if (infra.kind === 'dynamic' && infra.instanceId) {
-    for (let failures = 0; ; failures++) {
-      try {
-        await durableTerminate.terminateInstance.executeWithOptions(
-          { summary: `Terminate VM ${infra.instanceId}` },
-          [{ cloud: infra.cloud!, id: infra.instanceId }],
-        );
-        break;
-      } catch (err) {
-        const waitMs = Math.min(10_000 * 2 ** failures, 30 * 60_000);
-        await onTerminateFailure(innermostMessage(err), waitMs);
-        await sleep(waitMs);
-      }
-    }
+    await terminateUntilGone(infra.cloud!, infra.instanceId, { onFailure: onTerminateFailure });
   }
   if (infra.granted) {
     await getExternalWorkflowHandle(WORKFLOW_ID.allocator(infra.platform))

@@ -2,14 +2,13 @@
 // one of the platform's max-instances slots (waiting in line if all are in use), launch a VM, wait
 // for it on workflow timers (never a blocked worker) within allocation-timeout, create the build
 // user, and at the end terminate the VM, retrying until the cloud confirms it.
-import { patched, setCurrentDetails, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { ANNOTATIONS, LABELS, TASKRUN_TAG_KEY } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { SA } from '../../shared/search-attributes.js';
 import type { TaskRunOutcome } from '../../shared/types.js';
-import { cloud as cloudApi, durableTerminate } from '../activities.js';
-import { checkVmBoot } from '../cloud/vm-boot.js';
+import { bootTimedOut, launchVm, waitForBoot } from '../kit/vm-launch.js';
+import { terminateUntilGone } from '../kit/vm-terminate.js';
 import { answerWithError } from './answer.js';
 import { deliverTo } from './deliver.js';
 import { answerForbidden } from './forbidden.js';
@@ -30,7 +29,6 @@ export const PATCH_TERMINATE_UNTIL_GONE = 'cloud-vm-terminate-until-gone';
 export const PATCH_ALLOCATION_START_TIME = 'cloud-vm-allocation-start-time';
 /** v2: a describe call that keeps failing is a VM that did not come up in time, not a crash. */
 export const PATCH_DESCRIBE_FAILURES_WAIT = 'cloud-vm-describe-failures-wait';
-const TERMINATE_RETRY_MAX_MS = 30 * 60_000;
 
 export async function serveFromOwnVm(
   run: TaskRun,
@@ -67,21 +65,16 @@ export async function serveFromOwnVm(
     let vmId: string;
     let sshUser: string;
     const launchKey = `${ref.uid}-${launch}`;
-    if (patched(PATCH_CLAIM_LAUNCHES)) {
-      claimed.push(launchKey);
-      upsertSearchAttributes([{ key: SA.cloudLaunches, value: [...claimed] }]);
-    }
+    const claims = patched(PATCH_CLAIM_LAUNCHES);
+    if (claims) claimed.push(launchKey);
     try {
-      const vm = await cloudApi.launchInstance.executeWithOptions(
-        { summary: `Launch a ${input.platform} VM (attempt ${launch})` },
-        [
-          {
-            cloud,
-            launchKey,
-            tags: { ...additionalTags, [TASKRUN_TAG_KEY]: `${ref.namespace}:${ref.name}` },
-          },
-        ],
-      );
+      const vm = await launchVm({
+        cloud,
+        launchKey,
+        tags: { ...additionalTags, [TASKRUN_TAG_KEY]: `${ref.namespace}:${ref.name}` },
+        summary: `Launch a ${input.platform} VM (attempt ${launch})`,
+        ...(claims ? { claims: claimed } : {}),
+      });
       vmId = vm.id;
       sshUser = vm.sshUser;
     } catch (err) {
@@ -158,66 +151,47 @@ export async function serveFromOwnVm(
   );
 }
 
-/** Checks on workflow timers every check-interval until SSH answers, the VM fails, or allocation-timeout passes. */
+/** Waits for the VM's sshd; undefined (with `pool.lastError` saying why) if it never answers. */
 async function waitForSsh(
   run: TaskRun,
   cloud: CloudPlatform,
   vmId: string,
 ): Promise<string | undefined> {
-  const deadline = Date.now() + cloud.common.allocationTimeoutSeconds * 1000;
-  const interval = cloud.common.checkIntervalSeconds * 1000;
-  // v2: once the VM runs, the SSH check itself waits up to one check-interval for port 22.
-  const patient = patched(PATCH_PATIENT_SSH_CHECK);
-  for (;;) {
-    const check = await checkVmBoot(cloud, vmId, {
-      summary: `Check VM ${vmId}`,
-      waitMs: patient ? Math.max(0, Math.min(interval, deadline - Date.now())) : undefined,
-    });
-    if ('ready' in check) return check.address;
-    if ('failed' in check) {
-      run.pool.lastError = check.failed;
-      return undefined;
-    }
-    if (check.describeFailure !== undefined) {
-      if (!patched(PATCH_DESCRIBE_FAILURES_WAIT)) throw check.describeFailure;
-      run.pool.lastError = `the cloud did not say how VM ${vmId} is doing: ${innermostMessage(check.describeFailure)}`;
-    }
-    const left = deadline - Date.now();
-    if (left <= 0 || run.ended()) {
-      const timedOut = `VM ${vmId} did not answer SSH within allocation-timeout (${cloud.common.allocationTimeoutSeconds}s)`;
-      run.pool.lastError =
-        check.describeFailure !== undefined ? `${timedOut}; ${run.pool.lastError}` : timedOut;
-      return undefined;
-    }
-    setCurrentDetails(
-      `Waiting for VM ${vmId} to boot (${check.state ?? 'not visible yet'}${check.address ? `, ${check.address}` : ''}).`,
-    );
-    if (!(patient && check.sshChecked)) await sleep(Math.min(interval, left));
+  const booted = await waitForBoot(cloud, vmId, {
+    summary: `Check VM ${vmId}`,
+    // v2: once the VM runs, the SSH check itself waits up to one check-interval for port 22.
+    patient: patched(PATCH_PATIENT_SSH_CHECK),
+    stop: () => run.ended(),
+    onBooting: ({ describeFailure }) => {
+      if (describeFailure === undefined) return;
+      if (!patched(PATCH_DESCRIBE_FAILURES_WAIT)) throw describeFailure;
+      run.pool.lastError = `the cloud did not say how VM ${vmId} is doing: ${innermostMessage(describeFailure)}`;
+    },
+  });
+  if ('ready' in booted) return booted.address;
+  if ('failed' in booted) {
+    run.pool.lastError = booted.failed;
+    return undefined;
   }
+  // Timed out, or the TaskRun ended: either way this VM is not used.
+  const timedOut = bootTimedOut(cloud, vmId);
+  run.pool.lastError =
+    booted.describeFailure !== undefined ? `${timedOut}; ${run.pool.lastError}` : timedOut;
+  return undefined;
 }
 
 async function terminate(run: TaskRun, cloud: CloudPlatform, vmId: string): Promise<void> {
-  for (let failures = 0; ; failures++) {
-    try {
-      await durableTerminate.terminateInstance.executeWithOptions(
-        { summary: `Terminate VM ${vmId}` },
-        [{ cloud, id: vmId }],
-      );
-      break;
-    } catch (err) {
-      // Transient errors are retried inside the activity; this is a permanent one (say, the
-      // credentials Secret was deleted). The VM is never dropped: tell people, wait, try again.
-      if (!patched(PATCH_TERMINATE_UNTIL_GONE)) throw err;
-      const waitMs = Math.min(10_000 * 2 ** failures, TERMINATE_RETRY_MAX_MS);
-      await noteVm(
+  await terminateUntilGone(cloud, vmId, {
+    // v2: a failure is waited out; before, it failed the workflow.
+    givesUp: () => !patched(PATCH_TERMINATE_UNTIL_GONE),
+    onFailure: (cause, waitMs) =>
+      noteVm(
         run,
         'Warning',
         'TerminateFailed',
-        `Could not terminate VM ${vmId}: ${innermostMessage(err)}. Trying again in ${waitMs / 1000} s.`,
-      );
-      await sleep(waitMs);
-    }
-  }
+        `Could not terminate VM ${vmId}: ${cause}. Trying again in ${waitMs / 1000} s.`,
+      ),
+  });
   run.pool.vms = (run.pool.vms ?? []).filter((id) => id !== vmId);
 }
 
