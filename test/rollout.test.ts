@@ -24,6 +24,7 @@ import {
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { startNodeStandIns, type NodeStandIns } from '../local-stack/os-stand-in.js';
+import { refuse } from './support/refusals.js';
 import { createScope, type TestScope } from './support/scope.js';
 
 const sfx = uniqueSuffix();
@@ -408,6 +409,79 @@ describe('a MachineConfigPool of five nodes', () => {
     });
     expect(events.items.map((e) => e.reason)).toEqual(
       expect.arrayContaining(['PreflightFailed', 'ImageNotPinned', 'PreflightPassed']),
+    );
+  }, 240_000);
+
+  it('keeps releasing a node Lock until the API server lets it go, saying so', async () => {
+    const HELD = await layered('lock-held');
+    const node = nodes.nodes[3]!.node;
+    const probe = `probe-${sfx}`;
+    // An admission policy refuses every change to the node's Lock, as a broken webhook or a lost
+    // permission would: taking it (a CREATE) goes through, letting go of it does not.
+    const lift = await refuse(
+      scope.kube.kc,
+      {
+        apiGroup: LOCK_API.group,
+        resource: LOCK_API.plural,
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+        namespace: 'cluster-locks',
+        picks: `request.name == '${probe}' || (request.operation != 'CREATE' && request.name == '${node}')`,
+        reason: 'Forbidden',
+        message: 'the test keeps this Lock',
+      },
+      () =>
+        scope.kube.custom.createNamespacedCustomObject({
+          ...LOCK_API,
+          namespace: 'cluster-locks',
+          body: {
+            apiVersion: `${LOCK_API.group}/${LOCK_API.version}`,
+            kind: 'Lock',
+            metadata: { name: probe },
+            spec: { reason: 'probe' },
+          },
+          dryRun: 'All',
+        }),
+    );
+    let details: string | undefined;
+    try {
+      await overrideImage(HELD);
+      details = await waitFor(
+        `the update of ${node} to say it cannot release its Lock yet`,
+        async () => {
+          const query = `HostflowKind = 'rollout-node' AND K8sName = '${POOL}' AND ExecutionStatus = 'Running'`;
+          for await (const w of scope.temporal.client.workflow.list({ query })) {
+            if (!w.workflowId.includes(`/${node}/`)) continue;
+            const handle = scope.temporal.client.workflow.getHandle(w.workflowId);
+            const meta = (await handle.query('__temporal_workflow_metadata')) as {
+              currentDetails?: string;
+            };
+            if (/^Cannot release its Node Lock yet \(try [2-9]/.test(meta.currentDetails ?? ''))
+              return meta.currentDetails;
+          }
+          return undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+      // The node is updated; only its Lock is held on to, and it still refuses others.
+      const annotations = (await scope.kube.core.readNode({ name: node })).metadata?.annotations;
+      expect(annotations?.[NODE_ANNOTATIONS.state]).toBe('Done');
+      await scope.kube.custom.getNamespacedCustomObject({
+        ...LOCK_API,
+        namespace: 'cluster-locks',
+        name: node,
+      });
+    } finally {
+      await lift();
+    }
+    expect(details).toMatch(/the test keeps this Lock.*refuses updates and deletion/);
+    await poolUntil('to be Updated once the Lock goes', updatedOn(HELD));
+    await waitFor(`the Lock on ${node} to be released`, async () =>
+      scope.kube.custom
+        .getNamespacedCustomObject({ ...LOCK_API, namespace: 'cluster-locks', name: node })
+        .then(
+          () => undefined,
+          (err: unknown) => ((err as { code?: number }).code === 404 ? true : undefined),
+        ),
     );
   }, 240_000);
 

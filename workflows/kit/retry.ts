@@ -71,3 +71,55 @@ function noLongerWanted(what: string, err: unknown): ApplicationFailure {
     nonRetryable: true,
   });
 }
+
+/** How `untilDeadline` ended: with a try that was done, or past its deadline with the last one. */
+export interface Ended<T> {
+  done: boolean;
+  last: T;
+}
+
+export interface UntilDeadlineOptions<T> {
+  /** Whether a try's outcome ends the wait. */
+  isDone: (outcome: T) => boolean;
+  /** How long to keep trying; undefined: until a try is done. */
+  timeoutMs: number | undefined;
+  /** The wait between tries doubles from 1 s up to this. */
+  maxWaitMs: number;
+  /** When the deadline's clock started (default: the first try), if a step before it counts. */
+  startedMs?: number;
+  /** Whether the last wait is cut short to end at the deadline (default true). */
+  waitEndsAtDeadline?: boolean;
+  /** Told of each try not done before the deadline, before the wait that follows it. */
+  onPending?: (outcome: T, attempt: number) => void | Promise<void>;
+}
+
+/**
+ * Tries until a try is done or the deadline passes, with back-off between tries: the loop that
+ * polls an object (a Node draining, volumes detaching) or repeats a call until it succeeds
+ * (with `failureOf`). What the deadline means is the caller's: it gets the last outcome.
+ */
+export async function untilDeadline<T>(
+  once: (attempt: number) => Promise<T>,
+  options: UntilDeadlineOptions<T>,
+): Promise<Ended<T>> {
+  const { timeoutMs } = options;
+  const started = options.startedMs ?? Date.now();
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await once(attempt);
+    if (options.isDone(outcome)) return { done: true, last: outcome };
+    if (timeoutMs !== undefined && Date.now() - started >= timeoutMs) {
+      return { done: false, last: outcome };
+    }
+    await options.onPending?.(outcome, attempt);
+    const backoff = backoffMs(attempt, options.maxWaitMs);
+    const cut = timeoutMs !== undefined && options.waitEndsAtDeadline !== false;
+    await sleep(cut ? Math.min(backoff, Math.max(1, timeoutMs - (Date.now() - started))) : backoff);
+  }
+}
+
+/** A call's failure as a value (undefined once it succeeded), for `untilDeadline`. */
+export const failureOf = (call: () => Promise<unknown>): Promise<unknown> =>
+  call().then(
+    () => undefined,
+    (err: unknown) => err ?? new Error('failed without a reason'),
+  );

@@ -3,8 +3,7 @@
 // nodeDrainTimeout, volume detach within nodeVolumeDetachTimeout, pre-terminate hooks, the
 // infrastructure terminated and confirmed (a static host given back), the bootstrap Secret and
 // the Node deleted, and only then the finalizer.
-import { condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
-import { CLUSTER_LOCKS_NAMESPACE } from '../../shared/lock-api.js';
+import { condition, patched } from '@temporalio/workflow';
 import {
   CONDITION,
   HOSTFLOW_MACHINE_KIND,
@@ -12,8 +11,10 @@ import {
   REASON,
 } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { locks, machineBootstrap, machineKube as kube } from '../activities.js';
-import { backoffMs } from '../kit/retry.js';
+import { machineBootstrap, machineKube as kube } from '../activities.js';
+import { blockedPods, cordonAndDrain, type DrainPass } from '../kit/node-drain.js';
+import { lockNode, unlockNode } from '../kit/node-lock.js';
+import { failureOf, untilDeadline } from '../kit/retry.js';
 import { releaseInfrastructure } from './infrastructure.js';
 import type { MachineRun } from './run.js';
 import { durationMs } from './spec-check.js';
@@ -30,16 +31,21 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
   await report.publish('Deleting', 'deleting');
   await report.event('Normal', 'Deleting', 'Deleting the Machine');
   const spec = run.latest().spec;
-  if (run.nodeName) {
+  const node = run.nodeName;
+  if (node) {
     await waitForHooks(run, 'preDrainHooks', CONDITION.preDrainHookSucceeded);
-    await lockNode(run, run.nodeName);
+    // From the drain until the Node is deleted, nobody else uncordons or deletes it.
+    const reason = `Machine ${ref.namespace}/${ref.name} drains and deletes it`;
+    await lockNode(node, reason, (cause) =>
+      report.event('Warning', 'NodeNotLocked', `Node ${node}: ${cause}`),
+    );
     if (run.latest().excludeDraining) {
       await report.event('Normal', 'DrainSkipped', `${MACHINE_ANNOTATIONS.excludeDraining} is set`);
     } else {
-      await drain(run, run.nodeName, durationMs(spec.nodeDrainTimeout, 0));
+      await drain(run, node, durationMs(spec.nodeDrainTimeout, 0));
     }
     if (!run.latest().excludeVolumeWait) {
-      await waitForVolumes(run, run.nodeName, durationMs(spec.nodeVolumeDetachTimeout, 0));
+      await waitForVolumes(run, node, durationMs(spec.nodeVolumeDetachTimeout, 0));
     }
   }
   await waitForHooks(run, 'preTerminateHooks', CONDITION.preTerminateHookSucceeded);
@@ -105,39 +111,6 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
   await report.event('Normal', 'Deleted', 'Every deletion step is done; the finalizer is removed');
 }
 
-/**
- * Locks the Node from the drain until it is deleted: nobody else uncordons or deletes it meanwhile
- * (this workflow still may). A Lock that cannot be taken never holds the deletion up.
- */
-async function lockNode(run: MachineRun, node: string): Promise<void> {
-  const target = {
-    namespace: CLUSTER_LOCKS_NAMESPACE,
-    name: node,
-    resource: 'nodes',
-    apiGroup: '',
-    operations: ['UPDATE' as const, 'DELETE' as const],
-    reason: `Machine ${run.ref.namespace}/${run.ref.name} drains and deletes it`,
-  };
-  await locks
-    .syncLocks({ holder: workflowInfo().workflowId, wanted: [target] })
-    .catch((err: unknown) =>
-      run.report.event('Warning', 'NodeNotLocked', `Node ${node}: ${innermostMessage(err)}`),
-    );
-}
-
-/** Lets go of the Node's Lock until that succeeds: left, it would lock a later Node of its name. */
-async function unlockNode(): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const holder = workflowInfo().workflowId;
-      await locks.syncLocks({ holder, wanted: [], alsoIn: [CLUSTER_LOCKS_NAMESPACE] });
-      return;
-    } catch {
-      await sleep(backoffMs(attempt, 30_000));
-    }
-  }
-}
-
 /** Waits while hook annotations of this kind exist, saying which. */
 async function waitForHooks(
   run: MachineRun,
@@ -166,98 +139,90 @@ async function waitForHooks(
 /** Cordons, then evicts until nothing is left, or `timeoutMs` (0: no bound) passes. */
 async function drain(run: MachineRun, node: string, timeoutMs: number): Promise<void> {
   const { report } = run;
-  const started = Date.now();
-  if ((await kube.cordonNode({ name: node })) === 'gone') return;
-  for (let attempt = 1; ; attempt++) {
-    const pass = await kube.drainNodeOnce({ node });
-    if (pass.remaining === 0) {
-      report.condition(CONDITION.drainingSucceeded, 'True');
-      await report.publish('Deleting', `Node ${node} drained`);
-      await report.event(
-        'Normal',
-        'SuccessfulDrainNode',
-        `success draining Machine's node "${node}"`,
-      );
-      return;
-    }
-    const blocked = pass.blocked
-      .map((b: { pod: string; reason: string }) => `${b.pod}: ${b.reason}`)
-      .join('; ');
-    const message = `${pass.remaining} pod(s) left on Node ${node}${blocked ? `; ${blocked}` : ''}`;
-    if (timeoutMs > 0 && Date.now() - started >= timeoutMs) {
-      report.condition(
-        CONDITION.drainingSucceeded,
-        'False',
-        REASON.drainingFailed,
-        `nodeDrainTimeout passed: ${message}`,
-      );
-      await report.publish('Deleting', `nodeDrainTimeout passed; going on: ${message}`);
-      await report.event('Warning', 'FailedDrainNode', `nodeDrainTimeout passed: ${message}`);
-      return;
-    }
-    report.condition(CONDITION.drainingSucceeded, 'False', REASON.draining, message);
-    await report.publish('Deleting', `draining: ${message}`);
-    if (blocked) await report.event('Warning', 'DrainBlocked', message, `drain-blocked-${blocked}`);
-    await sleep(
-      Math.min(
-        backoffMs(attempt, 5_000),
-        timeoutMs > 0 ? Math.max(1, timeoutMs - (Date.now() - started)) : 5_000,
-      ),
+  const left = (pass: DrainPass) => {
+    const blocked = blockedPods(pass);
+    return {
+      blocked,
+      message: `${pass.remaining} pod(s) left on Node ${node}${blocked ? `; ${blocked}` : ''}`,
+    };
+  };
+  const pass = await cordonAndDrain({
+    kube,
+    node,
+    timeoutMs: timeoutMs > 0 ? timeoutMs : undefined,
+    onPending: async (pending) => {
+      const { blocked, message } = left(pending);
+      report.condition(CONDITION.drainingSucceeded, 'False', REASON.draining, message);
+      await report.publish('Deleting', `draining: ${message}`);
+      if (blocked)
+        await report.event('Warning', 'DrainBlocked', message, `drain-blocked-${blocked}`);
+    },
+  });
+  if (pass === 'gone') return;
+  if (pass.remaining === 0) {
+    report.condition(CONDITION.drainingSucceeded, 'True');
+    await report.publish('Deleting', `Node ${node} drained`);
+    await report.event(
+      'Normal',
+      'SuccessfulDrainNode',
+      `success draining Machine's node "${node}"`,
     );
+    return;
   }
+  const { message } = left(pass);
+  report.condition(
+    CONDITION.drainingSucceeded,
+    'False',
+    REASON.drainingFailed,
+    `nodeDrainTimeout passed: ${message}`,
+  );
+  await report.publish('Deleting', `nodeDrainTimeout passed; going on: ${message}`);
+  await report.event('Warning', 'FailedDrainNode', `nodeDrainTimeout passed: ${message}`);
 }
 
 async function waitForVolumes(run: MachineRun, node: string, timeoutMs: number): Promise<void> {
   const { report } = run;
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    const left = await kube.volumeAttachmentsOf({ node });
-    if (!left.length) {
-      report.condition(CONDITION.volumeDetachSucceeded, 'True');
-      return;
-    }
-    const message = `VolumeAttachments ${left.join(', ')} still attached to Node ${node}`;
-    if (timeoutMs > 0 && Date.now() - started >= timeoutMs) {
-      await report.event(
-        'Warning',
-        'VolumeDetachTimeout',
-        `nodeVolumeDetachTimeout passed: ${message}`,
+  const attached = (left: string[]) =>
+    `VolumeAttachments ${left.join(', ')} still attached to Node ${node}`;
+  const ended = await untilDeadline(() => kube.volumeAttachmentsOf({ node }), {
+    isDone: (left) => !left.length,
+    timeoutMs: timeoutMs > 0 ? timeoutMs : undefined,
+    maxWaitMs: 5_000,
+    onPending: async (left) => {
+      const message = attached(left);
+      report.condition(
+        CONDITION.volumeDetachSucceeded,
+        'False',
+        REASON.waitingForVolumeDetach,
+        message,
       );
-      return;
-    }
-    report.condition(
-      CONDITION.volumeDetachSucceeded,
-      'False',
-      REASON.waitingForVolumeDetach,
-      message,
-    );
-    await report.publish('Deleting', message);
-    await sleep(
-      Math.min(
-        backoffMs(attempt, 5_000),
-        timeoutMs > 0 ? Math.max(1, timeoutMs - (Date.now() - started)) : 5_000,
-      ),
-    );
+      await report.publish('Deleting', message);
+    },
+  });
+  if (ended.done) {
+    report.condition(CONDITION.volumeDetachSucceeded, 'True');
+    return;
   }
+  await report.event(
+    'Warning',
+    'VolumeDetachTimeout',
+    `nodeVolumeDetachTimeout passed: ${attached(ended.last)}`,
+  );
 }
 
 /** Deletes the Node, trying for `timeoutMs` (0: until it is gone), then going on with an Event. */
 async function deleteNode(run: MachineRun, node: string, timeoutMs: number): Promise<void> {
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await kube.deleteNode({ name: node });
-      return;
-    } catch (err) {
-      if (timeoutMs > 0 && Date.now() - started >= timeoutMs) {
-        await run.report.event(
-          'Warning',
-          'FailedDeleteNode',
-          `Node ${node}: ${innermostMessage(err)}`,
-        );
-        return;
-      }
-      await sleep(backoffMs(attempt, 5_000));
-    }
+  const ended = await untilDeadline(() => failureOf(() => kube.deleteNode({ name: node })), {
+    isDone: (err) => err === undefined,
+    timeoutMs: timeoutMs > 0 ? timeoutMs : undefined,
+    maxWaitMs: 5_000,
+    waitEndsAtDeadline: false,
+  });
+  if (!ended.done) {
+    await run.report.event(
+      'Warning',
+      'FailedDeleteNode',
+      `Node ${node}: ${innermostMessage(ended.last)}`,
+    );
   }
 }

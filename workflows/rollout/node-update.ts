@@ -12,11 +12,11 @@ import {
 } from '@temporalio/workflow';
 import type { NodeHost } from '../../activities/ssh/os-image.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { CLUSTER_LOCKS_NAMESPACE } from '../../shared/lock-api.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';
-import { locks, osCheck, osRebase, poolKube as kube } from '../activities.js';
-import { backoffMs } from '../kit/retry.js';
+import { osCheck, osRebase, poolKube as kube } from '../activities.js';
+import { blockedPods, drainNode } from '../kit/node-drain.js';
+import { lockNode, unlockNode } from '../kit/node-lock.js';
 
 export interface NodeUpdateInput {
   pool: string;
@@ -30,6 +30,9 @@ export interface NodeUpdateInput {
 export type NodeUpdateResult = { done: true } | { done: false; step: string; reason: string };
 
 const POLL_MS = 2_000;
+
+/** v2: the node's Lock is released however many tries that takes (it gave up after 10 before). */
+export const PATCH_UNLOCK_UNTIL_RELEASED = 'rollout-node-unlock-until-released';
 
 class StepFailed extends Error {
   constructor(
@@ -62,7 +65,7 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
       throw new StepFailed(name, innermostMessage(err));
     }
   };
-  await lockNode(input);
+  await lockNode(node, `MachineConfigPool ${input.pool} is updating it to ${image}`);
   try {
     await step('start', () =>
       kube.annotateNode({
@@ -107,31 +110,23 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
     });
     return { done: false, step: err.step, reason: err.reason };
   } finally {
-    await CancellationScope.nonCancellable(() => unlockNode());
+    await CancellationScope.nonCancellable(() =>
+      unlockNode({ before: { patch: PATCH_UNLOCK_UNTIL_RELEASED, tries: 10 } }),
+    );
   }
 }
 
+/** Evicts within the drain timeout; past it, the step fails (Event FailedToDrain). */
 async function drain(
   input: NodeUpdateInput,
   event: (type: 'Normal' | 'Warning', reason: string, message: string) => Promise<void>,
 ): Promise<void> {
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    const pass = await kube.drainNodeOnce({ node: input.node });
-    if (pass.remaining === 0) return;
-    if (Date.now() - started >= input.drainTimeoutMs) {
-      const blocked = pass.blocked.map((b) => `${b.pod}: ${b.reason}`).join('; ');
-      const message = `${pass.remaining} pod(s) left after ${Math.round(input.drainTimeoutMs / 1000)}s${blocked ? `: ${blocked}` : ''}`;
-      await event('Warning', 'FailedToDrain', `Node ${input.node}: ${message}`);
-      throw new StepFailed('drain', message);
-    }
-    await sleep(
-      Math.min(
-        backoffMs(attempt, 5_000),
-        Math.max(1, input.drainTimeoutMs - (Date.now() - started)),
-      ),
-    );
-  }
+  const pass = await drainNode({ kube, node: input.node, timeoutMs: input.drainTimeoutMs });
+  if (pass.remaining === 0) return;
+  const blocked = blockedPods(pass);
+  const message = `${pass.remaining} pod(s) left after ${Math.round(input.drainTimeoutMs / 1000)}s${blocked ? `: ${blocked}` : ''}`;
+  await event('Warning', 'FailedToDrain', `Node ${input.node}: ${message}`);
+  throw new StepFailed('drain', message);
 }
 
 /** Until the node is Ready again and booted `image`; past the boot timeout, the step fails. */
@@ -150,37 +145,5 @@ async function waitForBoot(input: NodeUpdateInput): Promise<void> {
       );
     }
     await sleep(POLL_MS);
-  }
-}
-
-function lockTarget(input: NodeUpdateInput) {
-  return {
-    namespace: CLUSTER_LOCKS_NAMESPACE,
-    name: input.node,
-    resource: 'nodes',
-    apiGroup: '',
-    operations: ['UPDATE' as const, 'DELETE' as const],
-    reason: `MachineConfigPool ${input.pool} is updating it to ${input.image}`,
-  };
-}
-
-async function lockNode(input: NodeUpdateInput): Promise<void> {
-  await locks
-    .syncLocks({ holder: workflowInfo().workflowId, wanted: [lockTarget(input)] })
-    .catch(() => undefined);
-}
-
-async function unlockNode(): Promise<void> {
-  for (let attempt = 1; attempt <= 10; attempt++) {
-    try {
-      await locks.syncLocks({
-        holder: workflowInfo().workflowId,
-        wanted: [],
-        alsoIn: [CLUSTER_LOCKS_NAMESPACE],
-      });
-      return;
-    } catch {
-      await sleep(backoffMs(attempt, 30_000));
-    }
   }
 }
