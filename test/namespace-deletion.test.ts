@@ -141,12 +141,17 @@ describe('a deleted namespace', () => {
       gone(() => core.readNamespacedSecret({ namespace, name: 'kept' })),
       { timeoutMs: 60_000, intervalMs: 250 },
     );
-    const held = (await custom.getNamespacedCustomObject({
-      ...LOCK_API,
-      namespace,
-      name: 'kept',
-    })) as { metadata: { deletionTimestamp?: string } };
-    expect(held.metadata.deletionTimestamp).toBeDefined(); // still there, still a param
+    // The Lock was still there when the Secret it protects went (its finalizer holds it); the
+    // namespace controller reaches it in its own time (custom resources after core ones, or
+    // not), so its deletion is waited for rather than read once.
+    const readHeld = async () =>
+      (await custom.getNamespacedCustomObject({ ...LOCK_API, namespace, name: 'kept' })) as {
+        metadata: { deletionTimestamp?: string };
+      };
+    await readHeld();
+    await waitFor('the held Lock to be marked for deletion', async () =>
+      (await readHeld()).metadata.deletionTimestamp ? true : undefined,
+    );
 
     await custom.patchNamespacedCustomObject(
       { ...LOCK_API, namespace, name: 'kept', body: { metadata: { finalizers: null } } },
