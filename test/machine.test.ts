@@ -692,6 +692,43 @@ describe('a Machine on a static host', () => {
   }, 120_000);
 
   // Last: it deletes the file's namespace, the one the bridge watches.
+  it('waits in line while every host is taken, and takes the host a deleted Machine gives back', async () => {
+    await machines.bootstrapSecret('q-bootstrap', joiner.script());
+    for (const name of ['q1', 'q2']) {
+      await machines.create(name, { platform: pool.platform, secret: 'q-bootstrap' });
+    }
+    const [q1] = await Promise.all([
+      machines.phase('q1', 'Running'),
+      machines.phase('q2', 'Running'),
+    ]);
+
+    // Both hosts serve a Machine: the third asks its allocator and waits in line.
+    await machines.create('q3', { platform: pool.platform, secret: 'q-bootstrap' });
+    const queue = await waitFor('q3 to wait in line', async () => {
+      const { queue } = await pool.allocator();
+      return queue.length > 0 ? queue : undefined;
+    });
+    expect(queue).toEqual([expect.stringMatching(`^${WORKFLOW_ID.machine(ns(), 'q3')}#`)]);
+    const waiting = await machines.get('q3');
+    expect(waiting?.status?.phase).toBe('Provisioning');
+    expect(machines.condition(waiting!, CONDITION.infrastructureReady)).toMatchObject({
+      status: 'False',
+      reason: 'WaitingForInfrastructure',
+    });
+
+    // q1's host comes back (drained after it, as after any Machine, until the operator says).
+    await machines.delete('q1');
+    await machines.gone('q1');
+    await undrainAfterMachines(1);
+    const q3 = await machines.phase('q3', 'Running');
+    expect(q3.spec.providerID).toBe(q1.spec.providerID);
+    expect((await pool.allocator()).queue).toEqual([]);
+
+    for (const name of ['q2', 'q3']) await machines.delete(name);
+    await Promise.all([machines.gone('q2'), machines.gone('q3')]);
+    await undrainAfterMachines(2);
+  }, 240_000);
+
   it('goes with its namespace: its host given back, its Node deleted, the namespace gone within a minute', async () => {
     await machines.bootstrapSecret('m9-bootstrap', joiner.script());
     await machines.create('m9', { platform: pool.platform });

@@ -21,7 +21,7 @@ export interface Refusal {
 
 /**
  * Installs the refusal and waits until the API server applies it (`probe` must then fail);
- * returns a function that lifts it.
+ * returns a function that lifts it and waits until `probe` is no longer refused.
  */
 export async function refuse(
   kc: KubeConfig,
@@ -71,23 +71,29 @@ export async function refuse(
       },
     },
   });
+  const refused = async (): Promise<boolean> => {
+    try {
+      await probe();
+      return false;
+    } catch (err) {
+      return (err as { code?: number }).code === (refusal.reason === 'Invalid' ? 422 : 403);
+    }
+  };
+  // The API server applies a policy's removal as lazily as its creation: the next test must not
+  // meet a refusal this one lifted.
   const lift = async () => {
     await api.deleteValidatingAdmissionPolicyBinding({ name }).catch(() => undefined);
     await api.deleteValidatingAdmissionPolicy({ name }).catch(() => undefined);
+    await waitFor(
+      `admission policy ${name} to be lifted`,
+      async () => ((await refused()) ? undefined : true),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
   };
   try {
     await waitFor(
       `admission policy ${name} to apply`,
-      async () => {
-        try {
-          await probe();
-          return undefined;
-        } catch (err) {
-          return (err as { code?: number }).code === (refusal.reason === 'Invalid' ? 422 : 403)
-            ? true
-            : undefined;
-        }
-      },
+      async () => ((await refused()) ? true : undefined),
       { timeoutMs: 30_000, intervalMs: 200 },
     );
   } catch (err) {

@@ -123,3 +123,21 @@ export const failureOf = (call: () => Promise<unknown>): Promise<unknown> =>
     () => undefined,
     (err: unknown) => err ?? new Error('failed without a reason'),
   );
+
+/** What one look of `lookUntilDone` saw: the answer, or what ends the wait before the next look. */
+export type Look<T> = { done: T } | { wakeWhen: () => boolean };
+
+/**
+ * Looks until `look` has an answer: between looks it waits `backoffMs(attempt, maxWaitMs)` on a
+ * timer, or less once the `wakeWhen` the last look returned is true (the object changed).
+ */
+export async function lookUntilDone<T>(
+  look: () => Promise<Look<T>>,
+  maxWaitMs: number,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const seen = await look();
+    if ('done' in seen) return seen.done;
+    await condition(seen.wakeWhen, backoffMs(attempt, maxWaitMs));
+  }
+}

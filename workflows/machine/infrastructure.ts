@@ -2,21 +2,14 @@
 // platform (one of max-instances for a dynamic platform, one of a static host's slots), then for
 // a dynamic platform a VM of its own, launched once per Machine (the launch key is its uid,
 // claimed before launching so garbage collection spares it) and waited for on timers.
-import {
-  condition,
-  getExternalWorkflowHandle,
-  patched,
-  setCurrentDetails,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { releaseSlot } from '../../shared/messages.js';
+import { patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { MachineAddress } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { SA } from '../../shared/search-attributes.js';
 import type { Host } from '../../shared/types.js';
-import { allocator, cloud as cloudApi } from '../activities.js';
+import { cloud as cloudApi } from '../activities.js';
+import { giveSlotBack, requestSlot, type SlotMail } from '../kit/allocator-slot.js';
 import { launchVm as launchInstance, waitForBoot } from '../kit/vm-launch.js';
 import { terminateUntilGone } from '../kit/vm-terminate.js';
 
@@ -43,13 +36,6 @@ export interface MachineInfra {
   host?: { name: string; address: string; port?: number; user: string; keySecret: string };
   providerID?: string;
   addresses?: MachineAddress[];
-}
-
-/** What the allocator said by signal about this Machine's request. */
-export interface SlotMail {
-  grant?: Host;
-  exhausted?: string;
-  askAgain?: boolean;
 }
 
 export type Acquired = { ok: true } | { failed: string } | { stopped: true };
@@ -96,34 +82,23 @@ async function takeSlot(
   stop: () => boolean,
 ): Promise<{ host: Host } | { failed: string } | { stopped: true }> {
   const machineHost = infra.kind === 'static' && patched(PATCH_MACHINE_HOSTS);
-  const ask = () =>
-    allocator.requestSlot.executeWithOptions(
-      { summary: `Ask allocator/${infra.platform} for a slot` },
-      [
-        {
-          platform: infra.platform,
-          requestId: infra.requestId,
-          workflowId,
-          excluded: [],
-          ...(machineHost ? { serves: 'machines' as const } : {}),
-        },
-      ],
-    );
-  for (;;) {
-    mail.askAgain = false;
-    const answer = await ask();
-    if (answer.status === 'granted') return { host: answer.host };
-    if (answer.status === 'exhausted') return { failed: answer.reason };
-    setCurrentDetails(
-      `Waiting for a ${infra.platform} slot (position ${answer.position} in line).`,
-    );
-    await condition(
-      () => !!mail.grant || mail.exhausted !== undefined || !!mail.askAgain || stop(),
-    );
-    if (mail.grant) return { host: mail.grant };
-    if (mail.exhausted !== undefined) return { failed: mail.exhausted };
-    if (stop()) return { stopped: true };
-  }
+  const answer = await requestSlot({
+    platform: infra.platform,
+    request: {
+      requestId: infra.requestId,
+      workflowId,
+      excluded: [],
+      ...(machineHost ? { serves: 'machines' as const } : {}),
+    },
+    summary: `Ask allocator/${infra.platform} for a slot`,
+    mail,
+    ended: stop,
+    inLine: (position) =>
+      setCurrentDetails(`Waiting for a ${infra.platform} slot (position ${position} in line).`),
+  });
+  if ('granted' in answer) return { host: answer.granted };
+  if ('exhausted' in answer) return { failed: answer.exhausted };
+  return { stopped: true };
 }
 
 async function launchVm(infra: MachineInfra, stop: () => boolean): Promise<Acquired> {
@@ -184,9 +159,7 @@ export async function releaseInfrastructure(
     await terminateUntilGone(infra.cloud!, infra.instanceId, { onFailure: onTerminateFailure });
   }
   if (infra.granted) {
-    await getExternalWorkflowHandle(WORKFLOW_ID.allocator(infra.platform))
-      .signal(releaseSlot, { requestId: infra.requestId })
-      .catch(() => undefined); // no allocator, no slot
+    await giveSlotBack(infra.platform, infra.requestId);
     infra.granted = false;
     upsertSearchAttributes([{ key: SA.host, value: null }]);
   }

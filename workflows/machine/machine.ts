@@ -21,8 +21,9 @@ import {
 } from '../../shared/messages.js';
 import { SA } from '../../shared/search-attributes.js';
 import { machineKube as kube } from '../activities.js';
+import type { SlotMail } from '../kit/allocator-slot.js';
 import { deleteMachine } from './deletion.js';
-import type { MachineInfra, SlotMail } from './infrastructure.js';
+import type { MachineInfra } from './infrastructure.js';
 import { provision } from './provision.js';
 import { MachineReport, emptyReport, type MachineReportState } from './report.js';
 import type { MachineRun } from './run.js';

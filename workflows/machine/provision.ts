@@ -1,19 +1,20 @@
 // From a new Machine to a Running one: wait for the bootstrap data (nothing is created before),
 // take the infrastructure its HostflowMachine names, give the Machine its providerID and
 // addresses, run the bootstrap data on the host, and wait for the Node with that providerID.
-import { condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { SA } from '../../shared/search-attributes.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
 import { CONDITION, REASON, type MachineFailureReason } from '../../shared/machine-api.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { machineBootstrap, machineKube as kube } from '../activities.js';
-import { backoffMs } from '../kit/retry.js';
+import { lookUntilDone } from '../kit/retry.js';
 import { acquire, releaseInfrastructure, type MachineInfra } from './infrastructure.js';
 import type { MachineRun } from './run.js';
 import { checkMachineSpec } from './spec-check.js';
 
 type Outcome = 'running' | 'failed' | 'deleting';
+type PlatformNamed = { platform: string; nodeStartupMs: number } | { failed: string };
 
 /**
  * v2: the Machine's providerID or its HostflowMachine's status refused with 403 (an admission
@@ -126,9 +127,9 @@ export async function provision(run: MachineRun): Promise<Outcome> {
 /** Waits until the bootstrap Secret exists with its data; its name, or undefined when deleted. */
 async function bootstrapData(run: MachineRun): Promise<string | undefined> {
   const { report } = run;
-  for (let attempt = 1; ; attempt++) {
+  return lookUntilDone<string | undefined>(async () => {
     await run.unpaused();
-    if (run.deleting()) return undefined;
+    if (run.deleting()) return { done: undefined };
     const spec = run.latest().spec;
     const secretName = spec.bootstrap?.dataSecretName;
     const state = secretName
@@ -139,7 +140,7 @@ async function bootstrapData(run: MachineRun): Promise<string | undefined> {
       await report.publish('Pending', `bootstrap data found in Secret ${secretName}`, {
         bootstrapReady: true,
       });
-      return secretName;
+      return { done: secretName };
     }
     const why = !secretName
       ? 'spec.bootstrap.dataSecretName is not set yet'
@@ -150,21 +151,15 @@ async function bootstrapData(run: MachineRun): Promise<string | undefined> {
     await report.publish('Pending', `${why}; nothing is created before it exists`, {
       bootstrapReady: false,
     });
-    const generation = run.latest().generation;
-    await condition(
-      () => run.deleting() || run.latest().generation !== generation,
-      backoffMs(attempt, 30_000),
-    );
-  }
+    return { wakeWhen: changedOrDeleting(run) };
+  }, 30_000);
 }
 
 /** The platform the HostflowMachine names, once it exists; undefined when deleted. */
-async function infrastructurePlatform(
-  run: MachineRun,
-): Promise<{ platform: string; nodeStartupMs: number } | { failed: string } | undefined> {
+async function infrastructurePlatform(run: MachineRun): Promise<PlatformNamed | undefined> {
   const { report } = run;
-  for (let attempt = 1; ; attempt++) {
-    if (run.deleting()) return undefined;
+  return lookUntilDone<PlatformNamed | undefined>(async () => {
+    if (run.deleting()) return { done: undefined };
     const spec = run.latest().spec;
     const problems = checkMachineSpec(spec);
     const lookup = problems.length
@@ -177,12 +172,12 @@ async function infrastructurePlatform(
     if (lookup.found && lookup.spec.platform) {
       const startup = parseGoDuration(lookup.spec.nodeStartupTimeout ?? DEFAULT_NODE_STARTUP);
       if ('error' in startup)
-        return { failed: `${lookup.name} spec.nodeStartupTimeout: ${startup.error}` };
+        return { done: { failed: `${lookup.name} spec.nodeStartupTimeout: ${startup.error}` } };
       run.nodeStartupMs = startup.ms;
-      return { platform: lookup.spec.platform, nodeStartupMs: startup.ms };
+      return { done: { platform: lookup.spec.platform, nodeStartupMs: startup.ms } };
     }
     const reason = lookup.found ? `${lookup.name} names no spec.platform` : lookup.reason;
-    if (lookup.found || lookup.final) return { failed: reason };
+    if (lookup.found || lookup.final) return { done: { failed: reason } };
     report.condition(
       CONDITION.infrastructureReady,
       'False',
@@ -190,12 +185,14 @@ async function infrastructurePlatform(
       reason,
     );
     await report.publish('Pending', reason);
-    const generation = run.latest().generation;
-    await condition(
-      () => run.deleting() || run.latest().generation !== generation,
-      backoffMs(attempt, 30_000),
-    );
-  }
+    return { wakeWhen: changedOrDeleting(run) };
+  }, 30_000);
+}
+
+/** Ends a wait once the Machine's spec changes (a new generation) or it is being deleted. */
+function changedOrDeleting(run: MachineRun): () => boolean {
+  const generation = run.latest().generation;
+  return () => run.deleting() || run.latest().generation !== generation;
 }
 
 /** How the platform serves a Machine: a static host, or a VM of its own. */
@@ -234,8 +231,8 @@ async function waitForNode(run: MachineRun, providerID: string): Promise<Outcome
   const { report } = run;
   const started = Date.now();
   let late = false;
-  for (let attempt = 1; ; attempt++) {
-    if (run.deleting()) return 'deleting';
+  return lookUntilDone<Outcome>(async () => {
+    if (run.deleting()) return { done: 'deleting' };
     const node = await kube.findNodeByProviderId({ providerID });
     if (node) {
       run.nodeName = node.name;
@@ -253,7 +250,7 @@ async function waitForNode(run: MachineRun, providerID: string): Promise<Outcome
         'NodeJoined',
         `Node ${node.name} joined with providerID ${providerID}`,
       );
-      return 'running';
+      return { done: 'running' };
     }
     const waited = Date.now() - started;
     if (!late && waited >= (run.nodeStartupMs ?? 0)) {
@@ -263,8 +260,8 @@ async function waitForNode(run: MachineRun, providerID: string): Promise<Outcome
       await report.publish('Provisioned', message);
       await report.event('Warning', 'NodeStartupTimeout', message);
     }
-    await condition(run.deleting, backoffMs(attempt, 15_000));
-  }
+    return { wakeWhen: run.deleting };
+  }, 15_000);
 }
 
 /**

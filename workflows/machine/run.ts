@@ -3,7 +3,8 @@
 // instead of from the workflow that calls them. Types only.
 import type { MachineRef } from '../../activities/kubernetes/machines.js';
 import type { MachineObservation } from '../../shared/messages.js';
-import type { MachineInfra, SlotMail } from './infrastructure.js';
+import type { SlotMail } from '../kit/allocator-slot.js';
+import type { MachineInfra } from './infrastructure.js';
 import type { MachineReport } from './report.js';
 
 /** What every step of one Machine's workflow shares. */

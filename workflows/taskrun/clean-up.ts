@@ -2,12 +2,11 @@
 // remove its build users from every host it touched (the serving host's until it succeeds),
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
-import { getExternalWorkflowHandle, patched } from '@temporalio/workflow';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
+import { patched } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import { releaseSlot } from '../../shared/messages.js';
 import type { Host } from '../../shared/types.js';
 import { boundedCleanup, durableCleanup } from '../activities.js';
+import { giveSlotBack } from '../kit/allocator-slot.js';
 import { metrics } from '../metrics.js';
 import { terminateVms } from './cloud-vm.js';
 import { taskRunKube } from './kubernetes.js';
@@ -52,11 +51,7 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
     pool.touched.filter((host) => !alongside || !failedOnly.includes(host)).map(remove),
   );
   await taskRunKube(run).deleteSecret();
-  if (pool.requestId) {
-    await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
-      .signal(releaseSlot, { requestId: pool.requestId })
-      .catch(() => undefined); // no allocator, no slot
-  }
+  if (pool.requestId) await giveSlotBack(input.platform, pool.requestId);
   await failedDone;
   if (pool.touched.length > 0) {
     await note(

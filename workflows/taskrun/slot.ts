@@ -1,20 +1,9 @@
-// Taking a slot from the platform's allocator (`allocator/<platform>`): ask, and when every slot
-// is taken, wait in line (label, Event, details) until the allocator grants one, says none will
-// ever come, or the TaskRun ends. An allocator that was lost and rebuilt itself asks its waiters
-// to ask again, so nobody waits on an allocator that no longer exists.
-import {
-  condition,
-  getExternalWorkflowHandle,
-  patched,
-  setCurrentDetails,
-  workflowInfo,
-} from '@temporalio/workflow';
+// A TaskRun's slot from its platform's allocator, through the kit (kit/allocator-slot.ts): how
+// its requests are named, and how it says it waits in line (label, Event, details).
+import { patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { LABELS, platformLabel } from '../../platform-config/contract.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { releaseSlot } from '../../shared/messages.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
-import type { Host } from '../../shared/types.js';
-import { allocator } from '../activities.js';
+import { giveSlotBack, requestSlot, type SlotAnswer } from '../kit/allocator-slot.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
@@ -23,12 +12,6 @@ import type { TaskRun } from './types.js';
 export const PATCH_RUN_SCOPED_REQUESTS = 'taskrun-run-scoped-slot-requests';
 /** v2: a waiter asks again when its allocator says it was rebuilt. */
 export const PATCH_ASK_AGAIN = 'taskrun-ask-rebuilt-allocator-again';
-
-export type SlotAnswer =
-  | { granted: Host }
-  | { exhausted: string }
-  /** The TaskRun ended while it waited. */
-  | { ended: true };
 
 export interface SlotWanted {
   /** The activity's summary in the UI. */
@@ -53,26 +36,29 @@ export async function takeSlot(run: TaskRun, wanted: SlotWanted): Promise<SlotAn
   const { input, pool } = run;
   const { workflowId, runId } = workflowInfo();
   pool.requestId = slotRequestId(workflowId, pool.attempt, pool.runScoped ? runId : undefined);
-  pool.grant = pool.exhausted = undefined;
-  pool.askAgain = false;
-  const ask = () =>
-    allocator.requestSlot.executeWithOptions({ summary: wanted.summary }, [
-      {
-        platform: input.platform,
-        requestId: pool.requestId!,
-        workflowId,
-        excluded: wanted.excluded ?? [],
-        ...(wanted.adopt ? { adopt: wanted.adopt } : {}),
-      },
-    ]);
-  let answer = await ask();
-  if (answer.status === 'granted') return { granted: answer.host };
-  if (answer.status === 'exhausted') return { exhausted: answer.reason };
+  return requestSlot({
+    platform: input.platform,
+    request: {
+      requestId: pool.requestId,
+      workflowId,
+      excluded: wanted.excluded ?? [],
+      ...(wanted.adopt ? { adopt: wanted.adopt } : {}),
+    },
+    summary: wanted.summary,
+    mail: pool,
+    ended: run.ended,
+    // Said once: asking a rebuilt allocator again keeps the TaskRun's place in words.
+    inLine: (position, first) => (first ? sayWaiting(run, wanted, position) : undefined),
+    followsAskAgain: () => patched(PATCH_ASK_AGAIN),
+  });
+}
 
+async function sayWaiting(run: TaskRun, wanted: SlotWanted, position: number): Promise<void> {
+  const { input } = run;
   run.publish('Waiting');
   setCurrentDetails(
     `TaskRun ${input.namespace}/${input.name} is waiting for ${wanted.waitingFor} ` +
-      `(position ${answer.position} in line).`,
+      `(position ${position} in line).`,
   );
   await Promise.all([
     taskRunKube(run).patchMetadata({
@@ -82,28 +68,10 @@ export async function takeSlot(run: TaskRun, wanted: SlotWanted): Promise<SlotAn
       run,
       'Normal',
       'WaitingForHost',
-      `Waiting for ${wanted.waitingFor}: ${answer.position - 1} TaskRun(s) ahead`,
+      `Waiting for ${wanted.waitingFor}: ${position - 1} TaskRun(s) ahead`,
       wanted.eventKey,
     ),
   ]);
-  for (;;) {
-    await condition(
-      () =>
-        pool.grant !== undefined ||
-        pool.exhausted !== undefined ||
-        run.ended() ||
-        pool.askAgain === true,
-    );
-    if (pool.grant) return { granted: pool.grant };
-    if (pool.exhausted !== undefined) return { exhausted: pool.exhausted };
-    if (run.ended()) return { ended: true };
-    // The allocator was rebuilt and no longer knows this request: the same id asks again.
-    pool.askAgain = false;
-    if (!patched(PATCH_ASK_AGAIN)) continue;
-    answer = await ask();
-    if (answer.status === 'granted') return { granted: answer.host };
-    if (answer.status === 'exhausted') return { exhausted: answer.reason };
-  }
 }
 
 /** Gives back the slot this run holds, if any, and forgets it (no allocator: no slot held). */
@@ -112,7 +80,5 @@ export async function giveBackSlot(run: TaskRun): Promise<void> {
   if (!pool.requestId) return;
   const requestId = pool.requestId;
   pool.requestId = undefined;
-  await getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform))
-    .signal(releaseSlot, { requestId })
-    .catch(() => undefined);
+  await giveSlotBack(input.platform, requestId);
 }

@@ -2,16 +2,16 @@
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { Phase, TaskRunStatus } from '../../shared/messages.js';
 import type { Host, TaskRunRef, TaskRunWorkflowInput } from '../../shared/types.js';
+import type { SlotMail } from '../kit/allocator-slot.js';
 
-/** A TaskRun's hold on its platform's allocator and the hosts it touched: plain data. */
-export interface PoolRun {
+/**
+ * A TaskRun's hold on its platform's allocator and the hosts it touched: plain data. Its slot
+ * mail (grant, exhausted, askAgain) is about `requestId`.
+ */
+export interface PoolRun extends SlotMail {
   attempt: number;
   /** The request that holds (or waits for) a slot. */
   requestId?: string;
-  grant?: Host;
-  exhausted?: string;
-  /** Set when the allocator asks waiters to ask again (it was lost and rebuilt itself). */
-  askAgain?: boolean;
   /** The host serving the build, once provisioned. */
   serving?: Host;
   /** Hosts where a build user may exist: everything provisioning touched. */
