@@ -34,55 +34,20 @@ const FOLDERS = [
   'shared',
   'platform-config',
 ];
-/** What each folder may not import, beyond itself: every folder above it, and its siblings. */
-const FORBIDDEN = {
-  cli: ['test', 'bench'],
-  'local-stack': ['test', 'bench', 'cli'],
-  workers: ['test', 'bench', 'cli', 'local-stack', 'workflows'],
-  'k8s-bridge': [
-    'test',
-    'bench',
-    'cli',
-    'local-stack',
-    'workers',
-    'otp-server',
-    'workflows',
-    'activities',
-  ],
-  'otp-server': [
-    'test',
-    'bench',
-    'cli',
-    'local-stack',
-    'workers',
-    'k8s-bridge',
-    'workflows',
-    'activities',
-  ],
-  workflows: [
-    'test',
-    'bench',
-    'cli',
-    'local-stack',
-    'workers',
-    'k8s-bridge',
-    'otp-server',
-    'runtime',
-  ],
-  activities: [
-    'test',
-    'bench',
-    'cli',
-    'local-stack',
-    'workers',
-    'k8s-bridge',
-    'otp-server',
-    'workflows',
-  ],
-  runtime: FOLDERS.filter((f) => !['runtime', 'shared', 'platform-config'].includes(f)),
-  shared: FOLDERS.filter((f) => !['shared', 'platform-config'].includes(f)),
-  'platform-config': FOLDERS.filter((f) => f !== 'platform-config'),
+/** Beyond the folders above it, what a folder may not import: siblings and lower folders it skips. */
+const ALSO_FORBIDDEN = {
+  workers: ['workflows'], // the worker loads the workflow bundle by path, never by import
+  'k8s-bridge': ['otp-server', 'workflows', 'activities'],
+  'otp-server': ['workflows', 'activities'],
+  workflows: ['runtime'], // process plumbing has no place in the deterministic sandbox
 };
+/** What each folder may not import: every folder above it, and ALSO_FORBIDDEN's. */
+const FORBIDDEN = Object.fromEntries(
+  FOLDERS.slice(2).map((folder) => [
+    folder,
+    [...FOLDERS.slice(0, FOLDERS.indexOf(folder)), ...(ALSO_FORBIDDEN[folder] ?? [])],
+  ]),
+);
 const layerPattern = (folder) => ({
   group: FORBIDDEN[folder].flatMap((above) => [`**/${above}`, `**/${above}/**`]),
   message:
