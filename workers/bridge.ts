@@ -23,55 +23,34 @@ async function main(logger: Logger): Promise<void> {
   const metricsServer = settings.HOSTFLOW_METRICS_ADDRESS
     ? await serveMetrics(registry, settings.HOSTFLOW_METRICS_ADDRESS)
     : undefined;
-  const hostConfig = new HostConfigWatch({
+  // What every watch and ingest is given: where to watch, how often to resync, where to start.
+  const common = {
     kubeConfig: kc,
-    core: kc.makeApiClient(CoreV1Api),
     temporal,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    engineNamespace: settings.HOSTFLOW_NAMESPACE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     log,
-  });
+  };
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const watchNamespace = settings.HOSTFLOW_WATCH_NAMESPACE || undefined;
+  const engineNamespace = settings.HOSTFLOW_NAMESPACE;
+  const hostConfig = new HostConfigWatch({ ...common, core, engineNamespace });
   const bridge = new Bridge({
-    kubeConfig: kc,
-    custom: kc.makeApiClient(CustomObjectsApi),
-    temporal,
-    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
-    watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+    ...common,
+    custom,
+    watchNamespace,
     metrics: registry,
     taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
-    log,
   });
   const provisionings = new BpaIngest({
-    kubeConfig: kc,
-    custom: kc.makeApiClient(CustomObjectsApi),
-    temporal,
-    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
-    watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+    ...common,
+    custom,
+    watchNamespace,
     provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
-    log,
   });
-  const machines = new MachineIngest({
-    kubeConfig: kc,
-    custom: kc.makeApiClient(CustomObjectsApi),
-    temporal,
-    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
-    watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
-    log,
-  });
-  const rollouts = new RolloutIngest({
-    kubeConfig: kc,
-    core: kc.makeApiClient(CoreV1Api),
-    custom: kc.makeApiClient(CustomObjectsApi),
-    temporal,
-    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    engineNamespace: settings.HOSTFLOW_NAMESPACE,
-    resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
-    log,
-  });
+  const machines = new MachineIngest({ ...common, custom, watchNamespace });
+  const rollouts = new RolloutIngest({ ...common, core, custom, engineNamespace });
   bridge.start();
   hostConfig.start();
   provisionings.start();
