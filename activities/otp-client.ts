@@ -5,8 +5,9 @@
 // The store token and the CA may rotate while the worker runs (the service reloads its own
 // files): a client made from files re-reads them whenever they change, and once more when the
 // service refuses its token, so a rotation never fails a delivery.
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { fileSignature } from '../runtime/watched-files.js';
 import { TOKEN_PATTERN } from '../shared/otp-token.js';
 
 export interface OtpCredentials {
@@ -162,15 +163,6 @@ export class OtpClient {
       req.on('error', (err) => reject(transportError(err)));
       req.end(body);
     });
-  }
-}
-
-function fileSignature(path: string): string {
-  try {
-    const s = statSync(path);
-    return `${s.ino}:${s.size}:${s.mtimeMs}`;
-  } catch {
-    return 'missing';
   }
 }
 

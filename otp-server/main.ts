@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { Counter, Histogram } from 'prom-client';
 import { createLogger, lineLog, type LineLog, type Logger } from '../runtime/logger.js';
 import { createRegistry, serveMetrics } from '../runtime/metrics-server.js';
-import { kubeConfig, loadSettings } from '../runtime/settings.js';
+import { kubeConfig, loadSettings, parseEnv } from '../runtime/settings.js';
 import { DEFAULT_OTP_NAMESPACE } from '../platform-config/contract.js';
 import { createSealer, readSealingKey } from './sealing.js';
 import { startOtpServer } from './server.js';
@@ -53,12 +53,7 @@ export type OtpSettings = z.infer<typeof OtpEnvSchema>;
 export const OTP_SETTING_NAMES: readonly string[] = Object.keys(OtpEnvSchema.shape);
 
 export function loadOtpSettings(env: NodeJS.ProcessEnv = process.env): OtpSettings {
-  const parsed = OtpEnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`invalid OTP server settings in the environment:\n${lines.join('\n')}`);
-  }
-  return parsed.data;
+  return parseEnv(OtpEnvSchema, env, 'OTP server settings');
 }
 
 /** Deletes expired records now and every `intervalMs`, one sweep at a time. */

@@ -17,6 +17,37 @@ const hostPort = z
   .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233');
 const flag = z.enum(['true', 'false', '1', '0', '']).transform((v) => v === 'true' || v === '1');
 
+/** A comma-separated list (blanks dropped); `problem` names what is wrong with an entry. */
+const commaList = (problem: (entry: string) => string | undefined) =>
+  z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      const entries = text
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean);
+      for (const entry of entries) {
+        const message = problem(entry);
+        if (message) ctx.addIssue({ code: 'custom', message });
+      }
+      return entries;
+    });
+
+/** Parses `env` with `schema`, or throws one error naming every bad variable. */
+export function parseEnv<T extends z.ZodType>(
+  schema: T,
+  env: NodeJS.ProcessEnv,
+  what: string,
+): z.infer<T> {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid ${what} in the environment:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
 const EnvSchema = z.object({
   // Same names as the temporal CLI, so one environment serves both.
   TEMPORAL_ADDRESS: hostPort.default('127.0.0.1:7233'),
@@ -94,25 +125,12 @@ const EnvSchema = z.object({
    * regular expressions, each matching a whole namespace name (as host-config's
    * allowed-namespaces), e.g. `metal3,pool-.*`. Unset: its own namespace only.
    */
-  HOSTFLOW_BAREMETAL_NAMESPACES: z
-    .string()
-    .default('')
-    .transform((text, ctx) => {
-      const sources = text
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-      for (const source of sources) {
-        const problem = patternProblem(source);
-        if (problem) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `"${source}" is not a valid regular expression (${problem}); expected comma-separated namespace patterns such as metal3,pool-.*`,
-          });
-        }
-      }
-      return sources;
-    }),
+  HOSTFLOW_BAREMETAL_NAMESPACES: commaList((source) => {
+    const problem = patternProblem(source);
+    return problem
+      ? `"${source}" is not a valid regular expression (${problem}); expected comma-separated namespace patterns such as metal3,pool-.*`
+      : undefined;
+  }),
   /** One more namespace Provisionings may take BareMetalHosts from (e.g. metal3): the older form. */
   HOSTFLOW_BAREMETAL_NAMESPACE: z
     .string()
@@ -129,24 +147,11 @@ const EnvSchema = z.object({
    * Rollouts: the registries whose images preflight inspects (labels, presence), as base URLs,
    * comma-separated: `https://quay.io,http://127.0.0.1:5000`. Images elsewhere are not checked.
    */
-  HOSTFLOW_IMAGE_REGISTRIES: z
-    .string()
-    .default('')
-    .transform((text, ctx) => {
-      const urls = text
-        .split(',')
-        .map((u) => u.trim())
-        .filter(Boolean);
-      for (const url of urls) {
-        if (!/^https?:\/\/[^/\s]+\/?$/.test(url)) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `"${url}" is not a registry base URL such as https://quay.io`,
-          });
-        }
-      }
-      return urls;
-    }),
+  HOSTFLOW_IMAGE_REGISTRIES: commaList((url) =>
+    /^https?:\/\/[^/\s]+\/?$/.test(url)
+      ? undefined
+      : `"${url}" is not a registry base URL such as https://quay.io`,
+  ),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
   /**
    * Workflows kept in the worker's memory between their tasks. A TaskRun's workflow has a task
@@ -168,12 +173,7 @@ export type Settings = z.infer<typeof EnvSchema>;
 export const SETTING_NAMES: readonly string[] = Object.keys(EnvSchema.shape);
 
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`invalid hostflow settings in the environment:\n${lines.join('\n')}`);
-  }
-  const settings = parsed.data;
+  const settings = parseEnv(EnvSchema, env, 'hostflow settings');
   if (
     Boolean(settings.TEMPORAL_TLS_CLIENT_CERT_PATH) !==
     Boolean(settings.TEMPORAL_TLS_CLIENT_KEY_PATH)

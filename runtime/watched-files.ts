@@ -8,7 +8,8 @@ export interface WatchedFiles {
   stop(): void;
 }
 
-function signature(path: string): string {
+/** A file's identity (inode, size, mtime), or `missing`: it changes when the file is replaced. */
+export function fileSignature(path: string): string {
   try {
     const s = statSync(path);
     return `${s.ino}:${s.size}:${s.mtimeMs}`;
@@ -37,11 +38,11 @@ export function watchFiles(
   apply: (contents: Buffer[]) => void,
   onError: (err: Error) => void,
 ): WatchedFiles {
-  let applied = paths.map(signature).join('|');
+  let applied = paths.map(fileSignature).join('|');
   apply(readAll(paths));
   let reported = applied;
   const timer = setInterval(() => {
-    const current = paths.map(signature).join('|');
+    const current = paths.map(fileSignature).join('|');
     if (current === applied) return;
     try {
       apply(readAll(paths));
