@@ -83,6 +83,14 @@ export const PATCH_LOCK_DEPENDENCIES = 'allocator-locks-what-it-depends-on';
  * is drained when the Machine lets go, until an operator undrains it.
  */
 export const PATCH_TENANTS_APART = 'allocator-builds-and-machines-apart';
+/**
+ * v2: the main loop alone writes the Locks; a grant waits for the pass that covers it. Before, the
+ * requestSlot handler wrote them itself, beside the loop's own local activities, and two
+ * coroutines awaiting local activities at once do not replay: replay resolves them in the order
+ * they were scheduled, not the order they finished in, so the two coroutines interleave
+ * differently and issue other commands (docs/workflow-versioning.md, "Local activities").
+ */
+export const PATCH_LOOP_ALONE_LOCKS = 'allocator-loop-alone-writes-locks';
 /** How continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
 const POOL_CALLS_DRAIN = '2 minutes';
 
@@ -102,6 +110,9 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let lastSweep = input.lastSweep ?? Date.now();
   let trouble: ConfigTrouble | undefined;
   let turnedAway: Array<{ requestId: string; reason: string }> = [];
+  /** Grants the requestSlot handler made, and how many of them the loop's lock syncs cover. */
+  let grantsMade = 0;
+  let grantsLocked = 0;
   const dependencyLocks = new DependencyLocks(platform);
   /** Before any grant goes out, what granted builds are about to use is locked. */
   const syncLocks = async (): Promise<void> => {
@@ -152,7 +163,12 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       );
       dirty = true;
       // What the build is about to use is locked before it hears it may go.
-      if (outcome.status === 'granted') await syncLocks();
+      if (outcome.status === 'granted') {
+        if (patched(PATCH_LOOP_ALONE_LOCKS)) {
+          const grant = ++grantsMade;
+          await condition(() => grantsLocked >= grant);
+        } else await syncLocks();
+      }
       return outcome;
     },
     {
@@ -249,7 +265,11 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       if (step) applyHosts(state, step.hosts);
       const away = turnedAway;
       turnedAway = [];
-      await answerWaiters(state, away, syncLocks);
+      await answerWaiters(state, away, async () => {
+        const covered = grantsMade;
+        await syncLocks();
+        grantsLocked = covered;
+      });
       for (const host of hostsDueForProbe(state, Date.now())) {
         probesInFlight++;
         void ssh
@@ -270,10 +290,16 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         workflowInfo().continueAsNewSuggested ||
         workflowInfo().historyLength > MAX_HISTORY.allocator
       ) {
+        // A grant that came in since this pass's lock sync waits for the next pass, not for this.
+        const grantWaits = () => grantsMade > grantsLocked;
         const drained = () => allHandlersFinished() && probesInFlight === 0;
         if (pools.active)
-          await condition(() => drained() && pools.inFlight === 0, POOL_CALLS_DRAIN);
-        else await condition(drained);
+          await condition(
+            () => (drained() && pools.inFlight === 0) || grantWaits(),
+            POOL_CALLS_DRAIN,
+          );
+        else await condition(() => drained() || grantWaits());
+        if (grantWaits()) continue;
         await continueAsNew<typeof allocatorWorkflow>({
           platform,
           state,
