@@ -3,7 +3,7 @@
 // leaves behind when its TaskRun ends is gone, and the next build user on the host, which may
 // get the same uid, finds none of it; and a build that leaves very many files does not hold up
 // another build's provisioning on the same host.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { SshHost } from '../../local-stack/ssh-hosts.js';
 import { waitFor } from '../../local-stack/process.js';
 import { redeemSecret } from '../support/otp.js';
@@ -23,9 +23,18 @@ afterAll(async () => {
   await pool?.dispose();
 });
 
+/** TaskRuns this test started: a test that fails half-way must not hold the host's slots. */
+const started: string[] = [];
+afterEach(async () => {
+  const names = started.splice(0);
+  await Promise.all(names.map((name) => pool.scope.taskRuns.complete(name).catch(() => {})));
+  await Promise.all(names.map((name) => pool.scope.taskRuns.waitForSecretGone(name, 120_000)));
+});
+
 /** A TaskRun's build: its user, logged in with the key it redeemed as a build task does. */
 async function startBuild(name: string) {
   const tr = await pool.scope.taskRuns.create({ name, platform: pool.platform });
+  started.push(tr.name);
   const secret = await pool.scope.taskRuns.waitForSecret(tr.name, 60_000);
   const user = secret.host!.split('@')[0]!;
   const privateKey = await redeemSecret(secret);
