@@ -3,7 +3,8 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { log } from '@temporalio/activity';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
-import { recordEvent } from './object-events.js';
+import { recordObjectEvent } from './object-events.js';
+import { customRef } from './object-ref.js';
 import type { TaskRunRef } from '../../shared/types.js';
 import type { KubeClients } from './clients.js';
 
@@ -24,35 +25,21 @@ export async function warnOnHostConfig(
   engineNamespace: string,
   event: { reason: string; message: string; dedupKey: string },
 ): Promise<void> {
-  await recordEvent(core, {
-    involvedObject: {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      name: HOST_CONFIG_NAME,
-      namespace: engineNamespace,
-    },
-    type: 'Warning',
-    ...event,
-  }).catch((err: unknown) => log.warn('could not record the Event', { error: String(err) }));
+  const hostConfig = { kind: 'ConfigMap', namespace: engineNamespace, name: HOST_CONFIG_NAME };
+  await recordObjectEvent(core, hostConfig, { type: 'Warning', ...event }).catch((err: unknown) =>
+    log.warn('could not record the Event', { error: String(err) }),
+  );
 }
 
 export function createEventActivities({ core }: KubeClients) {
   return {
-    async recordTaskRunEvent(event: TaskRunEvent): Promise<void> {
-      await recordEvent(core, {
-        involvedObject: {
-          apiVersion: `${TASKRUN_API.group}/${TASKRUN_API.version}`,
-          kind: 'TaskRun',
-          name: event.name,
-          namespace: event.namespace,
-          uid: event.uid,
-        },
-        type: event.type,
-        reason: event.reason,
-        message: event.message,
-        dedupKey: `${event.uid}\n${event.reason}\n${event.key}`,
-      });
-    },
+    recordTaskRunEvent: ({ type, reason, message, key, ...ref }: TaskRunEvent) =>
+      recordObjectEvent(
+        core,
+        customRef(TASKRUN_API, 'TaskRun', ref),
+        { type, reason, message, dedupKey: `${ref.uid}\n${reason}\n${key}` },
+        { keyByUid: false },
+      ),
   };
 }
 
