@@ -156,6 +156,7 @@ export class Ingest {
         return 'unchanged';
       if (options.forget) this.sent.delete(workflowId);
       outcome = await this.limit(() => this.deliver(target, message));
+      this.failures.delete(workflowId);
     } catch (err) {
       this.retryLater(target, compose, options, err);
       outcome = 'failed';
@@ -185,7 +186,6 @@ export class Ingest {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return 'finished';
       throw err;
     }
-    this.failures.delete(workflowId);
     this.log(`${subject}: signalled ${workflowId}`, 'debug', logFields);
     return 'sent';
   }

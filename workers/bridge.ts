@@ -1,5 +1,5 @@
-// The bridge process: watches TaskRuns, the BPA resources, Machines and MachineConfigPools, and
-// signals their workflows (k8s-bridge/ingest.ts), until SIGINT/SIGTERM.
+// The bridge process: watches TaskRuns, host-config, the BPA resources, Machines and
+// MachineConfigPools, and signals their workflows (k8s-bridge/ingest.ts), until SIGINT/SIGTERM.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
@@ -25,37 +25,35 @@ async function main(logger: Logger): Promise<void> {
     ? await serveMetrics(registry, settings.HOSTFLOW_METRICS_ADDRESS)
     : undefined;
   // What every watch and ingest is given: where to watch, how often to resync, where to start.
+  const core = kc.makeApiClient(CoreV1Api);
   const common = {
     kubeConfig: kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
     temporal,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     log,
   };
-  const core = kc.makeApiClient(CoreV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
   const watchNamespace = settings.HOSTFLOW_WATCH_NAMESPACE || undefined;
   const engineNamespace = settings.HOSTFLOW_NAMESPACE;
-  const hostConfig = new HostConfigWatch({ ...common, core, engineNamespace });
+  // Each through the one ingest (k8s-bridge/ingest.ts).
   const ingests = [
+    new HostConfigWatch({ ...common, core, engineNamespace }),
     new TaskRunIngest({
       ...common,
-      custom,
       watchNamespace,
       metrics: registry,
       taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
     }),
     new BpaIngest({
       ...common,
-      custom,
       watchNamespace,
       provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
     }),
-    machineIngest({ ...common, custom, watchNamespace }),
-    new RolloutIngest({ ...common, core, custom, engineNamespace }),
+    machineIngest({ ...common, watchNamespace }),
+    new RolloutIngest({ ...common, core, engineNamespace }),
   ];
   ingests.forEach((ingest) => ingest.start());
-  hostConfig.start();
   // Ready once every watch has listed everything and Temporal answers: a new replica behind a
   // rolling update then has its index before the old one goes.
   const health = settings.HOSTFLOW_HEALTH_ADDRESS
@@ -77,7 +75,7 @@ async function main(logger: Logger): Promise<void> {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await Promise.all([...ingests.map((ingest) => ingest.stop()), hostConfig.stop()]);
+  await Promise.all(ingests.map((ingest) => ingest.stop()));
   metricsServer?.close();
   health?.close();
   await connection.close();
