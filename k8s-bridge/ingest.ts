@@ -135,13 +135,13 @@ export class Ingest {
   }
 
   /**
-   * Sends what `compose` makes (nothing when it makes nothing). A failure, composing included,
+   * Sends what `compose` makes. A failure, composing included,
    * is logged and tried again after a back-off, composing again, unless a newer send to the
    * same workflow comes first.
    */
   async send<A>(
     target: IngestTarget,
-    compose: () => WorkflowMessage<A> | undefined | Promise<WorkflowMessage<A> | undefined>,
+    compose: () => WorkflowMessage<A> | Promise<WorkflowMessage<A>>,
     options: SendOptions = {},
   ): Promise<Outcome> {
     const { workflowId } = target;
@@ -151,7 +151,6 @@ export class Ingest {
     let outcome: Outcome;
     try {
       const message = await compose();
-      if (!message) return 'unchanged';
       if (options.dedupe !== false && !this.changed(workflowId, message.arg, !!options.anyway))
         return 'unchanged';
       if (options.forget) this.sent.delete(workflowId);
@@ -192,7 +191,7 @@ export class Ingest {
 
   private retryLater<A>(
     target: IngestTarget,
-    compose: () => WorkflowMessage<A> | undefined | Promise<WorkflowMessage<A> | undefined>,
+    compose: () => WorkflowMessage<A> | Promise<WorkflowMessage<A>>,
     options: SendOptions,
     err: unknown,
   ): void {
