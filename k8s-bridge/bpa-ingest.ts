@@ -1,11 +1,10 @@
-// Ingests the BPA resources as the bridge does TaskRuns. Each Provisioning, Software and Cluster
-// has its workflow (`provisioning/…`, `software/…`, `bpa-cluster/…`), signalled on every create,
+// Ingests the BPA resources through the one ingest (ingest.ts). Each Provisioning, Software and
+// Cluster has its workflow (`provisioning/…`, `software/…`, `bpa-cluster/…`), signalled on every create,
 // change and delete, and started if need be; the periodic relist sends every one again (the
 // workflows ignore what they have seen). A Software is sent the state of its cluster (its
 // Provisioning's phase and nodes) whenever that changes, and a Cluster the state of its members.
 // A member a Cluster names is started by that Cluster's workflow, as its child.
-import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { WorkflowNotFoundError, type Client, type SignalDefinition } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/client';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import {
   BPA_CLUSTER_API,
@@ -15,7 +14,6 @@ import {
   type BpaClusterSpec,
 } from '../shared/bpa-api.js';
 import { bpaWorkflowStart, type BpaKind } from '../shared/bpa-workflows.js';
-import { innermostMessage } from '../shared/failures.js';
 import {
   bpaClusterObserved,
   provisioningObserved,
@@ -30,24 +28,16 @@ import {
   type ProvisioningObject,
   type SoftwareObject,
 } from './bpa-observations.js';
-import type { ListWatch } from './list-watch.js';
+import { Ingest, type IngestOptions } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
-import type { LineLog } from '../runtime/logger.js';
 
 interface ClusterObject extends NamespacedObject {
   spec?: BpaClusterSpec;
 }
 
-export interface BpaIngestOptions {
-  kubeConfig: KubeConfig;
-  custom: CustomObjectsApi;
-  temporal: Client;
-  taskQueue: string;
-  resyncMs: number;
-  watchNamespace?: string;
+export interface BpaIngestOptions extends IngestOptions {
   /** A Provisioning workflow's history limit (HOSTFLOW_PROVISIONING_MAX_HISTORY), for tests. */
   provisioningMaxHistory?: number;
-  log?: LineLog;
 }
 
 const keyOf = (o: NamespacedObject) => `${o.metadata.namespace}/${o.metadata.name}`;
@@ -57,48 +47,44 @@ export class BpaIngest {
   private readonly provisionings = new Map<string, ProvisioningObject>();
   private readonly softwares = new Map<string, SoftwareObject>();
   private readonly clusters = new Map<string, ClusterObject>();
-  /** What each Software and Cluster workflow was sent last: an unchanged state is not resent. */
-  private readonly sent = new Map<string, string>();
-  private readonly clusterWatch: ListWatch<ClusterObject>;
-  private readonly memberWatches: Array<{ run(): Promise<void>; stop(): void }>;
-  private readonly clustersListed: Promise<void>;
-  private running?: Promise<unknown>;
-  private readonly log: LineLog;
+  /** Sends, and remembers what each Software and Cluster workflow was sent last. */
+  private readonly ingest: Ingest;
 
   constructor(private readonly options: BpaIngestOptions) {
-    this.log = options.log ?? ((m) => console.log(m));
+    this.ingest = new Ingest(options);
+    const watch = this.ingest.watchOptions;
     let listed!: () => void;
-    this.clustersListed = new Promise((resolve) => (listed = resolve));
-    const watch = { ...options, log: this.log };
-    this.clusterWatch = resourceWatch<ClusterObject>(
-      'Cluster',
-      BPA_CLUSTER_API,
-      watch,
-      (item, gone, relisted) => this.clusterSeen(item, gone, relisted),
-      () => listed(),
+    const clustersListed = new Promise<void>((resolve) => (listed = resolve));
+    this.ingest.watch(
+      resourceWatch<ClusterObject>(
+        'Cluster',
+        BPA_CLUSTER_API,
+        watch,
+        (item, gone, relisted) => this.clusterSeen(item, gone, relisted),
+        () => listed(),
+      ),
     );
-    this.memberWatches = [
+    // Clusters are listed first, so that a member is started by its Cluster, not on its own.
+    this.ingest.watch(
       resourceWatch<ProvisioningObject>('Provisioning', PROVISIONING_API, watch, (item, gone, r) =>
         this.provisioningSeen(item, gone, r),
       ),
+      clustersListed,
+    );
+    this.ingest.watch(
       resourceWatch<SoftwareObject>('Software', SOFTWARE_API, watch, (item, gone, r) =>
         this.softwareSeen(item, gone, r),
       ),
-    ];
+      clustersListed,
+    );
   }
 
-  /** Clusters are listed first, so that a member is started by its Cluster, not on its own. */
   start(): void {
-    this.running ??= Promise.all([
-      this.clusterWatch.run(),
-      this.clustersListed.then(() => Promise.all(this.memberWatches.map((w) => w.run()))),
-    ]);
+    this.ingest.start();
   }
 
-  async stop(): Promise<void> {
-    this.clusterWatch.stop();
-    this.memberWatches.forEach((w) => w.stop());
-    await this.running;
+  stop(): Promise<void> {
+    return this.ingest.stop();
   }
 
   private async provisioningSeen(item: ProvisioningObject, gone: boolean, relisted: boolean) {
@@ -127,7 +113,11 @@ export class BpaIngest {
     const observation = softwareObservation(item, gone, this.clusterOf(item));
     const { namespace, name } = item.metadata;
     if (
-      !this.changed(WORKFLOW_ID.software(namespace, name), observation, relisted || !clusterChanged)
+      !this.ingest.changed(
+        WORKFLOW_ID.software(namespace, name),
+        observation,
+        relisted || !clusterChanged,
+      )
     )
       return;
     await this.sendMember('Software', item, gone, softwareObserved, [observation]);
@@ -137,7 +127,8 @@ export class BpaIngest {
     remember(this.clusters, item, gone);
     const { namespace, name } = item.metadata;
     const observation = this.clusterObservation(item, gone);
-    if (!this.changed(WORKFLOW_ID.bpaCluster(namespace, name), observation, relisted)) return;
+    if (!this.ingest.changed(WORKFLOW_ID.bpaCluster(namespace, name), observation, relisted))
+      return;
     await this.deliver('Cluster', item, bpaClusterObserved, [observation], !gone);
   }
 
@@ -205,56 +196,34 @@ export class BpaIngest {
     return chosen ? clusterView(chosen) : undefined;
   }
 
-  /** Records what `workflowId` is sent; false when that is what it was sent last, unless `anyway`. */
-  private changed(workflowId: string, observation: unknown, anyway: boolean): boolean {
-    const text = JSON.stringify(observation);
-    if (!anyway && this.sent.get(workflowId) === text) return false;
-    this.sent.set(workflowId, text);
-    return true;
-  }
-
   /** Signals the resource's workflow, starting it when `start`; false when none runs. */
   private async deliver<A>(
     kind: BpaKind,
     item: NamespacedObject,
     signal: SignalDefinition<[A]>,
-    args: [A],
+    [arg]: [A],
     start: boolean,
   ): Promise<boolean> {
     const { namespace, name, labels } = item.metadata;
-    const how = bpaWorkflowStart(kind, namespace, name, labels?.[CLUSTER_LABEL]);
-    try {
-      if (!start) {
-        await this.options.temporal.workflow.getHandle(how.workflowId).signal(signal, ...args);
-        return true;
-      }
-      const {
-        workflowType,
-        args: [input],
-        ...options
-      } = how;
-      const { provisioningMaxHistory } = this.options;
-      const limit =
-        kind === 'Provisioning' && provisioningMaxHistory
-          ? { maxHistory: provisioningMaxHistory }
-          : {};
-      await this.options.temporal.workflow.signalWithStart(workflowType, {
-        ...options,
-        args: [{ ...input, ...limit }],
-        taskQueue: this.options.taskQueue,
-        signal,
-        signalArgs: args,
-      });
-      return true;
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
-      this.sent.delete(how.workflowId); // told again at the next change or relist
-      this.log(
-        `${kind} ${namespace}/${name}: could not signal ${how.workflowId}: ${innermostMessage(err)}`,
-        'warn',
-      );
-      return false;
-    }
+    const { workflowId, args, ...how } = bpaWorkflowStart(
+      kind,
+      namespace,
+      name,
+      labels?.[CLUSTER_LABEL],
+    );
+    const { provisioningMaxHistory } = this.options;
+    const limit =
+      kind === 'Provisioning' && provisioningMaxHistory
+        ? { maxHistory: provisioningMaxHistory }
+        : {};
+    const message = {
+      signal,
+      arg,
+      ...(start ? { start: { ...how, args: [{ ...args[0], ...limit }] } } : {}),
+    };
+    // What was sent is compared above, by the member or Cluster; a failure forgets it.
+    const target = { workflowId, subject: `${kind} ${namespace}/${name}` };
+    return (await this.ingest.send(target, () => message, { dedupe: false })) === 'sent';
   }
 }
 

@@ -1,42 +1,32 @@
 // Watches the host-config ConfigMap and hands each new version to the hostconfig workflow,
-// which reports its problems and tells the allocators to reload.
-import type { CoreV1Api, KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
-import type { Client } from '@temporalio/client';
+// which reports its problems and tells the allocators to reload; through the one ingest.
+import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { hostConfigObserved } from '../shared/messages.js';
-import type { HostConfigWorkflow } from '../shared/types.js';
 import { KIND, SA } from '../shared/search-attributes.js';
+import { Ingest, type IngestOptions } from './ingest.js';
 import { ListWatch } from './list-watch.js';
-import type { LineLog } from '../runtime/logger.js';
 
-export interface HostConfigWatchOptions {
-  kubeConfig: KubeConfig;
+export interface HostConfigWatchOptions extends Omit<IngestOptions, 'watchNamespace'> {
   core: CoreV1Api;
-  temporal: Client;
-  taskQueue: string;
   engineNamespace: string;
-  resyncMs: number;
-  log?: LineLog;
 }
 
 export class HostConfigWatch {
-  private readonly listWatch: ListWatch<V1ConfigMap>;
-  private lastSent?: string;
-  private running?: Promise<void>;
-  private readonly log: LineLog;
+  private readonly ingest: Ingest;
 
   constructor(private readonly options: HostConfigWatchOptions) {
-    this.log = options.log ?? ((m) => console.log(m));
+    this.ingest = new Ingest(options);
     const fieldSelector = `metadata.name=${HOST_CONFIG_NAME}`;
     let seenInList = false;
-    this.listWatch = new ListWatch<V1ConfigMap>({
+    const listWatch = new ListWatch<V1ConfigMap>({
       name: 'host-config watch',
       kubeConfig: options.kubeConfig,
       watchPath: `/api/v1/namespaces/${options.engineNamespace}/configmaps`,
       watchParams: { fieldSelector },
       resyncMs: options.resyncMs,
-      log: this.log,
+      log: this.ingest.log,
       list: async (continueToken) => {
         const list = await options.core.listNamespacedConfigMap({
           namespace: options.engineNamespace,
@@ -68,30 +58,30 @@ export class HostConfigWatch {
             : object.metadata?.resourceVersion,
         ),
     });
+    this.ingest.watch(listWatch);
   }
 
   start(): void {
-    this.running ??= this.listWatch.run();
+    this.ingest.start();
   }
 
-  async stop(): Promise<void> {
-    this.listWatch.stop();
-    await this.running;
+  stop(): Promise<void> {
+    return this.ingest.stop();
   }
 
   private async observed(resourceVersion: string | undefined): Promise<void> {
-    if (!resourceVersion || resourceVersion === this.lastSent) return;
-    const { engineNamespace, taskQueue } = this.options;
-    try {
-      await this.options.temporal.workflow.signalWithStart<
-        HostConfigWorkflow,
-        [{ resourceVersion: string }]
-      >('hostConfigWorkflow', {
-        workflowId: WORKFLOW_ID.hostConfig(engineNamespace),
-        taskQueue,
+    if (!resourceVersion) return;
+    const { engineNamespace } = this.options;
+    const target = {
+      workflowId: WORKFLOW_ID.hostConfig(engineNamespace),
+      subject: `host-config ${engineNamespace}/${HOST_CONFIG_NAME} (${resourceVersion})`,
+    };
+    const message = {
+      signal: hostConfigObserved,
+      arg: { resourceVersion },
+      start: {
+        workflowType: 'hostConfigWorkflow',
         args: [{ engineNamespace }],
-        signal: hostConfigObserved,
-        signalArgs: [{ resourceVersion }],
         typedSearchAttributes: [
           { key: SA.kind, value: KIND.hostConfig },
           { key: SA.namespace, value: engineNamespace },
@@ -99,13 +89,8 @@ export class HostConfigWatch {
         ],
         staticSummary: `host-config of ${engineNamespace}`,
         staticDetails: `Checks each version of ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME} and tells the allocators to reload it.`,
-      });
-      this.lastSent = resourceVersion;
-    } catch (err) {
-      this.log(
-        `signal host-config change (${resourceVersion}) failed: ${(err as Error).message}`,
-        'warn',
-      );
-    }
+      },
+    };
+    await this.ingest.send(target, () => message);
   }
 }

@@ -4,10 +4,8 @@
 // machine-config-osimageurl ConfigMap, overridden by the last MachineConfig by name that the
 // pool's machineConfigSelector selects and that sets osImageURL). The relist sends every pool
 // again, so a change missed while the bridge was down (or of the ConfigMap) is caught.
-import type { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { innermostMessage } from '../shared/failures.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { labelSelectorQuery } from '../shared/label-selector.js';
 import {
@@ -22,47 +20,35 @@ import {
 import { poolObserved, type PoolObservation } from '../shared/messages.js';
 import { effectiveOsImage } from '../shared/os-image.js';
 import { KIND, SA } from '../shared/search-attributes.js';
-import type { ListWatch } from './list-watch.js';
+import { Ingest, type IngestOptions, type WorkflowMessage } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
-import type { LineLog } from '../runtime/logger.js';
 
 interface PoolObject extends NamespacedObject {
   spec?: MachineConfigPoolSpec;
 }
 
-export interface RolloutIngestOptions {
-  kubeConfig: KubeConfig;
+export interface RolloutIngestOptions extends IngestOptions {
   core: CoreV1Api;
-  custom: CustomObjectsApi;
-  temporal: Client;
-  taskQueue: string;
   engineNamespace: string;
-  resyncMs: number;
-  log?: LineLog;
 }
 
 export class RolloutIngest {
   private readonly pools = new Map<string, PoolObject>();
-  private readonly sent = new Map<string, string>();
-  /** Sends that failed in a row, by pool, and the retries waiting. */
-  private readonly failures = new Map<string, number>();
-  private readonly retries = new Set<NodeJS.Timeout>();
-  private stopped = false;
-  private readonly watches: ListWatch<NamespacedObject>[];
-  private running?: Promise<unknown>;
-  private readonly log: LineLog;
+  private readonly ingest: Ingest;
 
   constructor(private readonly options: RolloutIngestOptions) {
-    this.log = options.log ?? ((m) => console.log(m));
     // Pools and MachineConfigs are cluster-scoped: watched everywhere, whatever the namespace.
-    const watchOptions = { ...options, watchNamespace: undefined, log: this.log };
-    this.watches = [
+    this.ingest = new Ingest({ ...options, watchNamespace: undefined });
+    const watchOptions = this.ingest.watchOptions;
+    this.ingest.watch(
       resourceWatch<PoolObject>(
         'MachineConfigPool',
         MACHINE_CONFIG_POOL_API,
         watchOptions,
         (item, gone, relisted) => this.poolSeen(item, gone, relisted),
-      ) as ListWatch<NamespacedObject>,
+      ),
+    );
+    this.ingest.watch(
       resourceWatch(
         'MachineConfig',
         MACHINE_CONFIG_API,
@@ -71,18 +57,15 @@ export class RolloutIngest {
           if (!relisted) await this.sendAll(false);
         },
       ),
-    ];
+    );
   }
 
   start(): void {
-    this.running ??= Promise.all(this.watches.map((w) => w.run()));
+    this.ingest.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.retries.forEach((t) => clearTimeout(t));
-    this.watches.forEach((w) => w.stop());
-    await this.running;
+  stop(): Promise<void> {
+    return this.ingest.stop();
   }
 
   private async poolSeen(item: PoolObject, gone: boolean, relisted: boolean): Promise<void> {
@@ -138,54 +121,33 @@ export class RolloutIngest {
     };
   }
 
+  /** A failed send composes again from the pool as it is then (as it was, if it is gone). */
   private async send(pool: PoolObject, gone: boolean, relisted: boolean): Promise<void> {
     const name = pool.metadata.name;
-    const workflowId = WORKFLOW_ID.rollout(name);
-    try {
-      const observation = await this.observe(pool, gone);
-      const text = JSON.stringify(observation);
-      if (!relisted && this.sent.get(workflowId) === text) return;
-      this.sent.set(workflowId, text);
-      if (gone) {
-        this.sent.delete(workflowId);
-        await this.options.temporal.workflow
-          .getHandle(workflowId)
-          .signal(poolObserved, observation);
-        return;
-      }
-      await this.options.temporal.workflow.signalWithStart('rolloutWorkflow', {
-        workflowId,
-        taskQueue: this.options.taskQueue,
-        args: [{ pool: name }],
+    const target = { workflowId: WORKFLOW_ID.rollout(name), subject: `MachineConfigPool ${name}` };
+    const message = async (): Promise<WorkflowMessage<PoolObservation>> => {
+      const current = gone ? pool : (this.pools.get(name) ?? pool);
+      return {
         signal: poolObserved,
-        signalArgs: [observation],
-        typedSearchAttributes: [
-          { key: SA.kind, value: KIND.rollout },
-          { key: SA.name, value: name },
-        ],
-        staticSummary: `MachineConfigPool ${name}`,
-        staticDetails:
-          'Rolls the pool’s OS image out within maxUnavailable: preflight, then per node ' +
-          'cordon, drain, rpm-ostree rebase, reboot, check, uncordon; stops on a failure.',
-      });
-      this.failures.delete(name);
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return;
-      this.sent.delete(workflowId);
-      // Told again soon, not only at the next change or relist (minutes away).
-      const failures = (this.failures.get(name) ?? 0) + 1;
-      this.failures.set(name, failures);
-      const delayMs = Math.min(30_000, 1_000 * 2 ** (failures - 1));
-      this.log(
-        `MachineConfigPool ${name}: could not signal ${workflowId}: ${innermostMessage(err)}; again in ${delayMs / 1000}s`,
-        'warn',
-      );
-      const timer = setTimeout(() => {
-        this.retries.delete(timer);
-        const current = this.pools.get(name);
-        if (current && !this.stopped) void this.send(current, false, true);
-      }, delayMs);
-      this.retries.add(timer);
-    }
+        arg: await this.observe(current, gone),
+        ...(gone
+          ? {}
+          : {
+              start: {
+                workflowType: 'rolloutWorkflow',
+                args: [{ pool: name }],
+                typedSearchAttributes: [
+                  { key: SA.kind, value: KIND.rollout },
+                  { key: SA.name, value: name },
+                ],
+                staticSummary: `MachineConfigPool ${name}`,
+                staticDetails:
+                  'Rolls the pool’s OS image out within maxUnavailable: preflight, then per node ' +
+                  'cordon, drain, rpm-ostree rebase, reboot, check, uncordon; stops on a failure.',
+              },
+            }),
+      };
+    };
+    await this.ingest.send(target, message, { anyway: relisted, forget: gone });
   }
 }

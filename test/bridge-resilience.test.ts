@@ -6,6 +6,8 @@ import { SA } from '../shared/search-attributes.js';
 import { waitFor } from '../local-stack/process.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
+import { testEnv } from './support/env.js';
+import { startTcpProxy } from './support/tcp-proxy.js';
 
 let scope: TestScope;
 let worker: EngineProcess;
@@ -55,6 +57,39 @@ describe('bridge downtime', () => {
     bridge = await startBridge(scope);
     await scope.taskRuns.waitForSecretGone(done.name);
     expect(await scope.taskRuns.waitForSecret('created-while-down')).toEqual({ host: 'localhost' });
+  });
+});
+
+describe('Temporal unreachable', () => {
+  it('starts the workflow of a TaskRun seen meanwhile once Temporal answers again, before any relist', async () => {
+    // The only bridge watching is one that reaches Temporal through a proxy the test can cut.
+    await bridge.stop();
+    const proxy = await startTcpProxy(testEnv('temporalAddress'));
+    const viaProxy = await startBridge(scope, { TEMPORAL_ADDRESS: proxy.address });
+    const relists = () => viaProxy.tail(500).split('relist complete').length - 1;
+    try {
+      await waitFor('the bridge to list TaskRuns', () => (relists() > 0 ? true : undefined));
+      proxy.cut();
+      const tr = await scope.taskRuns.create({ name: 'sent-again', platform: 'linux/amd64' });
+      await waitFor(
+        'the bridge to fail to start its workflow',
+        () =>
+          viaProxy
+            .tail(500)
+            .includes(`TaskRun ${scope.namespace}/${tr.name} (active): could not signal`)
+            ? true
+            : undefined,
+        { timeoutMs: 60_000 },
+      );
+      proxy.restore();
+      // No change to the TaskRun and no relist (the next is minutes away): the retry started it.
+      expect(await scope.taskRuns.waitForSecret(tr.name, 60_000)).toEqual({ host: 'localhost' });
+      expect(relists()).toBe(1);
+    } finally {
+      await viaProxy.stop();
+      await proxy.close();
+      bridge = await startBridge(scope);
+    }
   });
 });
 

@@ -1,12 +1,13 @@
-// The bridge process: watches TaskRuns and signals their workflows until SIGINT/SIGTERM.
+// The bridge process: watches TaskRuns, host-config, the BPA resources, Machines and
+// MachineConfigPools, and signals their workflows (k8s-bridge/ingest.ts), until SIGINT/SIGTERM.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
-import { Bridge } from '../k8s-bridge/bridge.js';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
 import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
-import { MachineIngest } from '../k8s-bridge/machine-ingest.js';
+import { machineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
+import { TaskRunIngest } from '../k8s-bridge/taskrun-ingest.js';
 import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
 import { serveHealth } from '../runtime/health-server.js';
 import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
@@ -24,38 +25,35 @@ async function main(logger: Logger): Promise<void> {
     ? await serveMetrics(registry, settings.HOSTFLOW_METRICS_ADDRESS)
     : undefined;
   // What every watch and ingest is given: where to watch, how often to resync, where to start.
+  const core = kc.makeApiClient(CoreV1Api);
   const common = {
     kubeConfig: kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
     temporal,
     taskQueue: settings.HOSTFLOW_TASK_QUEUE,
     resyncMs: settings.HOSTFLOW_RESYNC_SECONDS * 1000,
     log,
   };
-  const core = kc.makeApiClient(CoreV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
   const watchNamespace = settings.HOSTFLOW_WATCH_NAMESPACE || undefined;
   const engineNamespace = settings.HOSTFLOW_NAMESPACE;
-  const hostConfig = new HostConfigWatch({ ...common, core, engineNamespace });
-  const bridge = new Bridge({
-    ...common,
-    custom,
-    watchNamespace,
-    metrics: registry,
-    taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
-  });
-  const provisionings = new BpaIngest({
-    ...common,
-    custom,
-    watchNamespace,
-    provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
-  });
-  const machines = new MachineIngest({ ...common, custom, watchNamespace });
-  const rollouts = new RolloutIngest({ ...common, core, custom, engineNamespace });
-  bridge.start();
-  hostConfig.start();
-  provisionings.start();
-  machines.start();
-  rollouts.start();
+  // Each through the one ingest (k8s-bridge/ingest.ts).
+  const ingests = [
+    new HostConfigWatch({ ...common, core, engineNamespace }),
+    new TaskRunIngest({
+      ...common,
+      watchNamespace,
+      metrics: registry,
+      taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
+    }),
+    new BpaIngest({
+      ...common,
+      watchNamespace,
+      provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
+    }),
+    machineIngest({ ...common, watchNamespace }),
+    new RolloutIngest({ ...common, core, engineNamespace }),
+  ];
+  ingests.forEach((ingest) => ingest.start());
   // Ready once every watch has listed everything and Temporal answers: a new replica behind a
   // rolling update then has its index before the old one goes.
   const health = settings.HOSTFLOW_HEALTH_ADDRESS
@@ -77,13 +75,7 @@ async function main(logger: Logger): Promise<void> {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await Promise.all([
-    bridge.stop(),
-    hostConfig.stop(),
-    provisionings.stop(),
-    machines.stop(),
-    rollouts.stop(),
-  ]);
+  await Promise.all(ingests.map((ingest) => ingest.stop()));
   metricsServer?.close();
   health?.close();
   await connection.close();

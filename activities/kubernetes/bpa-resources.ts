@@ -1,20 +1,17 @@
 // Kubernetes adapter for the BPA Software and Cluster resources: their status, their Events,
 // the Cluster's finalizer, and deleting the members a deleted Cluster names.
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type CustomObjectsApi,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import {
   BPA_CLUSTER_API,
   BPA_CLUSTER_FINALIZER,
   PROVISIONING_API,
   SOFTWARE_API,
 } from '../../shared/bpa-api.js';
-import { setFinalizer } from './custom-finalizer.js';
 import { isNotFound, rethrowKube } from './errors.js';
-import { recordEvent } from './events.js';
+import { recordObjectEvent, type ObjectEvent } from './object-events.js';
+import { setObjectFinalizer } from './object-finalizers.js';
+import { customRef } from './object-ref.js';
+import { writeObjectStatus } from './object-status.js';
 
 export type BpaKind = 'Software' | 'Cluster' | 'Provisioning';
 
@@ -26,7 +23,7 @@ export interface BpaRef {
 }
 
 const API = { Software: SOFTWARE_API, Cluster: BPA_CLUSTER_API, Provisioning: PROVISIONING_API };
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const object = (ref: BpaRef) => customRef(API[ref.kind], ref.kind, ref);
 const where = (ref: Omit<BpaRef, 'uid'>) => `${ref.kind} ${ref.namespace}/${ref.name}`;
 
 export function createBpaResourceActivities({
@@ -36,52 +33,19 @@ export function createBpaResourceActivities({
   core: CoreV1Api;
   custom: CustomObjectsApi;
 }) {
-  const coordinates = ({ kind, namespace, name }: BpaRef) => ({ ...API[kind], namespace, name });
-
-  /** Sets or clears the Cluster finalizer; false when the resource (this uid) is gone. */
-  const setClusterFinalizer = (ref: BpaRef, present: boolean) =>
-    setFinalizer(custom, API[ref.kind], ref, BPA_CLUSTER_FINALIZER, present, where(ref));
-
   return {
-    addClusterFinalizer: (ref: BpaRef) => setClusterFinalizer(ref, true),
-    removeClusterFinalizer: async (ref: BpaRef) => void (await setClusterFinalizer(ref, false)),
+    /** Sets the Cluster finalizer; false when the resource (this uid) is gone. */
+    addClusterFinalizer: (ref: BpaRef) =>
+      setObjectFinalizer(custom, object(ref), BPA_CLUSTER_FINALIZER, true),
+    removeClusterFinalizer: async (ref: BpaRef) =>
+      void (await setObjectFinalizer(custom, object(ref), BPA_CLUSTER_FINALIZER, false)),
 
     /** Merges `status` into the resource's status (lists and conditions replace as a whole). */
-    async writeBpaStatus(input: { ref: BpaRef; status: Record<string, unknown> }): Promise<void> {
-      try {
-        await custom.patchNamespacedCustomObjectStatus(
-          { ...coordinates(input.ref), body: { status: input.status } },
-          mergePatch,
-        );
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowKube(`write the status of ${where(input.ref)}`, err);
-      }
-    },
+    writeBpaStatus: (input: { ref: BpaRef; status: Record<string, unknown> }) =>
+      writeObjectStatus(custom, object(input.ref), input.status),
 
-    async recordBpaEvent(input: {
-      ref: BpaRef;
-      type: 'Normal' | 'Warning';
-      reason: string;
-      message: string;
-      /** Same key, same Event: a retried call does not repeat it. */
-      dedupKey: string;
-    }): Promise<void> {
-      const { kind, namespace, name, uid } = input.ref;
-      await recordEvent(core, {
-        involvedObject: {
-          apiVersion: `${API[kind].group}/${API[kind].version}`,
-          kind,
-          namespace,
-          name,
-          uid,
-        },
-        type: input.type,
-        reason: input.reason,
-        message: input.message,
-        dedupKey: `${uid}/${input.dedupKey}`,
-      });
-    },
+    recordBpaEvent: ({ ref, ...event }: ObjectEvent & { ref: BpaRef }) =>
+      recordObjectEvent(core, object(ref), event),
 
     /** Deletes a resource a deleted Cluster named (its own finalizer then does its clean-up). */
     async deleteBpaResource(input: Omit<BpaRef, 'uid'>): Promise<void> {

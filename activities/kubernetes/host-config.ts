@@ -16,7 +16,7 @@ import {
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { EarlierDelivery, Host, TaskRunRef } from '../../shared/types.js';
 import { isNotFound, rethrowKube } from './errors.js';
-import { recordEvent } from './events.js';
+import { recordEvent } from './object-events.js';
 import type { KubeClients } from './clients.js';
 
 type ConfigRead =

@@ -19,7 +19,9 @@ import {
   type PoolNode,
 } from '../../shared/mco-api.js';
 import { isNotFound, rethrowKube } from './errors.js';
-import { recordEvent } from './events.js';
+import { recordObjectEvent, type ObjectEvent } from './object-events.js';
+import { customRef } from './object-ref.js';
+import { writeObjectStatus } from './object-status.js';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -61,6 +63,9 @@ function poolNode(node: V1Node): PoolNodeDetail {
   };
 }
 
+const pool = (ref: { name: string; uid?: string }) =>
+  customRef(MACHINE_CONFIG_POOL_API, 'MachineConfigPool', ref);
+
 export function createMachineConfigPoolActivities({
   core,
   custom,
@@ -91,17 +96,8 @@ export function createMachineConfigPoolActivities({
       }
     },
 
-    async writePoolStatus(input: { name: string; status: Record<string, unknown> }): Promise<void> {
-      try {
-        await custom.patchClusterCustomObjectStatus(
-          { ...MACHINE_CONFIG_POOL_API, name: input.name, body: { status: input.status } },
-          mergePatch,
-        );
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowKube(`write the status of MachineConfigPool ${input.name}`, err);
-      }
-    },
+    writePoolStatus: (input: { name: string; status: Record<string, unknown> }) =>
+      writeObjectStatus(custom, pool(input), input.status),
 
     /** The pool's Nodes, by its nodeSelector, in name order. */
     async listPoolNodes(input: { spec: MachineConfigPoolSpec }): Promise<PoolNodeDetail[]> {
@@ -141,33 +137,19 @@ export function createMachineConfigPoolActivities({
       }
     },
 
-    async recordRolloutEvent(input: {
-      kind: 'Node' | 'MachineConfigPool';
-      name: string;
-      uid?: string;
-      type: 'Normal' | 'Warning';
-      reason: string;
-      message: string;
-      dedupKey: string;
-    }): Promise<void> {
-      await recordEvent(core, {
-        involvedObject: {
-          ...(input.kind === 'Node'
-            ? { apiVersion: 'v1', kind: 'Node' }
-            : {
-                apiVersion: `${MACHINE_CONFIG_POOL_API.group}/${MACHINE_CONFIG_POOL_API.version}`,
-                kind: 'MachineConfigPool',
-              }),
-          name: input.name,
-          namespace: '',
-          ...(input.uid ? { uid: input.uid } : {}),
-        },
-        type: input.type,
-        reason: input.reason,
-        message: input.message,
-        dedupKey: input.dedupKey,
-      });
-    },
+    /** The uid does not scope the key here: a rollout's keys name their pass already. */
+    recordRolloutEvent: ({
+      kind,
+      name,
+      uid,
+      ...event
+    }: ObjectEvent & { kind: 'Node' | 'MachineConfigPool'; name: string; uid?: string }) =>
+      recordObjectEvent(
+        core,
+        kind === 'Node' ? { kind, name, ...(uid ? { uid } : {}) } : pool({ name, uid }),
+        event,
+        { keyByUid: false },
+      ),
   };
 }
 

@@ -19,12 +19,16 @@ import {
   type ObjectReference,
 } from '../../shared/machine-api.js';
 import { markedFor, type Owner } from '../../shared/ownership.js';
-import { setFinalizer, type CustomResourceRef } from './custom-finalizer.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
-import { recordEvent } from './events.js';
+import { recordObjectEvent, type ObjectEvent } from './object-events.js';
+import { setObjectFinalizer } from './object-finalizers.js';
+import { customRef, type CustomResourceRef } from './object-ref.js';
+import { writeObjectStatus } from './object-status.js';
 import { deleteIfOurs } from './owned-objects.js';
 
 export type MachineRef = CustomResourceRef;
+
+const machine = (ref: MachineRef) => customRef(MACHINE_API, 'Machine', ref);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const where = (ref: { namespace: string; name: string }) => `Machine ${ref.namespace}/${ref.name}`;
@@ -66,27 +70,14 @@ export function createMachineActivities({
   const api = {
     /** Added before any external action; false when the Machine (this uid) is gone. */
     addMachineFinalizer: (ref: MachineRef) =>
-      setFinalizer(custom, MACHINE_API, ref, MACHINE_FINALIZER, true, where(ref)),
+      setObjectFinalizer(custom, machine(ref), MACHINE_FINALIZER, true),
 
     removeMachineFinalizer: async (ref: MachineRef): Promise<void> =>
-      void (await setFinalizer(custom, MACHINE_API, ref, MACHINE_FINALIZER, false, where(ref))),
+      void (await setObjectFinalizer(custom, machine(ref), MACHINE_FINALIZER, false)),
 
     /** Merges `status` into the Machine's status (lists and conditions replace as a whole). */
-    async writeMachineStatus(input: {
-      ref: MachineRef;
-      status: Record<string, unknown>;
-    }): Promise<void> {
-      const { namespace, name } = input.ref;
-      try {
-        await custom.patchNamespacedCustomObjectStatus(
-          { ...MACHINE_API, namespace, name, body: { status: input.status } },
-          mergePatch,
-        );
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowKube(`write the status of ${where(input.ref)}`, err);
-      }
-    },
+    writeMachineStatus: (input: { ref: MachineRef; status: Record<string, unknown> }) =>
+      writeObjectStatus(custom, machine(input.ref), input.status),
 
     /** Copies the infrastructure's providerID into the Machine's spec, as Cluster API does. */
     async setMachineProviderId(input: { ref: MachineRef; providerID: string }): Promise<void> {
@@ -102,29 +93,8 @@ export function createMachineActivities({
       }
     },
 
-    async recordMachineEvent(input: {
-      ref: MachineRef;
-      type: 'Normal' | 'Warning';
-      reason: string;
-      message: string;
-      /** Same key, same Event: a retried call does not repeat it. */
-      dedupKey: string;
-    }): Promise<void> {
-      const { namespace, name, uid } = input.ref;
-      await recordEvent(core, {
-        involvedObject: {
-          apiVersion: `${MACHINE_API.group}/${MACHINE_API.version}`,
-          kind: 'Machine',
-          namespace,
-          name,
-          uid,
-        },
-        type: input.type,
-        reason: input.reason,
-        message: input.message,
-        dedupKey: `${uid}/${input.dedupKey}`,
-      });
-    },
+    recordMachineEvent: ({ ref, ...event }: ObjectEvent & { ref: MachineRef }) =>
+      recordObjectEvent(core, machine(ref), event),
 
     /** The HostflowMachine `ref` names in the Machine's namespace, or why it cannot be used. */
     async readMachineInfrastructure(input: {
@@ -184,19 +154,15 @@ export function createMachineActivities({
       name: string;
       status: Record<string, unknown>;
     }): Promise<void> {
-      const { namespace, name, status } = input;
-      try {
-        await custom.patchNamespacedCustomObjectStatus(
-          { ...HOSTFLOW_MACHINE_API, namespace, name, body: { status } },
-          mergePatch,
-        );
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowTenantWrite(
-          `write the status of ${HOSTFLOW_MACHINE_KIND} ${namespace}/${name}`,
-          err,
-        );
-      }
+      const { status, ...ref } = input;
+      await writeObjectStatus(
+        custom,
+        customRef(HOSTFLOW_MACHINE_API, HOSTFLOW_MACHINE_KIND, ref),
+        status,
+        {
+          tenant: true,
+        },
+      );
     },
 
     /** Whether the bootstrap Secret exists with its `value` key. Never returns the data. */

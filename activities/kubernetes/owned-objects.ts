@@ -13,7 +13,7 @@ import {
   type Owner,
 } from '../../shared/ownership.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
-import { recordEvent } from './events.js';
+import { recordEvent } from './object-events.js';
 
 /** Reads of an object another writer changes meanwhile, per try. */
 const ATTEMPTS = 3;

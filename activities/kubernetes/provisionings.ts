@@ -1,12 +1,7 @@
 // Kubernetes adapter for Provisioning resources: their finalizer, their status, their Events,
 // and what a finished install leaves next to them (the role → IP ConfigMap the original wrote
 // as its only success signal, `<cluster>-configmap`, and the kubeconfig Secret).
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type CustomObjectsApi,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import {
   INSTALLER_KEY_FINALIZER,
   installerKeySecretName,
@@ -15,16 +10,14 @@ import {
   PROVISIONING_FINALIZER,
 } from '../../shared/bpa-api.js';
 import { clusterOutputCheck, clusterOutputMetadata, provisioningOwner } from './cluster-outputs.js';
-import { setSecretFinalizer } from './custom-finalizer.js';
-import { isNotFound, rethrowKube } from './errors.js';
-import { recordEvent } from './events.js';
+import { recordObjectEvent, type ObjectEvent } from './object-events.js';
+import { setObjectFinalizer, setSecretFinalizer } from './object-finalizers.js';
+import { customRef } from './object-ref.js';
+import { writeObjectStatus } from './object-status.js';
 import { createOrReplaceIfOurs, deleteIfOurs } from './owned-objects.js';
 import type { ProvisioningRef } from './provisioning-ref.js';
 
 export type { ProvisioningRef };
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 export function createProvisioningActivities({
   core,
@@ -33,104 +26,22 @@ export function createProvisioningActivities({
   core: CoreV1Api;
   custom: CustomObjectsApi;
 }) {
-  const where = (ref: ProvisioningRef) => `Provisioning ${ref.namespace}/${ref.name}`;
-
-  async function finalizers(ref: ProvisioningRef): Promise<string[] | undefined> {
-    try {
-      const obj = (await custom.getNamespacedCustomObject({ ...PROVISIONING_API, ...ref })) as {
-        metadata?: { uid?: string; finalizers?: string[] };
-      };
-      return obj.metadata?.uid === ref.uid ? (obj.metadata.finalizers ?? []) : undefined;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      rethrowKube(`read ${where(ref)}`, err);
-    }
-  }
-
-  /** Writes `items` as the finalizer list, if the list is still `current` (a JSON Patch test). */
-  async function writeFinalizers(
-    ref: ProvisioningRef,
-    current: string[],
-    items: string[],
-  ): Promise<void> {
-    try {
-      await custom.patchNamespacedCustomObject(
-        {
-          ...PROVISIONING_API,
-          ...ref,
-          body: [
-            { op: 'test', path: '/metadata/uid', value: ref.uid },
-            current.length
-              ? { op: 'test', path: '/metadata/finalizers', value: current }
-              : { op: 'add', path: '/metadata/finalizers', value: [] },
-            { op: 'replace', path: '/metadata/finalizers', value: items },
-          ],
-        },
-        jsonPatch,
-      );
-    } catch (err) {
-      if (isNotFound(err)) return;
-      rethrowKube(`write the finalizers of ${where(ref)}`, err); // 422 on a failed test: retried
-    }
-  }
+  const provisioning = (ref: ProvisioningRef) => customRef(PROVISIONING_API, 'Provisioning', ref);
 
   return {
     /** Added before anything outside is touched; false when the resource is gone. */
-    async addProvisioningFinalizer(ref: ProvisioningRef): Promise<boolean> {
-      const current = await finalizers(ref);
-      if (current === undefined) return false;
-      if (!current.includes(PROVISIONING_FINALIZER)) {
-        await writeFinalizers(ref, current, [...current, PROVISIONING_FINALIZER]);
-      }
-      return true;
-    },
+    addProvisioningFinalizer: (ref: ProvisioningRef) =>
+      setObjectFinalizer(custom, provisioning(ref), PROVISIONING_FINALIZER, true),
 
-    async removeProvisioningFinalizer(ref: ProvisioningRef): Promise<void> {
-      const current = await finalizers(ref);
-      if (!current?.includes(PROVISIONING_FINALIZER)) return;
-      await writeFinalizers(
-        ref,
-        current,
-        current.filter((f) => f !== PROVISIONING_FINALIZER),
-      );
-    },
+    removeProvisioningFinalizer: async (ref: ProvisioningRef): Promise<void> =>
+      void (await setObjectFinalizer(custom, provisioning(ref), PROVISIONING_FINALIZER, false)),
 
     /** Merges `status` into the resource's status (conditions replace as a whole). */
-    async writeProvisioningStatus(input: {
-      ref: ProvisioningRef;
-      status: Record<string, unknown>;
-    }): Promise<void> {
-      try {
-        await custom.patchNamespacedCustomObjectStatus(
-          { ...PROVISIONING_API, ...input.ref, body: { status: input.status } },
-          mergePatch,
-        );
-      } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowKube(`write the status of ${where(input.ref)}`, err);
-      }
-    },
+    writeProvisioningStatus: (input: { ref: ProvisioningRef; status: Record<string, unknown> }) =>
+      writeObjectStatus(custom, provisioning(input.ref), input.status),
 
-    async recordProvisioningEvent(input: {
-      ref: ProvisioningRef;
-      type: 'Normal' | 'Warning';
-      reason: string;
-      message: string;
-      /** Same key, same Event: a retried call does not repeat it. */
-      dedupKey: string;
-    }): Promise<void> {
-      await recordEvent(core, {
-        involvedObject: {
-          apiVersion: `${PROVISIONING_API.group}/${PROVISIONING_API.version}`,
-          kind: 'Provisioning',
-          ...input.ref,
-        },
-        type: input.type,
-        reason: input.reason,
-        message: input.message,
-        dedupKey: `${input.ref.uid}/${input.dedupKey}`,
-      });
-    },
+    recordProvisioningEvent: ({ ref, ...event }: ObjectEvent & { ref: ProvisioningRef }) =>
+      recordObjectEvent(core, provisioning(ref), event),
 
     /**
      * The original's success marker: `<cluster>-configmap` with MASTER_<label> / WORKER_<label> →

@@ -12,7 +12,7 @@ import {
   clusterOutputNotOurs,
   provisioningOwner,
 } from '../kubernetes/cluster-outputs.js';
-import { setSecretFinalizer } from '../kubernetes/custom-finalizer.js';
+import { setSecretFinalizer } from '../kubernetes/object-finalizers.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
 import type { ProvisioningRef } from '../kubernetes/provisionings.js';

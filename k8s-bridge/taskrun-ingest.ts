@@ -1,13 +1,6 @@
-// The bridge: turns TaskRun changes into signals on their workflows. It writes nothing to
-// Kubernetes and keeps only a small index (uid → last state sent), so replicas are safe and
+// The TaskRun ingest: turns TaskRun changes into signals on their workflows. It writes nothing
+// to Kubernetes and keeps only a small index (uid → last state sent), so replicas are safe and
 // its memory stays flat as the cluster grows.
-import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import {
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-  type Client,
-} from '@temporalio/client';
-import pLimit from 'p-limit';
 import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
@@ -22,22 +15,12 @@ import {
   type ContractTaskRun,
   type TaskRunObject,
 } from '../platform-config/taskrun-contract.js';
-import type { LineLog } from '../runtime/logger.js';
+import { Ingest, type IngestOptions, type Outcome, type WorkflowMessage } from './ingest.js';
 
-export interface BridgeOptions {
-  kubeConfig: KubeConfig;
-  custom: CustomObjectsApi;
-  temporal: Client;
-  taskQueue: string;
-  resyncMs: number;
-  /** Watch one namespace only (a namespace-scoped install); all namespaces when undefined. */
-  watchNamespace?: string;
+export interface TaskRunIngestOptions extends IngestOptions {
   metrics?: Registry;
-  /** Concurrent Temporal calls; bounds the burst after a restart. */
-  concurrency?: number;
   /** A TaskRun workflow's history limit before it continues as new (its own default if unset). */
   taskRunMaxHistory?: number;
-  log?: LineLog;
 }
 
 interface Indexed {
@@ -56,20 +39,17 @@ const LIST_PAGE_SIZE = 100;
 /** The longest PLATFORM shown or indexed (a valid one has at most 63 characters). */
 const MAX_SHOWN = 100;
 
-export class Bridge {
+export class TaskRunIngest {
   private readonly index = new Map<string, Indexed>();
   private seenInList = new Set<string>();
   private runningBeforeList?: Array<{ uid: string; namespace: string; name: string }>;
-  private readonly limit: ReturnType<typeof pLimit>;
+  private readonly ingest: Ingest;
   private readonly listWatch: ListWatch<TaskRunObject>;
-  private readonly log: LineLog;
-  private running?: Promise<void>;
   private readonly metrics?: BridgeMetrics;
 
-  constructor(private readonly options: BridgeOptions) {
-    this.log = options.log ?? ((m) => console.log(m));
+  constructor(private readonly options: TaskRunIngestOptions) {
+    this.ingest = new Ingest(options);
     if (options.metrics) this.metrics = createBridgeMetrics(options.metrics, () => this.index.size);
-    this.limit = pLimit(options.concurrency ?? 32);
     this.listWatch = new ListWatch<TaskRunObject>({
       name: 'taskrun watch',
       kubeConfig: options.kubeConfig,
@@ -77,7 +57,7 @@ export class Bridge {
         options.watchNamespace ? `namespaces/${options.watchNamespace}/` : ''
       }${TASKRUN_API.plural}`,
       resyncMs: options.resyncMs,
-      log: this.log,
+      log: this.ingest.log,
       list: async (continueToken) => {
         const page = { ...TASKRUN_API, limit: LIST_PAGE_SIZE, _continue: continueToken };
         const list = (await (options.watchNamespace
@@ -100,16 +80,15 @@ export class Bridge {
       onListDone: () => this.onListDone(),
       onEvent: (type, object) => this.onEvent(type, object),
     });
+    this.ingest.watch(this.listWatch);
   }
 
   start(): void {
-    this.running ??= this.listWatch.run();
+    this.ingest.start();
   }
 
-  async stop(): Promise<void> {
-    this.listWatch.stop();
-    await this.running;
-    await this.limit(() => undefined); // let queued calls drain
+  stop(): Promise<void> {
+    return this.ingest.stop();
   }
 
   resyncNow(): void {
@@ -145,7 +124,10 @@ export class Bridge {
       }
     } catch (err) {
       this.runningBeforeList = undefined; // sweep skipped this round
-      this.log(`listing running TaskRun workflows failed: ${(err as Error).message}`, 'warn');
+      this.ingest.log(
+        `listing running TaskRun workflows failed: ${(err as Error).message}`,
+        'warn',
+      );
     }
   }
 
@@ -177,7 +159,7 @@ export class Bridge {
     const missing = [...this.index.entries()].filter(([uid]) => !seen.has(uid));
     await Promise.all(missing.map(([uid, entry]) => this.observeDeleted(uid, entry)));
     await this.sweepOrphans(seen);
-    this.log(
+    this.ingest.log(
       `relist complete: ${seen.size} TaskRun(s) under contract, ${missing.length} gone since last seen`,
     );
   }
@@ -196,6 +178,7 @@ export class Bridge {
     void this.observe(match, match.completed ? 'completed' : 'active');
   }
 
+  /** A failed send leaves the index alone, so a retry or the next resync sends it again. */
   private async observe(
     taskRun: ContractTaskRun,
     state: TaskRunState,
@@ -203,56 +186,32 @@ export class Bridge {
   ): Promise<void> {
     const known = this.index.get(taskRun.uid);
     if (known?.sent === state && !again) return;
-    await this.limit(async () => {
-      try {
-        await this.signalWithStart(taskRun, state);
-        this.metrics?.signals.inc({ state, result: 'ok' });
-        this.log(`signalled ${describe(taskRun)} (${state})`, 'debug', logFields(taskRun));
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-          // Leave the index alone, so the next resync tries again.
-          this.metrics?.signals.inc({ state, result: 'error' });
-          this.log(
-            `signal ${describe(taskRun)} (${state}) failed: ${(err as Error).message}`,
-            'warn',
-            logFields(taskRun),
-          );
-          return;
-        }
-        // Its workflow has already finished: nothing more to tell it.
-        this.metrics?.signals.inc({ state, result: 'already_finished' });
-        this.index.set(taskRun.uid, {
-          namespace: taskRun.namespace,
-          name: taskRun.name,
+    const { namespace, name, uid } = taskRun;
+    const settled = (outcome: Outcome) => {
+      const result = { sent: 'ok', finished: 'already_finished' }[outcome as string] ?? 'error';
+      this.metrics?.signals.inc({ state, result });
+      // A closed workflow is never restarted, so there is nothing more to tell it.
+      if (outcome === 'sent' || outcome === 'finished')
+        this.index.set(uid, {
+          namespace,
+          name,
           sent: state,
-          finished: true,
+          ...(outcome === 'finished' ? { finished: true } : {}),
         });
-        return;
-      }
-      this.index.set(taskRun.uid, {
-        namespace: taskRun.namespace,
-        name: taskRun.name,
-        sent: state,
-      });
+    };
+    await this.ingest.send(target(taskRun, state), () => this.message(taskRun, state), {
+      dedupe: false,
+      settled,
     });
   }
 
   private async observeDeleted(uid: string, entry: Omit<Indexed, 'sent'>): Promise<void> {
-    await this.limit(async () => {
-      try {
-        await this.options.temporal.workflow
-          .getHandle(WORKFLOW_ID.taskRun(entry.namespace, entry.name, uid))
-          .signal(taskRunObserved, { state: 'deleted' });
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) {
-          this.log(
-            `signal deletion of ${entry.namespace}/${entry.name} failed: ${(err as Error).message}`,
-            'warn',
-          );
-          return;
-        }
-      }
-      this.index.delete(uid);
+    const message = { signal: taskRunObserved, arg: { state: 'deleted' as const } };
+    await this.ingest.send(target({ ...entry, uid }, 'deleted'), () => message, {
+      dedupe: false,
+      settled: (outcome) => {
+        if (outcome === 'sent' || outcome === 'not-running') this.index.delete(uid);
+      },
     });
   }
 
@@ -262,58 +221,61 @@ export class Bridge {
       (w) => !seen.has(w.uid) && !this.index.has(w.uid),
     );
     if (orphans.length > 0)
-      this.log(`resync: ${orphans.length} TaskRun(s) deleted while unobserved`);
+      this.ingest.log(`resync: ${orphans.length} TaskRun(s) deleted while unobserved`);
     await Promise.all(orphans.map((o) => this.observeDeleted(o.uid, o)));
   }
 
-  private signalWithStart(taskRun: ContractTaskRun, state: TaskRunState) {
+  private message(
+    taskRun: ContractTaskRun,
+    state: TaskRunState,
+  ): WorkflowMessage<{ state: TaskRunState }> {
     // PLATFORM is whatever the TaskRun says: the workflow gets it whole (and answers a bad one
     // with an error Secret), but what Temporal indexes and shows is kept short and printable.
     const platform = printable(taskRun.platform, MAX_SHOWN);
-    return this.options.temporal.workflow.signalWithStart<
-      TaskRunWorkflow,
-      [{ state: TaskRunState }]
-    >('taskRunWorkflow', {
-      workflowId: WORKFLOW_ID.taskRun(taskRun.namespace, taskRun.name, taskRun.uid),
-      taskQueue: this.options.taskQueue,
-      args: [
-        {
-          namespace: taskRun.namespace,
-          name: taskRun.name,
-          uid: taskRun.uid,
-          platform: taskRun.platform,
-          ...(this.options.taskRunMaxHistory ? { maxHistory: this.options.taskRunMaxHistory } : {}),
-        },
-      ],
+    return {
       signal: taskRunObserved,
-      signalArgs: [{ state }],
-      // A finished workflow is never restarted by a late event; a failed one may be.
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [
-        { key: SA.kind, value: KIND.taskRun },
-        { key: SA.namespace, value: taskRun.namespace },
-        { key: SA.name, value: taskRun.name },
-        { key: SA.platform, value: platform },
-      ],
-      // Temporal takes a summary of at most 400 bytes (with its JSON quotes).
-      staticSummary: clipBytes(`TaskRun ${taskRun.namespace}/${taskRun.name} on ${platform}`, 380),
-      staticDetails:
-        `Serves TaskRun **${taskRun.namespace}/${taskRun.name}** (uid ${taskRun.uid}), ` +
-        `platform \`${platform}\`: writes its multi-platform-ssh Secret, ` +
-        'waits for it to finish, then cleans up.',
-    });
+      arg: { state },
+      start: {
+        workflowType: 'taskRunWorkflow',
+        args: [
+          {
+            namespace: taskRun.namespace,
+            name: taskRun.name,
+            uid: taskRun.uid,
+            platform: taskRun.platform,
+            ...(this.options.taskRunMaxHistory
+              ? { maxHistory: this.options.taskRunMaxHistory }
+              : {}),
+          } satisfies Parameters<TaskRunWorkflow>[0],
+        ],
+        // A finished workflow is never restarted by a late event; a failed one may be.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        typedSearchAttributes: [
+          { key: SA.kind, value: KIND.taskRun },
+          { key: SA.namespace, value: taskRun.namespace },
+          { key: SA.name, value: taskRun.name },
+          { key: SA.platform, value: platform },
+        ],
+        // Temporal takes a summary of at most 400 bytes (with its JSON quotes).
+        staticSummary: clipBytes(
+          `TaskRun ${taskRun.namespace}/${taskRun.name} on ${platform}`,
+          380,
+        ),
+        staticDetails:
+          `Serves TaskRun **${taskRun.namespace}/${taskRun.name}** (uid ${taskRun.uid}), ` +
+          `platform \`${platform}\`: writes its multi-platform-ssh Secret, ` +
+          'waits for it to finish, then cleans up.',
+      },
+    };
   }
 }
 
-function describe(t: { namespace: string; name: string }): string {
-  return `TaskRun ${t.namespace}/${t.name}`;
-}
-
-/** The same fields as the worker's lines about this TaskRun, to search both at once. */
-function logFields(t: ContractTaskRun): Record<string, string> {
+/** Where a TaskRun's messages go; its log fields are the worker's, to search both at once. */
+function target(t: { namespace: string; name: string; uid: string }, state: string) {
+  const workflowId = WORKFLOW_ID.taskRun(t.namespace, t.name, t.uid);
   return {
-    k8sNamespace: t.namespace,
-    k8sName: t.name,
-    workflowId: WORKFLOW_ID.taskRun(t.namespace, t.name, t.uid),
+    workflowId,
+    subject: `TaskRun ${t.namespace}/${t.name} (${state})`,
+    logFields: { k8sNamespace: t.namespace, k8sName: t.name, workflowId },
   };
 }

@@ -1,5 +1,7 @@
-// One finalizer on one object, set or cleared with a JSON Patch that tests the uid and the list
-// read, so a retried call, a re-created object or a concurrent writer is never clobbered.
+// One finalizer on one object, by reference, set or cleared with a JSON Patch that tests the uid
+// and the list read, so a retried call, a re-created object or a concurrent writer is never
+// clobbered. Every per-kind finalizer activity (addMachineFinalizer, addProvisioningFinalizer,
+// addClusterFinalizer…) delegates here.
 import {
   PatchStrategy,
   setHeaderOptions,
@@ -7,14 +9,9 @@ import {
   type CustomObjectsApi,
 } from '@kubernetes/client-node';
 import { isNotFound, rethrowKube } from './errors.js';
+import { describeObject, type ObjectRef } from './object-ref.js';
 
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
-
-export interface CustomResourceRef {
-  namespace: string;
-  name: string;
-  uid: string;
-}
 
 /** How to read and JSON-patch one object, whatever its kind. */
 interface FinalizerTarget {
@@ -23,7 +20,7 @@ interface FinalizerTarget {
 }
 
 /** Sets (`present`) or clears `finalizer`; false when the object (this uid) is gone. */
-async function setObjectFinalizer(
+async function setFinalizerOn(
   target: FinalizerTarget,
   uid: string | undefined,
   finalizer: string,
@@ -58,18 +55,19 @@ async function setObjectFinalizer(
   return true;
 }
 
-/** Sets (`present`) or clears `finalizer` on a custom resource; false when it (this uid) is gone. */
-export function setFinalizer(
+/** Sets (`present`) or clears `finalizer` on a namespaced custom resource; false when it (this uid) is gone. */
+export function setObjectFinalizer(
   custom: CustomObjectsApi,
-  api: { group: string; version: string; plural: string },
-  ref: CustomResourceRef,
+  ref: ObjectRef,
   finalizer: string,
   present: boolean,
-  /** How messages name the resource, e.g. `Machine ns/name`. */
-  what: string,
 ): Promise<boolean> {
-  const coordinates = { ...api, namespace: ref.namespace, name: ref.name };
-  return setObjectFinalizer(
+  if (!ref.api || !ref.namespace)
+    throw new Error(
+      `setObjectFinalizer: ${describeObject(ref)} is not a namespaced custom resource`,
+    );
+  const coordinates = { ...ref.api, namespace: ref.namespace, name: ref.name };
+  return setFinalizerOn(
     {
       read: () => custom.getNamespacedCustomObject(coordinates),
       patch: (body) => custom.patchNamespacedCustomObject({ ...coordinates, body }, jsonPatch),
@@ -77,7 +75,7 @@ export function setFinalizer(
     ref.uid,
     finalizer,
     present,
-    what,
+    describeObject(ref),
   );
 }
 
@@ -88,7 +86,7 @@ export function setSecretFinalizer(
   finalizer: string,
   present: boolean,
 ): Promise<boolean> {
-  return setObjectFinalizer(
+  return setFinalizerOn(
     {
       read: () => core.readNamespacedSecret(secret),
       patch: (body) => core.patchNamespacedSecret({ ...secret, body }, jsonPatch),
