@@ -50,7 +50,13 @@ interface Status {
   workers?: number;
   observedGeneration?: number;
   install?: { playbook?: string; failedHost?: string; failedTask?: string };
-  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+  conditions?: Array<{
+    type: string;
+    status: string;
+    reason: string;
+    message: string;
+    lastTransitionTime?: string;
+  }>;
 }
 
 beforeAll(async () => {
@@ -243,7 +249,7 @@ describe('an installed Provisioning', () => {
       masters: [{ m: { 'mac-address': mac0! } }],
       workers: [{ w1: { 'mac-address': mac1! } }, { w2: { 'mac-address': mac2! } }],
     });
-    await until('lc', 'installed', readyAt(1, 'Installed'));
+    const installed = await until('lc', 'installed', readyAt(1, 'Installed'));
     await squatterLeavesOutputsAlone('cluster-lc');
     expect(await deleteHost(2)).toMatch(
       /^403: .*is locked by Lock .*node w2 of cluster cluster-lc/,
@@ -253,6 +259,10 @@ describe('an installed Provisioning', () => {
     const down = await until('lc', 'scaled down', readyAt(2, 'Scaled'));
     expect(down.workers).toBe(1);
     expect(down.conditions?.[0]?.message).toBe('cluster cluster-lc has 2 nodes; removed w2');
+    // Ready stayed True through the scale: its transition time is the install's.
+    expect(down.conditions?.[0]?.lastTransitionTime).toBe(
+      installed.conditions?.[0]?.lastTransitionTime,
+    );
     expect([await metal.marker(0), await metal.marker(1), await metal.marker(2)]).toEqual([
       'm in cluster-lc',
       'w1 in cluster-lc',

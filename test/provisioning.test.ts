@@ -86,6 +86,14 @@ const get = (name: string) =>
     );
 
 /** Waits for the phase, keeping the phases seen on the way (as `kubectl get bpa -w` shows them). */
+/** The workflows on-call finds with `query` in the UI (search attributes are indexed shortly after). */
+const foundBy = (query: string) =>
+  waitFor(`a workflow where ${query}`, async () => {
+    const ids: string[] = [];
+    for await (const w of scope.temporal.client.workflow.list({ query })) ids.push(w.workflowId);
+    return ids.length ? ids : undefined;
+  });
+
 async function phase(
   name: string,
   wanted: string,
@@ -216,6 +224,13 @@ describe('a Provisioning', () => {
     ]);
     expect((await get('alpha'))?.metadata.finalizers).toContain(PROVISIONING_FINALIZER);
     expect(await events('Provisioned', 1)).toHaveLength(1);
+    // On-call finds it by kind, phase and cluster, as Machines and TaskRuns are found.
+    expect(
+      await foundBy(
+        `HostflowKind = 'provisioning' AND K8sNamespace = '${scope.namespace}' AND ` +
+          `K8sName = 'alpha' AND Phase = 'Ready' AND ClusterName = 'cluster-alpha'`,
+      ),
+    ).toEqual([`provisioning/${scope.namespace}/alpha`]);
     // Neither the installer key nor the kubeconfig's credentials are in the workflow's history.
     const installer = await scope.kube.core.readNamespacedSecret({
       name: 'cluster-alpha-ssh-key',
@@ -326,6 +341,11 @@ describe('a Provisioning', () => {
     );
     expect(await consumerOf(2)).toBe('doomed');
     expect(await events('InstallFailed', 1)).toHaveLength(1);
+    expect(
+      await foundBy(
+        `HostflowKind = 'provisioning' AND K8sNamespace = '${scope.namespace}' AND Phase = 'Failed'`,
+      ),
+    ).toEqual([`provisioning/${scope.namespace}/doomed`]);
     await scope.kube.custom.deleteNamespacedCustomObject({
       ...PROVISIONING_API,
       namespace: scope.namespace,

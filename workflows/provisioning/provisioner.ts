@@ -22,6 +22,7 @@ import {
   playbooks,
   provisioningKube as kube,
 } from '../activities.js';
+import type { ResourceStatusState } from '../kit/resource-status.js';
 import { untilDone } from '../kit/retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
@@ -72,6 +73,8 @@ export interface ProvisionerState {
   kubeconfigSecret?: string;
   lockedIn: string[];
   lastRun?: { playbook: Playbook; log: string };
+  /** Its status's phase and conditions (absent when carried from before the status kit). */
+  status?: ResourceStatusState;
 }
 
 const FORBIDDEN_ADVICE =
@@ -121,6 +124,7 @@ export class Provisioner {
         eventScope: `${this.generation}/${this.tries}`,
       }),
       true,
+      carried?.status,
     );
   }
 
@@ -136,6 +140,7 @@ export class Provisioner {
       ...(this.kubeconfigSecret ? { kubeconfigSecret: this.kubeconfigSecret } : {}),
       lockedIn: [...this.lockedIn].sort(),
       ...(this.lastRun ? { lastRun: this.lastRun } : {}),
+      status: this.report.state,
     };
   }
 
