@@ -290,9 +290,19 @@ describe('an installed Provisioning', () => {
       'cluster cluster-lc has 3 nodes; added w3',
     ]);
 
+    // The same nodes written differently: a new generation, but no scale is run or reported.
+    await patchSpec('lc', {
+      workers: [{ w1: { 'mac-address': mac1!.toUpperCase() } }, { w3: { cpu: 12 } }],
+    });
+    const same = await until('lc', 'unchanged', readyAt(4, 'Unchanged'));
+    expect(same.conditions?.[0]?.message).toBe(
+      'cluster cluster-lc has 3 nodes: the spec asks for the nodes it has; no playbook ran',
+    );
+    expect(await events('lc', 'Scaled')).toHaveLength(2);
+
     // What kubespray cannot change on a live cluster is refused; the cluster runs on.
     await patchSpec('lc', { masters: [{ 'm-renamed': { 'mac-address': mac0! } }] });
-    const refused = await until('lc', 'change refused', readyAt(4, 'ChangeRefused'));
+    const refused = await until('lc', 'change refused', readyAt(5, 'ChangeRefused'));
     expect(refused.conditions?.[0]?.message).toMatch(
       /the masters of an installed cluster cannot change .*; the cluster runs as last installed$/,
     );

@@ -5,9 +5,11 @@
 // systemd. They connect to every node with become, check the inventory as kubespray does, and
 // write artifacts/admin.conf.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import {
   BAREMETALHOST_API,
+  HOST_SSH_ANNOTATIONS,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
   type ProvisioningSpec,
@@ -359,6 +361,47 @@ describe('a Provisioning', () => {
       },
     );
     expect(await consumerOf(2)).toBeUndefined();
+  });
+
+  it('says a missing admin-key Secret is missing, naming it, not that it lacks id_rsa', async () => {
+    const sshSecret = (secret: string) =>
+      scope.kube.custom.patchNamespacedCustomObject(
+        {
+          ...BAREMETALHOST_API,
+          namespace: metal3,
+          name: 'node-1',
+          body: { metadata: { annotations: { [HOST_SSH_ANNOTATIONS.secret]: secret } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    const { metadata } = (await scope.kube.custom.getNamespacedCustomObject({
+      ...BAREMETALHOST_API,
+      namespace: metal3,
+      name: 'node-1',
+    })) as { metadata: { annotations: Record<string, string> } };
+    const given = metadata.annotations[HOST_SSH_ANNOTATIONS.secret]!;
+    await sshSecret('no-such-secret');
+    try {
+      await create('keyless', 'cluster-keyless', {
+        masters: [{ master: { 'mac-address': macs[1]! } }],
+      });
+      const status = await phase('keyless', 'Failed');
+      expect(status.conditions?.[0]?.message).toContain(
+        `node master: Secret ${metal3}/no-such-secret does not exist: create it with the admin key of its host under id_rsa`,
+      );
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        name: 'keyless',
+      });
+      await waitFor(
+        'keyless to go',
+        async () => ((await get('keyless')) === undefined ? true : undefined),
+        { timeoutMs: 120_000 },
+      );
+    } finally {
+      await sshSecret(given);
+    }
   });
 
   // A hostile tenant names, by MAC, hosts that are not its to take: none is touched.

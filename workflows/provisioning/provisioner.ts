@@ -62,6 +62,12 @@ export const PATCH_GIVEN_HOST_KEYS = 'provisioning-given-host-keys';
  */
 export const PATCH_FORBIDDEN_ANSWERED = 'provisioning-forbidden-answered';
 
+/**
+ * v8: a spec change that leaves the nodes as they are (the same hosts, written differently) is
+ * reported as such (reason Unchanged, no Scaled Event), not as a scale.
+ */
+export const PATCH_UNCHANGED_NOT_SCALED = 'provisioning-unchanged-not-scaled';
+
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
   cluster: string;
@@ -318,18 +324,22 @@ export class Provisioner {
       ...(podSubnet ? { podSubnet } : {}),
       ...(plan.kubesprayRelease ? { kubesprayRelease: plan.kubesprayRelease } : {}),
     };
+    const unchanged =
+      !first && !plan.added.length && !plan.removed.length && patched(PATCH_UNCHANGED_NOT_SCALED);
+    const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
     const what = first
       ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
       : `cluster ${this.cluster} has ${plan.nodes.length} nodes` +
+        (unchanged ? ': the spec asks for the nodes it has; no playbook ran' : '') +
         (plan.added.length ? `; added ${plan.added.join(', ')}` : '') +
         (plan.removed.length ? `; removed ${plan.removed.join(', ')}` : '');
-    await this.report.step('Ready', first ? 'Installed' : 'Scaled', {
-      ...this.report.ready('True', first ? 'Installed' : 'Scaled', what),
+    await this.report.step('Ready', reason, {
+      ...this.report.ready('True', reason, what),
       install: { ...this.lastRun, failedHost: null, failedTask: null },
       ...nodeSummary(plan.nodes),
       ...(this.kubeconfigSecret ? { kubeconfigSecret: this.kubeconfigSecret } : {}),
     });
-    await this.report.event('Normal', first ? 'Provisioned' : 'Scaled', what);
+    await this.report.event('Normal', first ? 'Provisioned' : reason, what);
   }
 
   private async failed(step: PlanStep, err: unknown): Promise<void> {
