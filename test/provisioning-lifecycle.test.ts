@@ -300,9 +300,16 @@ describe('an installed Provisioning', () => {
     );
     expect(await events('lc', 'Scaled')).toHaveLength(2);
 
+    // Every worker removed: refused as what it means, not as a change of the masters' roles.
+    await patchSpec('lc', { workers: [] });
+    const noWorkers = await until('lc', 'no workers refused', readyAt(5, 'ChangeRefused'));
+    expect(noWorkers.conditions?.[0]?.message).toBe(
+      'removing every worker (w1, w3) makes the masters schedulable, workers too, which an installed cluster cannot change: keep at least one worker, or delete and re-create the Provisioning; the cluster runs as last installed',
+    );
+
     // What kubespray cannot change on a live cluster is refused; the cluster runs on.
     await patchSpec('lc', { masters: [{ 'm-renamed': { 'mac-address': mac0! } }] });
-    const refused = await until('lc', 'change refused', readyAt(5, 'ChangeRefused'));
+    const refused = await until('lc', 'change refused', readyAt(6, 'ChangeRefused'));
     expect(refused.conditions?.[0]?.message).toMatch(
       /the masters of an installed cluster cannot change .*; the cluster runs as last installed$/,
     );

@@ -64,9 +64,10 @@ export const PATCH_FORBIDDEN_ANSWERED = 'provisioning-forbidden-answered';
 
 /**
  * v8: a spec change that leaves the nodes as they are (the same hosts, written differently) is
- * reported as such (reason Unchanged, no Scaled Event), not as a scale.
+ * reported as such (reason Unchanged, no Scaled Event), not as a scale; a spec that removes every
+ * worker is refused as what it means (the masters would become schedulable).
  */
-export const PATCH_UNCHANGED_NOT_SCALED = 'provisioning-unchanged-not-scaled';
+export const PATCH_CLEARER_SCALE = 'provisioning-clearer-scale';
 
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
@@ -180,7 +181,11 @@ export class Provisioner {
     if ('problems' in found) return this.refuse(found.problems);
     let plan: Plan;
     if (this.installed) {
-      const scale = planScale(this.installed, { cluster: label, ...found, spec: seen.spec });
+      const scale = planScale(
+        this.installed,
+        { cluster: label, ...found, spec: seen.spec },
+        patched(PATCH_CLEARER_SCALE),
+      );
       if ('problems' in scale) return this.refuse(scale.problems);
       plan = scale.plan;
     } else {
@@ -325,7 +330,7 @@ export class Provisioner {
       ...(plan.kubesprayRelease ? { kubesprayRelease: plan.kubesprayRelease } : {}),
     };
     const unchanged =
-      !first && !plan.added.length && !plan.removed.length && patched(PATCH_UNCHANGED_NOT_SCALED);
+      !first && !plan.added.length && !plan.removed.length && patched(PATCH_CLEARER_SCALE);
     const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
     const what = first
       ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
