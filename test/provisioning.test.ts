@@ -404,6 +404,48 @@ describe('a Provisioning', () => {
     }
   });
 
+  it('refused for want of a free host, goes on by itself once one frees up', async () => {
+    await create('holder', 'cluster-holder', {
+      masters: [{ master: { 'mac-address': macs[2]! } }],
+    });
+    await phase('holder', 'Ready');
+    // The one 12-CPU host is the holder's: refused, saying so.
+    await create('waiter', 'cluster-waiter', { masters: [{ big: { cpu: 12 } }] });
+    const refused = await phase('waiter', 'Refused');
+    expect(refused.conditions?.[0]?.message).toBe('master big: no free BareMetalHost has 12 CPUs');
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'holder',
+    });
+    // Nobody touches the waiter: it looks again on its own and installs on the freed host.
+    const ready = await waitFor(
+      'waiter to install once the holder let its host go',
+      async () => {
+        const status = (await get('waiter'))?.status;
+        return status?.phase === 'Ready' ? status : undefined;
+      },
+      { timeoutMs: 240_000 },
+    );
+    expect(ready.nodes?.map((n) => n.host)).toEqual([`${metal3}/node-2`]);
+    expect(await consumerOf(2)).toBe('waiter');
+    // However often it looked again, its refusal is one Event.
+    const waiterRefused = (await events('Refused', 4)).filter(
+      (e) => e.involvedObject.name === 'waiter',
+    );
+    expect(waiterRefused).toHaveLength(1);
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'waiter',
+    });
+    await waitFor(
+      'waiter to go',
+      async () => ((await get('waiter')) === undefined ? true : undefined),
+      { timeoutMs: 120_000 },
+    );
+  }, 420_000);
+
   // A hostile tenant names, by MAC, hosts that are not its to take: none is touched.
   it('a hostile tenant: a host in another namespace, one a Metal3Machine consumes, and one metal3 is busy with are never taken', async () => {
     const other = `other-${sfx}`;

@@ -94,6 +94,8 @@ export class Provisioner {
   /** Plans started: Events of one try are one Event each, a retry's are new ones. */
   tries = 0;
   readonly report: ProvisioningReport;
+  /** The last plan was refused only for hosts that are not free now: a host freeing up may do. */
+  waitsForHost = false;
   private installed: InstalledCluster | undefined;
   /** The nodes whose hosts it holds (claimed and locked). */
   private held: ProvisioningNode[] = [];
@@ -171,7 +173,7 @@ export class Provisioner {
     );
     const current = this.installed?.nodes ?? this.held;
     const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
-    if (!assignment.ok) return this.refuse(assignment.problems);
+    if (!assignment.ok) return this.refuse(assignment.problems, assignment.busy);
     const found = await nodeAddresses(
       assignment.nodes,
       hosts,
@@ -196,7 +198,7 @@ export class Provisioner {
       await kube.claimBareMetalHosts({ consumer: this.ref, hosts: plan.nodes.map((n) => n.host) });
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return this.refuse([innermostMessage(err)]); // taken by another Provisioning meanwhile
+      return this.refuse([innermostMessage(err)], true); // taken by another Provisioning meanwhile
     }
     const before = this.held;
     this.held = unionNodes(this.installed?.nodes ?? this.touched, plan.nodes);
@@ -379,7 +381,9 @@ export class Provisioner {
     await this.report.event('Warning', reason, message);
   }
 
-  private async refuse(problems: string[]): Promise<'refused'> {
+  /** `busy`: only hosts that are not free now stand in the way (see `waitsForHost`). */
+  private async refuse(problems: string[], busy = false): Promise<'refused'> {
+    this.waitsForHost = busy;
     if (!this.installed) {
       await this.report.refuse(problems);
       return 'refused';
