@@ -96,6 +96,23 @@ const foundBy = (query: string) =>
     return ids.length ? ids : undefined;
   });
 
+/** The columns `kubectl get provisioning <name>` prints (the API server's Table, no -o wide). */
+async function printed(name: string): Promise<Record<string, unknown>> {
+  const table = (await scope.kube.custom.getNamespacedCustomObject(
+    { ...PROVISIONING_API, namespace: scope.namespace, name },
+    setHeaderOptions('Accept', 'application/json;as=Table;v=v1;g=meta.k8s.io'),
+  )) as {
+    columnDefinitions: Array<{ name: string; priority: number }>;
+    rows: Array<{ cells: unknown[] }>;
+  };
+  return Object.fromEntries(
+    table.columnDefinitions
+      .map((column, index) => [column, table.rows[0]!.cells[index]] as const)
+      .filter(([column]) => !column.priority)
+      .map(([column, cell]) => [column.name, cell]),
+  );
+}
+
 async function phase(
   name: string,
   wanted: string,
@@ -343,6 +360,18 @@ describe('a Provisioning', () => {
     );
     expect(await consumerOf(2)).toBe('doomed');
     expect(await events('InstallFailed', 1)).toHaveLength(1);
+    // `kubectl get provisioning` says why in a short column; the long words are for -o wide.
+    const columns = await printed('doomed');
+    expect(Object.keys(columns)).toEqual([
+      'Name',
+      'Cluster',
+      'Phase',
+      'Reason',
+      'Masters',
+      'Workers',
+      'Age',
+    ]);
+    expect(columns).toMatchObject({ Phase: 'Failed', Reason: 'InstallFailed' });
     expect(
       await foundBy(
         `HostflowKind = 'provisioning' AND K8sNamespace = '${scope.namespace}' AND Phase = 'Failed'`,
