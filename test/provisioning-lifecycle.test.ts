@@ -308,7 +308,10 @@ describe('an installed Provisioning', () => {
     );
 
     // What kubespray cannot change on a live cluster is refused; the cluster runs on.
-    await patchSpec('lc', { masters: [{ 'm-renamed': { 'mac-address': mac0! } }] });
+    await patchSpec('lc', {
+      masters: [{ 'm-renamed': { 'mac-address': mac0! } }],
+      workers: [{ w1: { 'mac-address': mac1! } }, { w3: { cpu: 12 } }],
+    });
     const refused = await until('lc', 'change refused', readyAt(6, 'ChangeRefused'));
     expect(refused.conditions?.[0]?.message).toMatch(
       /the masters of an installed cluster cannot change .*; the cluster runs as last installed$/,
