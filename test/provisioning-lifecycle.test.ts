@@ -50,7 +50,13 @@ interface Status {
   workers?: number;
   observedGeneration?: number;
   install?: { playbook?: string; failedHost?: string; failedTask?: string };
-  conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+  conditions?: Array<{
+    type: string;
+    status: string;
+    reason: string;
+    message: string;
+    lastTransitionTime?: string;
+  }>;
 }
 
 beforeAll(async () => {
@@ -243,7 +249,7 @@ describe('an installed Provisioning', () => {
       masters: [{ m: { 'mac-address': mac0! } }],
       workers: [{ w1: { 'mac-address': mac1! } }, { w2: { 'mac-address': mac2! } }],
     });
-    await until('lc', 'installed', readyAt(1, 'Installed'));
+    const installed = await until('lc', 'installed', readyAt(1, 'Installed'));
     await squatterLeavesOutputsAlone('cluster-lc');
     expect(await deleteHost(2)).toMatch(
       /^403: .*is locked by Lock .*node w2 of cluster cluster-lc/,
@@ -253,6 +259,10 @@ describe('an installed Provisioning', () => {
     const down = await until('lc', 'scaled down', readyAt(2, 'Scaled'));
     expect(down.workers).toBe(1);
     expect(down.conditions?.[0]?.message).toBe('cluster cluster-lc has 2 nodes; removed w2');
+    // Ready stayed True through the scale: its transition time is the install's.
+    expect(down.conditions?.[0]?.lastTransitionTime).toBe(
+      installed.conditions?.[0]?.lastTransitionTime,
+    );
     expect([await metal.marker(0), await metal.marker(1), await metal.marker(2)]).toEqual([
       'm in cluster-lc',
       'w1 in cluster-lc',
@@ -280,9 +290,29 @@ describe('an installed Provisioning', () => {
       'cluster cluster-lc has 3 nodes; added w3',
     ]);
 
+    // The same nodes written differently: a new generation, but no scale is run or reported.
+    await patchSpec('lc', {
+      workers: [{ w1: { 'mac-address': mac1!.toUpperCase() } }, { w3: { cpu: 12 } }],
+    });
+    const same = await until('lc', 'unchanged', readyAt(4, 'Unchanged'));
+    expect(same.conditions?.[0]?.message).toBe(
+      'cluster cluster-lc has 3 nodes: the spec asks for the nodes it has; no playbook ran',
+    );
+    expect(await events('lc', 'Scaled')).toHaveLength(2);
+
+    // Every worker removed: refused as what it means, not as a change of the masters' roles.
+    await patchSpec('lc', { workers: [] });
+    const noWorkers = await until('lc', 'no workers refused', readyAt(5, 'ChangeRefused'));
+    expect(noWorkers.conditions?.[0]?.message).toBe(
+      'removing every worker (w1, w3) makes the masters schedulable, workers too, which an installed cluster cannot change: keep at least one worker, or delete and re-create the Provisioning; the cluster runs as last installed',
+    );
+
     // What kubespray cannot change on a live cluster is refused; the cluster runs on.
-    await patchSpec('lc', { masters: [{ 'm-renamed': { 'mac-address': mac0! } }] });
-    const refused = await until('lc', 'change refused', readyAt(4, 'ChangeRefused'));
+    await patchSpec('lc', {
+      masters: [{ 'm-renamed': { 'mac-address': mac0! } }],
+      workers: [{ w1: { 'mac-address': mac1! } }, { w3: { cpu: 12 } }],
+    });
+    const refused = await until('lc', 'change refused', readyAt(6, 'ChangeRefused'));
     expect(refused.conditions?.[0]?.message).toMatch(
       /the masters of an installed cluster cannot change .*; the cluster runs as last installed$/,
     );

@@ -146,7 +146,12 @@ describe('assignment by resources', () => {
       hosts,
     );
     // m1 takes h-c, w1 then h-e (the QAT host, least to spare), w2 h-d: none is left for w3.
-    expect(result).toEqual({ ok: false, problems: ['worker w3: no free BareMetalHost has QAT'] });
+    // busy: a host freeing up may solve it, so the workflow looks again by itself.
+    expect(result).toEqual({
+      ok: false,
+      problems: ['worker w3: no free BareMetalHost has QAT'],
+      busy: true,
+    });
     const fits = assignRoles(
       {
         masters: [{ m1: { cpu: 16 } }],

@@ -5,9 +5,11 @@
 // systemd. They connect to every node with become, check the inventory as kubespray does, and
 // write artifacts/admin.conf.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import {
   BAREMETALHOST_API,
+  HOST_SSH_ANNOTATIONS,
   PROVISIONING_API,
   PROVISIONING_FINALIZER,
   type ProvisioningSpec,
@@ -86,6 +88,31 @@ const get = (name: string) =>
     );
 
 /** Waits for the phase, keeping the phases seen on the way (as `kubectl get bpa -w` shows them). */
+/** The workflows on-call finds with `query` in the UI (search attributes are indexed shortly after). */
+const foundBy = (query: string) =>
+  waitFor(`a workflow where ${query}`, async () => {
+    const ids: string[] = [];
+    for await (const w of scope.temporal.client.workflow.list({ query })) ids.push(w.workflowId);
+    return ids.length ? ids : undefined;
+  });
+
+/** The columns `kubectl get provisioning <name>` prints (the API server's Table, no -o wide). */
+async function printed(name: string): Promise<Record<string, unknown>> {
+  const table = (await scope.kube.custom.getNamespacedCustomObject(
+    { ...PROVISIONING_API, namespace: scope.namespace, name },
+    setHeaderOptions('Accept', 'application/json;as=Table;v=v1;g=meta.k8s.io'),
+  )) as {
+    columnDefinitions: Array<{ name: string; priority: number }>;
+    rows: Array<{ cells: unknown[] }>;
+  };
+  return Object.fromEntries(
+    table.columnDefinitions
+      .map((column, index) => [column, table.rows[0]!.cells[index]] as const)
+      .filter(([column]) => !column.priority)
+      .map(([column, cell]) => [column.name, cell]),
+  );
+}
+
 async function phase(
   name: string,
   wanted: string,
@@ -216,6 +243,13 @@ describe('a Provisioning', () => {
     ]);
     expect((await get('alpha'))?.metadata.finalizers).toContain(PROVISIONING_FINALIZER);
     expect(await events('Provisioned', 1)).toHaveLength(1);
+    // On-call finds it by kind, phase and cluster, as Machines and TaskRuns are found.
+    expect(
+      await foundBy(
+        `HostflowKind = 'provisioning' AND K8sNamespace = '${scope.namespace}' AND ` +
+          `K8sName = 'alpha' AND Phase = 'Ready' AND ClusterName = 'cluster-alpha'`,
+      ),
+    ).toEqual([`provisioning/${scope.namespace}/alpha`]);
     // Neither the installer key nor the kubeconfig's credentials are in the workflow's history.
     const installer = await scope.kube.core.readNamespacedSecret({
       name: 'cluster-alpha-ssh-key',
@@ -326,6 +360,23 @@ describe('a Provisioning', () => {
     );
     expect(await consumerOf(2)).toBe('doomed');
     expect(await events('InstallFailed', 1)).toHaveLength(1);
+    // `kubectl get provisioning` says why in a short column; the long words are for -o wide.
+    const columns = await printed('doomed');
+    expect(Object.keys(columns)).toEqual([
+      'Name',
+      'Cluster',
+      'Phase',
+      'Reason',
+      'Masters',
+      'Workers',
+      'Age',
+    ]);
+    expect(columns).toMatchObject({ Phase: 'Failed', Reason: 'InstallFailed' });
+    expect(
+      await foundBy(
+        `HostflowKind = 'provisioning' AND K8sNamespace = '${scope.namespace}' AND Phase = 'Failed'`,
+      ),
+    ).toEqual([`provisioning/${scope.namespace}/doomed`]);
     await scope.kube.custom.deleteNamespacedCustomObject({
       ...PROVISIONING_API,
       namespace: scope.namespace,
@@ -340,6 +391,89 @@ describe('a Provisioning', () => {
     );
     expect(await consumerOf(2)).toBeUndefined();
   });
+
+  it('says a missing admin-key Secret is missing, naming it, not that it lacks id_rsa', async () => {
+    const sshSecret = (secret: string) =>
+      scope.kube.custom.patchNamespacedCustomObject(
+        {
+          ...BAREMETALHOST_API,
+          namespace: metal3,
+          name: 'node-1',
+          body: { metadata: { annotations: { [HOST_SSH_ANNOTATIONS.secret]: secret } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    const { metadata } = (await scope.kube.custom.getNamespacedCustomObject({
+      ...BAREMETALHOST_API,
+      namespace: metal3,
+      name: 'node-1',
+    })) as { metadata: { annotations: Record<string, string> } };
+    const given = metadata.annotations[HOST_SSH_ANNOTATIONS.secret]!;
+    await sshSecret('no-such-secret');
+    try {
+      await create('keyless', 'cluster-keyless', {
+        masters: [{ master: { 'mac-address': macs[1]! } }],
+      });
+      const status = await phase('keyless', 'Failed');
+      expect(status.conditions?.[0]?.message).toContain(
+        `node master: Secret ${metal3}/no-such-secret does not exist: create it with the admin key of its host under id_rsa`,
+      );
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        name: 'keyless',
+      });
+      await waitFor(
+        'keyless to go',
+        async () => ((await get('keyless')) === undefined ? true : undefined),
+        { timeoutMs: 120_000 },
+      );
+    } finally {
+      await sshSecret(given);
+    }
+  });
+
+  it('refused for want of a free host, goes on by itself once one frees up', async () => {
+    await create('holder', 'cluster-holder', {
+      masters: [{ master: { 'mac-address': macs[2]! } }],
+    });
+    await phase('holder', 'Ready');
+    // The one 12-CPU host is the holder's: refused, saying so.
+    await create('waiter', 'cluster-waiter', { masters: [{ big: { cpu: 12 } }] });
+    const refused = await phase('waiter', 'Refused');
+    expect(refused.conditions?.[0]?.message).toBe('master big: no free BareMetalHost has 12 CPUs');
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'holder',
+    });
+    // Nobody touches the waiter: it looks again on its own and installs on the freed host.
+    const ready = await waitFor(
+      'waiter to install once the holder let its host go',
+      async () => {
+        const status = (await get('waiter'))?.status;
+        return status?.phase === 'Ready' ? status : undefined;
+      },
+      { timeoutMs: 240_000 },
+    );
+    expect(ready.nodes?.map((n) => n.host)).toEqual([`${metal3}/node-2`]);
+    expect(await consumerOf(2)).toBe('waiter');
+    // However often it looked again, its refusal is one Event.
+    const waiterRefused = (await events('Refused', 4)).filter(
+      (e) => e.involvedObject.name === 'waiter',
+    );
+    expect(waiterRefused).toHaveLength(1);
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'waiter',
+    });
+    await waitFor(
+      'waiter to go',
+      async () => ((await get('waiter')) === undefined ? true : undefined),
+      { timeoutMs: 120_000 },
+    );
+  }, 420_000);
 
   // A hostile tenant names, by MAC, hosts that are not its to take: none is touched.
   it('a hostile tenant: a host in another namespace, one a Metal3Machine consumes, and one metal3 is busy with are never taken', async () => {

@@ -54,17 +54,18 @@ export function createInstallerKeyActivities({
   custom: CustomObjectsApi;
   hostKeys: HostKeys;
 }) {
+  /** The Secret's value under `key`; null when the Secret itself does not exist. */
   async function secretKey(
     namespace: string,
     name: string,
     key: string,
-  ): Promise<string | undefined> {
+  ): Promise<string | undefined | null> {
     try {
       const secret = await core.readNamespacedSecret({ name, namespace });
       const value = secret.data?.[key];
       return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isNotFound(err)) return null;
       rethrowKube(`read Secret ${namespace}/${name}`, err);
     }
   }
@@ -81,7 +82,9 @@ export function createInstallerKeyActivities({
       const adminKey = await secretKey(namespace, name, 'id_rsa');
       if (!adminKey) {
         throw ApplicationFailure.nonRetryable(
-          `node ${host.label}: Secret ${host.sshSecret} has no id_rsa: put the admin key of its host there`,
+          adminKey === null
+            ? `node ${host.label}: Secret ${host.sshSecret} does not exist: create it with the admin key of its host under id_rsa`
+            : `node ${host.label}: Secret ${host.sshSecret} has no id_rsa: put the admin key of its host there`,
           'HostKeyMissing',
         );
       }

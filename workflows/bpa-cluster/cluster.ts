@@ -27,7 +27,7 @@ import {
 } from '../../shared/messages.js';
 import type { BpaResourceInput } from '../../shared/types.js';
 import { bpaKube } from '../activities.js';
-import { ResourceReport } from '../provisioning/resource-report.js';
+import { BpaStatus } from '../provisioning/resource-report.js';
 import { aggregate } from './aggregate.js';
 import { MAX_HISTORY } from '../history-limit.js';
 
@@ -52,7 +52,7 @@ export async function bpaClusterWorkflow({
   });
   await condition(() => latest !== undefined);
   const ref: BpaRef = { kind: 'Cluster', namespace, name, uid: latest!.uid };
-  const report = new ResourceReport(ref);
+  const report = new BpaStatus(ref);
   if (!carried && !(await bpaKube.addClusterFinalizer(ref))) return; // gone already
   /** Member workflows started by this one (or found running): each is started once. */
   const started = new Set<string>(carried?.started);
@@ -72,11 +72,15 @@ export async function bpaClusterWorkflow({
     const seen = latest!;
     if (!seen.deleting) await startMembers(namespace, seen, started);
     const status = aggregate(seen);
+    report.about(
+      'clusterName',
+      seen.provisioning?.observation.cluster ?? seen.software?.observation.cluster,
+    );
     await report.status(`${status.phase}: ${status.conditions[0]!.message}`, { ...status });
     if (status.phase !== lastPhase) {
       lastPhase = status.phase;
       const warn = ['Failed', 'Refused'].includes(status.phase);
-      await report.event(
+      await report.scopedEvent(
         warn ? 'Warning' : 'Normal',
         status.phase,
         status.conditions[0]!.message,

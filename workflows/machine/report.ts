@@ -1,7 +1,7 @@
-// What a Machine workflow tells people: the Machine's status (phase, the v1beta1 conditions with
-// their transition times, lastUpdated when the phase moves), its Events, the search attributes
-// operators find it by, and the UI's current details. Writes that keep failing are waited out.
-import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+// What a Machine workflow tells people, in Cluster API's words: the phase (Failed while a failure
+// stands), the v1beta1 conditions (Ready first, a False one of severity Info), lastUpdated when
+// the phase moves, failureReason and failureMessage. The kit's resource status writes them, sends
+// each Event once, and keeps the Phase search attribute.
 import type { MachineRef } from '../../activities/kubernetes/machines.js';
 import {
   CONDITION,
@@ -10,29 +10,48 @@ import {
   type MachinePhase,
   type MachineStatus,
 } from '../../shared/machine-api.js';
-import { SA } from '../../shared/search-attributes.js';
 import { machineKube as kube } from '../activities.js';
-import { untilDone } from '../kit/retry.js';
+import {
+  ResourceStatus,
+  type Condition,
+  type ResourceStatusState,
+} from '../kit/resource-status.js';
 
 /** The report's state, carried across continue-as-new as plain JSON. */
-export interface MachineReportState {
+export interface MachineReportState extends ResourceStatusState {
   phase?: MachinePhase;
   lastUpdated?: string;
-  conditions: MachineCondition[];
   failure?: { reason: MachineFailureReason; message: string };
-  /** Events sent, by key: each is sent once. */
-  sent: string[];
 }
 
 export const emptyReport = (): MachineReportState => ({ conditions: [], sent: [] });
 
-const now = () => new Date().toISOString();
+const readyFirst = (a: Condition, b: Condition) =>
+  a.type === CONDITION.ready ? -1 : b.type === CONDITION.ready ? 1 : a.type.localeCompare(b.type);
 
 export class MachineReport {
+  private readonly status: ResourceStatus;
+
   constructor(
     private readonly ref: MachineRef,
     readonly state: MachineReportState,
-  ) {}
+  ) {
+    this.status = new ResourceStatus(
+      {
+        where: `Machine ${ref.namespace}/${ref.name}`,
+        writeStatus: (status) => kube.writeMachineStatus({ ref, status }),
+        recordEvent: (event) => kube.recordMachineEvent({ ref, ...event }),
+      },
+      {
+        failedWrite: 'wait-out',
+        failedEvent: 'log',
+        eventsOnce: true,
+        phaseAttribute: 'always',
+        order: readyFirst,
+      },
+      state,
+    );
+  }
 
   get phase(): MachinePhase | undefined {
     return this.state.phase;
@@ -45,25 +64,13 @@ export class MachineReport {
     reason?: string,
     message?: string,
   ): void {
-    const before = this.state.conditions.find((c) => c.type === type);
-    const severity = status === 'False' ? { severity: 'Info' as const } : {};
-    const next: MachineCondition = {
+    this.status.condition({
       type,
       status,
-      ...severity,
+      ...(status === 'False' ? { severity: 'Info' as const } : {}),
       ...(reason ? { reason } : {}),
       ...(message ? { message } : {}),
-      lastTransitionTime:
-        before && before.status === status ? (before.lastTransitionTime ?? now()) : now(),
-    };
-    this.state.conditions = [...this.state.conditions.filter((c) => c.type !== type), next].sort(
-      (a, b) =>
-        a.type === CONDITION.ready
-          ? -1
-          : b.type === CONDITION.ready
-            ? 1
-            : a.type.localeCompare(b.type),
-    );
+    });
   }
 
   fail(reason: MachineFailureReason, message: string): void {
@@ -76,22 +83,19 @@ export class MachineReport {
     details: string,
     extra: Partial<MachineStatus> = {},
   ): Promise<void> {
-    if (phase !== this.state.phase) {
-      this.state.phase = phase;
-      this.state.lastUpdated = now();
-      upsertSearchAttributes([{ key: SA.phase, value: phase }]);
-    }
-    setCurrentDetails(`**Machine ${this.ref.namespace}/${this.ref.name}** (${phase}): ${details}`);
+    if (this.status.enter(phase)) this.state.lastUpdated = new Date().toISOString();
     const failure = this.state.failure;
-    const status: Record<string, unknown> = {
-      phase: failure && phase !== 'Deleting' && phase !== 'Deleted' ? 'Failed' : phase,
-      lastUpdated: this.state.lastUpdated,
-      conditions: this.state.conditions,
-      failureReason: failure?.reason ?? null,
-      failureMessage: failure?.message ?? null,
-      ...extra,
-    };
-    await this.write('write its status', () => kube.writeMachineStatus({ ref: this.ref, status }));
+    await this.status.publish(
+      `**Machine ${this.ref.namespace}/${this.ref.name}** (${phase}): ${details}`,
+      {
+        phase: failure && phase !== 'Deleting' && phase !== 'Deleted' ? 'Failed' : phase,
+        lastUpdated: this.state.lastUpdated,
+        conditions: this.state.conditions,
+        failureReason: failure?.reason ?? null,
+        failureMessage: failure?.message ?? null,
+        ...extra,
+      },
+    );
   }
 
   /** One Event per key, ever: a replayed or repeated step does not repeat it. */
@@ -101,23 +105,6 @@ export class MachineReport {
     message: string,
     key = reason,
   ): Promise<void> {
-    if (this.state.sent.includes(key)) return;
-    this.state.sent.push(key);
-    try {
-      await kube.recordMachineEvent({ ref: this.ref, type, reason, message, dedupKey: key });
-    } catch (err) {
-      log.warn('could not record an Event', { reason, error: String(err) });
-    }
-  }
-
-  private async write(what: string, call: () => Promise<void>): Promise<void> {
-    await untilDone(call, {
-      what,
-      evenFinal: true,
-      report: ({ cause, attempt }) =>
-        log.warn(`Machine ${this.ref.namespace}/${this.ref.name}: cannot ${what}, try ${attempt}`, {
-          cause,
-        }),
-    });
+    await this.status.event({ type, reason, message, dedupKey: key });
   }
 }

@@ -98,6 +98,8 @@ export function planScale(
     keyHosts: KeyHost[];
     spec: ProvisioningSpec;
   },
+  /** Says what removing every worker means, instead of that the masters' roles changed. */
+  explain = false,
 ): { plan: Plan } | { problems: string[] } {
   const problems: string[] = [];
   if (wanted.cluster !== installed.cluster) {
@@ -110,7 +112,14 @@ export function planScale(
       .filter(isMaster)
       .map((node) => `${nodeKey(node)}:${node.roles.join('+')}`)
       .join(', ');
-  if (masters(installed.nodes) !== masters(wanted.nodes)) {
+  const workers = (nodes: ProvisioningNode[]) => nodes.filter((node) => !isMaster(node));
+  const allWorkersGo = workers(installed.nodes).length > 0 && !workers(wanted.nodes).length;
+  if (explain && allWorkersGo) {
+    // With no workers the masters work too (roles.ts): that is what the spec now asks.
+    problems.push(
+      `removing every worker (${labels(workers(installed.nodes))}) makes the masters schedulable, workers too, which an installed cluster cannot change: keep at least one worker, or delete and re-create the Provisioning`,
+    );
+  } else if (masters(installed.nodes) !== masters(wanted.nodes)) {
     problems.push(
       `the masters of an installed cluster cannot change (now ${masters(installed.nodes)}; asked ${masters(wanted.nodes)}): only workers are added and removed; delete and re-create the Provisioning to change its control plane`,
     );

@@ -22,6 +22,7 @@ import {
   playbooks,
   provisioningKube as kube,
 } from '../activities.js';
+import type { ResourceStatusState } from '../kit/resource-status.js';
 import { untilDone } from '../kit/retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
@@ -61,6 +62,13 @@ export const PATCH_GIVEN_HOST_KEYS = 'provisioning-given-host-keys';
  */
 export const PATCH_FORBIDDEN_ANSWERED = 'provisioning-forbidden-answered';
 
+/**
+ * v8: a spec change that leaves the nodes as they are (the same hosts, written differently) is
+ * reported as such (reason Unchanged, no Scaled Event), not as a scale; a spec that removes every
+ * worker is refused as what it means (the masters would become schedulable).
+ */
+export const PATCH_CLEARER_SCALE = 'provisioning-clearer-scale';
+
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
   cluster: string;
@@ -72,6 +80,8 @@ export interface ProvisionerState {
   kubeconfigSecret?: string;
   lockedIn: string[];
   lastRun?: { playbook: Playbook; log: string };
+  /** Its status's phase and conditions (absent when carried from before the status kit). */
+  status?: ResourceStatusState;
 }
 
 const FORBIDDEN_ADVICE =
@@ -84,6 +94,8 @@ export class Provisioner {
   /** Plans started: Events of one try are one Event each, a retry's are new ones. */
   tries = 0;
   readonly report: ProvisioningReport;
+  /** The last plan was refused only for hosts that are not free now: a host freeing up may do. */
+  waitsForHost = false;
   private installed: InstalledCluster | undefined;
   /** The nodes whose hosts it holds (claimed and locked). */
   private held: ProvisioningNode[] = [];
@@ -121,6 +133,7 @@ export class Provisioner {
         eventScope: `${this.generation}/${this.tries}`,
       }),
       true,
+      carried?.status,
     );
   }
 
@@ -136,6 +149,7 @@ export class Provisioner {
       ...(this.kubeconfigSecret ? { kubeconfigSecret: this.kubeconfigSecret } : {}),
       lockedIn: [...this.lockedIn].sort(),
       ...(this.lastRun ? { lastRun: this.lastRun } : {}),
+      status: this.report.state,
     };
   }
 
@@ -159,7 +173,7 @@ export class Provisioner {
     );
     const current = this.installed?.nodes ?? this.held;
     const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
-    if (!assignment.ok) return this.refuse(assignment.problems);
+    if (!assignment.ok) return this.refuse(assignment.problems, assignment.busy);
     const found = await nodeAddresses(
       assignment.nodes,
       hosts,
@@ -169,7 +183,11 @@ export class Provisioner {
     if ('problems' in found) return this.refuse(found.problems);
     let plan: Plan;
     if (this.installed) {
-      const scale = planScale(this.installed, { cluster: label, ...found, spec: seen.spec });
+      const scale = planScale(
+        this.installed,
+        { cluster: label, ...found, spec: seen.spec },
+        patched(PATCH_CLEARER_SCALE),
+      );
       if ('problems' in scale) return this.refuse(scale.problems);
       plan = scale.plan;
     } else {
@@ -180,7 +198,7 @@ export class Provisioner {
       await kube.claimBareMetalHosts({ consumer: this.ref, hosts: plan.nodes.map((n) => n.host) });
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return this.refuse([innermostMessage(err)]); // taken by another Provisioning meanwhile
+      return this.refuse([innermostMessage(err)], true); // taken by another Provisioning meanwhile
     }
     const before = this.held;
     this.held = unionNodes(this.installed?.nodes ?? this.touched, plan.nodes);
@@ -313,18 +331,22 @@ export class Provisioner {
       ...(podSubnet ? { podSubnet } : {}),
       ...(plan.kubesprayRelease ? { kubesprayRelease: plan.kubesprayRelease } : {}),
     };
+    const unchanged =
+      !first && !plan.added.length && !plan.removed.length && patched(PATCH_CLEARER_SCALE);
+    const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
     const what = first
       ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
       : `cluster ${this.cluster} has ${plan.nodes.length} nodes` +
+        (unchanged ? ': the spec asks for the nodes it has; no playbook ran' : '') +
         (plan.added.length ? `; added ${plan.added.join(', ')}` : '') +
         (plan.removed.length ? `; removed ${plan.removed.join(', ')}` : '');
-    await this.report.step('Ready', first ? 'Installed' : 'Scaled', {
-      ...this.report.ready('True', first ? 'Installed' : 'Scaled', what),
+    await this.report.step('Ready', reason, {
+      ...this.report.ready('True', reason, what),
       install: { ...this.lastRun, failedHost: null, failedTask: null },
       ...nodeSummary(plan.nodes),
       ...(this.kubeconfigSecret ? { kubeconfigSecret: this.kubeconfigSecret } : {}),
     });
-    await this.report.event('Normal', first ? 'Provisioned' : 'Scaled', what);
+    await this.report.event('Normal', first ? 'Provisioned' : reason, what);
   }
 
   private async failed(step: PlanStep, err: unknown): Promise<void> {
@@ -359,7 +381,9 @@ export class Provisioner {
     await this.report.event('Warning', reason, message);
   }
 
-  private async refuse(problems: string[]): Promise<'refused'> {
+  /** `busy`: only hosts that are not free now stand in the way (see `waitsForHost`). */
+  private async refuse(problems: string[], busy = false): Promise<'refused'> {
+    this.waitsForHost = busy;
     if (!this.installed) {
       await this.report.refuse(problems);
       return 'refused';

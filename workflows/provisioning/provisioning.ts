@@ -20,6 +20,7 @@ import { provisioningObserved, type ProvisioningObservation } from '../../shared
 import type { ProvisioningInput } from '../../shared/types.js';
 import { provisioningKube as kube } from '../activities.js';
 import { historyFull } from '../history-limit.js';
+import { backoffMs } from '../kit/retry.js';
 import type { Plan } from './plans.js';
 import { Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
@@ -33,14 +34,32 @@ export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
  */
 export const PATCH_CONTINUE_AS_NEW = 'provisioning-continue-as-new';
 
-/** Why the workflow waits: a plan that failed at a step, or a spec it refused. */
-type Stuck = { plan: Plan; at: number; retry?: string } | { refused: true; retry?: string };
+/**
+ * v4: a spec refused only because the hosts it needs are not free now is planned again on timers
+ * (HOST_LOOK_FIRST_MS doubling to HOST_LOOK_MAX_MS), so it goes on by itself once one frees up.
+ */
+export const PATCH_LOOK_AGAIN_FOR_HOSTS = 'provisioning-look-again-for-hosts';
+const HOST_LOOK_FIRST_MS = 20_000;
+const HOST_LOOK_MAX_MS = 10 * 60_000;
+
+/**
+ * Why the workflow waits: a plan that failed at a step, or a spec it refused (`looks`: how often
+ * it looked again for hosts that were not free).
+ */
+type Stuck =
+  { plan: Plan; at: number; retry?: string } | { refused: true; retry?: string; looks?: number };
 
 /** What the next run picks up: the last observation, why it waits, and what it knows. */
 interface Carried {
   latest: ProvisioningObservation;
   stuck?: Stuck;
   provisioner: ProvisionerState;
+}
+
+/** How often it looked again for free hosts, when it waits for one (else undefined). */
+function lookingForHosts(stuck: Stuck | undefined): number | undefined {
+  if (!stuck || !('refused' in stuck) || stuck.looks === undefined) return undefined;
+  return patched(PATCH_LOOK_AGAIN_FOR_HOSTS) ? stuck.looks : undefined;
 }
 
 export async function provisioningWorkflow(input: ProvisioningInput): Promise<void> {
@@ -74,8 +93,17 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
 
   try {
     for (;;) {
-      await condition(() => changed() || full());
-      if (!changed()) {
+      const looks = lookingForHosts(stuck);
+      const moved =
+        looks === undefined
+          ? await condition(() => changed() || full()).then(() => true)
+          : await condition(
+              () => changed() || full(),
+              backoffMs(looks + 1, HOST_LOOK_MAX_MS, HOST_LOOK_FIRST_MS),
+            );
+      // Refused for want of a free host, and nothing changed: plan the same spec again.
+      const lookAgain = !moved && !changed();
+      if (!changed() && !lookAgain) {
         // Nothing to do but wait: the next run waits on, knowing all this one knew.
         await condition(allHandlersFinished);
         const next: Carried = { latest: latest!, provisioner: provisioner.state() };
@@ -84,7 +112,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       }
       const seen = latest!;
       if (seen.deleting) break;
-      provisioner.tries++;
+      if (!lookAgain) provisioner.tries++; // a look again is the same try: its Events are one
       let plan: Plan | 'refused' | 'gone';
       let from = 0;
       if (seen.generation === provisioner.generation && stuck && 'plan' in stuck) {
@@ -107,6 +135,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       }
       if (plan === 'refused') {
         stuck = { refused: true, retry: seen.retry };
+        if (provisioner.waitsForHost) stuck.looks = lookAgain ? (looks ?? 0) + 1 : 0;
         continue;
       }
       const failedAt = await provisioner.carryOut(plan, from, () => !latest!.deleting);

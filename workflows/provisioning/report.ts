@@ -1,9 +1,15 @@
-// How a Provisioning workflow tells people where it is: the UI's current details, the resource's
-// status (phase, step, the Ready condition) and Events, deduplicated per spec generation and try.
-import { log, setCurrentDetails } from '@temporalio/workflow';
+// How a Provisioning workflow tells people where it is, in its own words: the phase and step,
+// the Ready condition for the generation being handled, Events deduplicated per spec generation
+// and try. The kit's resource status writes them and keeps the Phase and ClusterName search
+// attributes.
 import type { ProvisioningRef } from '../../activities/kubernetes/provisionings.js';
 import { provisioningKube as kube } from '../activities.js';
-import { untilDone } from '../kit/retry.js';
+import {
+  ResourceStatus,
+  emptyStatus,
+  type ConditionChange,
+  type ResourceStatusState,
+} from '../kit/resource-status.js';
 
 export interface ReportContext {
   cluster: string;
@@ -15,50 +21,64 @@ export interface ReportContext {
 
 export class ProvisioningReport {
   readonly consumer: string;
+  private readonly status: ResourceStatus;
 
   /** `waitOut`: a status write that keeps failing is retried on timers, never fails the run. */
   constructor(
-    private readonly ref: ProvisioningRef,
+    ref: ProvisioningRef,
     private readonly context: () => ReportContext,
-    private readonly waitOut = false,
+    waitOut = false,
+    state: ResourceStatusState = emptyStatus(),
   ) {
     this.consumer = `${ref.namespace}/${ref.name}`;
+    this.status = new ResourceStatus(
+      {
+        where: this.consumer,
+        writeStatus: (status) => kube.writeProvisioningStatus({ ref, status }),
+        recordEvent: (event) => kube.recordProvisioningEvent({ ref, ...event }),
+      },
+      {
+        failedWrite: waitOut ? 'wait-out' : 'throw',
+        failedEvent: waitOut ? 'wait-out' : 'throw',
+        phaseAttribute: 'patched',
+      },
+      state,
+    );
+  }
+
+  /** What the status carries into the next run: its conditions' transition times. */
+  get state(): ResourceStatusState {
+    return this.status.state;
   }
 
   async step(phase: string, what: string, extra: Record<string, unknown> = {}): Promise<void> {
     const { cluster } = this.context();
-    setCurrentDetails(`**${this.consumer}** (cluster ${cluster || '?'}): ${phase}. ${what}`);
-    await this.call('write its status', () =>
-      kube.writeProvisioningStatus({ ref: this.ref, status: { phase, step: what, ...extra } }),
+    this.status.enter(phase);
+    this.status.about('clusterName', cluster);
+    await this.status.publish(
+      `**${this.consumer}** (cluster ${cluster || '?'}): ${phase}. ${what}`,
+      {
+        phase,
+        step: what,
+        ...extra,
+      },
     );
   }
 
   async event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    await this.call('record an Event', () =>
-      kube.recordProvisioningEvent({
-        ref: this.ref,
-        type,
-        reason,
-        message,
-        dedupKey: `${this.context().eventScope}/${reason}`,
-      }),
-    );
+    const dedupKey = `${this.context().eventScope}/${reason}`;
+    await this.status.event({ type, reason, message, dedupKey });
   }
 
-  /** The Ready condition, for the generation being handled. */
-  ready(status: 'True' | 'False', reason: string, message: string) {
+  /** The Ready condition, for the generation being handled (stamped when written). */
+  ready(
+    status: 'True' | 'False',
+    reason: string,
+    message: string,
+  ): { conditions: ConditionChange[]; observedGeneration: number } {
     const { generation } = this.context();
     return {
-      conditions: [
-        {
-          type: 'Ready',
-          status,
-          reason,
-          message,
-          observedGeneration: generation,
-          lastTransitionTime: new Date().toISOString(),
-        },
-      ],
+      conditions: [{ type: 'Ready', status, reason, message, observedGeneration: generation }],
       observedGeneration: generation,
     };
   }
@@ -72,16 +92,6 @@ export class ProvisioningReport {
       this.ready('False', 'Refused', message),
     );
     await this.event('Warning', 'Refused', message);
-  }
-
-  private async call(what: string, write: () => Promise<void>): Promise<void> {
-    if (!this.waitOut) return write();
-    await untilDone(write, {
-      what,
-      evenFinal: true,
-      report: ({ cause, attempt }) =>
-        log.warn(`${this.consumer}: cannot ${what}, try ${attempt}`, { cause }),
-    });
   }
 }
 

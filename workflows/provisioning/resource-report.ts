@@ -1,77 +1,49 @@
-// How a Software or BPA Cluster workflow tells people where it is: the UI's current details, the
-// resource's status and Events. A status write that keeps failing is waited out on timers.
-import { log, setCurrentDetails } from '@temporalio/workflow';
+// Where a Software's or BPA Cluster's status and Events go: the kit's resource status over the
+// BPA adapter. Only changes are written; a write that keeps failing is waited out on timers.
 import type { BpaRef } from '../../activities/kubernetes/bpa-resources.js';
 import { bpaKube } from '../activities.js';
-import { untilDone } from '../kit/retry.js';
+import { ResourceStatus, type ConditionChange } from '../kit/resource-status.js';
 
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-}
+/** A BPA resource's condition always says why, in its reason and message. */
+export type Condition = ConditionChange & { reason: string; message: string };
 
-export class ResourceReport {
+/** A BPA resource's status; `scope` keys its Events: the same scope and reason are one Event. */
+export class BpaStatus extends ResourceStatus {
   readonly where: string;
-  /** The last status written: the same one is not written again. */
-  private written = '';
-  /** When each condition last changed status: lastTransitionTime moves only then. */
-  private readonly transitions = new Map<string, { status: string; at: string }>();
 
   constructor(readonly ref: BpaRef) {
-    this.where = `${ref.kind} ${ref.namespace}/${ref.name}`;
+    const where = `${ref.kind} ${ref.namespace}/${ref.name}`;
+    super(
+      {
+        where,
+        writeStatus: (status) => bpaKube.writeBpaStatus({ ref, status }),
+        recordEvent: (event) => bpaKube.recordBpaEvent({ ref, ...event }),
+      },
+      {
+        failedWrite: 'wait-out',
+        failedEvent: 'wait-out',
+        skipUnchanged: true,
+        phaseAttribute: 'patched',
+      },
+    );
+    this.where = where;
   }
 
-  /** Writes `status` (conditions stamped with now) unless it is what was written last. */
+  /** Writes `status` (its phase also where operators search) unless it is what was written last. */
   async status(
     details: string,
-    status: Record<string, unknown> & { conditions?: Condition[] },
+    status: Record<string, unknown> & { phase: string },
   ): Promise<boolean> {
-    setCurrentDetails(`**${this.where}**: ${details}`);
-    const text = JSON.stringify(status);
-    if (text === this.written) return false;
-    this.written = text;
-    const now = new Date().toISOString();
-    const stamp = (c: Condition) => {
-      const last = this.transitions.get(c.type);
-      if (last?.status !== c.status) this.transitions.set(c.type, { status: c.status, at: now });
-      return { ...c, lastTransitionTime: this.transitions.get(c.type)!.at };
-    };
-    const stamped = {
-      ...status,
-      ...(status.conditions ? { conditions: status.conditions.map(stamp) } : {}),
-    };
-    await this.call('write its status', () =>
-      bpaKube.writeBpaStatus({ ref: this.ref, status: stamped }),
-    );
-    return true;
+    this.enter(status.phase);
+    return this.publish(`**${this.where}**: ${details}`, status);
   }
 
-  /** `scope`: Events with the same scope and reason are one Event however often they are sent. */
-  async event(
+  async scopedEvent(
     type: 'Normal' | 'Warning',
     reason: string,
     message: string,
     scope: string,
   ): Promise<void> {
-    await this.call('record an Event', () =>
-      bpaKube.recordBpaEvent({
-        ref: this.ref,
-        type,
-        reason,
-        message,
-        dedupKey: `${scope}/${reason}`,
-      }),
-    );
-  }
-
-  private async call(what: string, write: () => Promise<void>): Promise<void> {
-    await untilDone(write, {
-      what,
-      evenFinal: true,
-      report: ({ cause, attempt }) =>
-        log.warn(`${this.where}: cannot ${what}, try ${attempt}`, { cause }),
-    });
+    await this.event({ type, reason, message, dedupKey: `${scope}/${reason}` });
   }
 }

@@ -24,7 +24,10 @@ export interface AssignedNode {
   mac: string;
 }
 
-export type Assignment = { ok: true; nodes: AssignedNode[] } | { ok: false; problems: string[] };
+export type Assignment =
+  | { ok: true; nodes: AssignedNode[] }
+  /** `busy`: every problem is a host that is not free now, which a host freeing up may solve. */
+  | { ok: false; problems: string[]; busy?: boolean };
 
 interface NodeRequest extends NodeRequirements {
   label: string;
@@ -149,6 +152,12 @@ export function assignRoles(
 ): Assignment {
   const { nodes, problems } = checkSpec(spec);
   if (problems.length) return { ok: false, problems };
+  /** How many problems are hosts not free now: another Provisioning or metal3 has them. */
+  let busy = 0;
+  const busyNow = (problem: string) => {
+    busy++;
+    problems.push(problem);
+  };
   const taken = new Set<HostInventory>();
   const assigned: AssignedNode[] = [];
   const free = (host: HostInventory) =>
@@ -169,9 +178,9 @@ export function assignRoles(
     const what = `${node.roles[0]} ${node.label}`;
     if (!host) problems.push(`${what}: no BareMetalHost has a NIC with MAC ${mac}`);
     else if (host.unavailable && host.consumer !== consumer) {
-      problems.push(`${what}: MAC ${mac} is ${hostRef(host)}, which ${host.unavailable}`);
+      busyNow(`${what}: MAC ${mac} is ${hostRef(host)}, which ${host.unavailable}`);
     } else if (!free(host)) {
-      problems.push(
+      busyNow(
         `${what}: MAC ${mac} is ${hostRef(host)}, which serves Provisioning ${host.consumer}`,
       );
     } else {
@@ -209,10 +218,10 @@ export function assignRoles(
     if (host) place(node, host, normalMac(host.nics[0]!.mac));
     else {
       const wants = describeWants(node);
-      problems.push(`${node.roles[0]} ${node.label}: no free BareMetalHost has ${wants}`);
+      busyNow(`${node.roles[0]} ${node.label}: no free BareMetalHost has ${wants}`);
     }
   }
-  if (problems.length) return { ok: false, problems };
+  if (problems.length) return { ok: false, problems, busy: busy === problems.length };
   // In the spec's order, masters first, so the inventory reads like the resource.
   const order = nodes.map((node) => node.label);
   assigned.sort((a, b) => order.indexOf(a.label) - order.indexOf(b.label));

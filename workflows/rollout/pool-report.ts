@@ -1,37 +1,45 @@
 // What a rollout tells people: the pool's status (MCO's machine counts, the Updated, Updating and
 // Degraded conditions, the configuration it renders to), the UI's current details (which nodes
-// are done, working, waiting, degraded), a gauge per pool and state, and Events on the pool.
-import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+// are done, working, waiting, degraded), a gauge per pool and state, and Events on the pool. The
+// kit's resource status writes them (only changes), sends each Event once, and keeps the Phase
+// search attribute: Degraded, Updated or Updating.
+import { workflowInfo } from '@temporalio/workflow';
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
 import { POOL_CONDITION } from '../../shared/mco-api.js';
 import type { PoolObservation } from '../../shared/messages.js';
 import { poolKube as kube } from '../activities.js';
+import { ResourceStatus } from '../kit/resource-status.js';
 import { metrics } from '../metrics.js';
 import { available } from './plan.js';
 
-interface Condition {
-  type: string;
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
-
 export class PoolReport {
-  private conditions: Condition[] = [];
-  private written = '';
-  private readonly sent = new Set<string>();
+  private readonly status: ResourceStatus;
 
-  constructor(private readonly pool: string) {}
+  constructor(private readonly pool: string) {
+    this.status = new ResourceStatus(
+      {
+        where: `MachineConfigPool ${pool}`,
+        writeStatus: (status) => kube.writePoolStatus({ name: pool, status }),
+        recordEvent: (event) =>
+          kube.recordRolloutEvent({
+            kind: 'MachineConfigPool',
+            name: pool,
+            ...event,
+            dedupKey: `${workflowInfo().workflowId}/${event.dedupKey}`,
+          }),
+      },
+      {
+        failedWrite: 'throw',
+        failedEvent: 'log',
+        skipUnchanged: true,
+        eventsOnce: true,
+        phaseAttribute: 'patched',
+      },
+    );
+  }
 
   private condition(type: string, status: 'True' | 'False', reason: string, message: string): void {
-    const before = this.conditions.find((c) => c.type === type);
-    const lastTransitionTime =
-      before && before.status === status ? before.lastTransitionTime : new Date().toISOString();
-    this.conditions = [
-      ...this.conditions.filter((c) => c.type !== type),
-      { type, status, reason, message, lastTransitionTime },
-    ].sort((a, b) => a.type.localeCompare(b.type));
+    this.status.condition({ type, status, reason, message });
   }
 
   async publish(
@@ -93,14 +101,24 @@ export class PoolReport {
         ...(target ? { osImageURL: target } : {}),
         source: 'hostflow',
       },
-      conditions: this.conditions,
+      conditions: this.status.conditions,
     };
     const tags = { pool: this.pool };
     metrics.rolloutNodes.set(updated.length, { ...tags, state: 'updated' });
     metrics.rolloutNodes.set(why.degraded.length, { ...tags, state: 'degraded' });
     metrics.rolloutNodes.set(working.size, { ...tags, state: 'working' });
     metrics.rolloutNodes.set(waiting.length, { ...tags, state: 'waiting' });
-    setCurrentDetails(
+    this.status.enter(
+      why.blocked || why.degraded.length
+        ? 'Degraded'
+        : all
+          ? 'Updated'
+          : observed.spec.paused
+            ? 'Paused'
+            : 'Updating',
+    );
+    // Only changes are written (the transition times stay put while nothing moves).
+    await this.status.publish(
       [
         `**Pool ${this.pool}** → \`${target ?? 'no image'}\` (${observed.target?.from ?? 'none'})`,
         why.blocked ? `**Blocked:** ${why.blocked}` : '',
@@ -112,12 +130,8 @@ export class PoolReport {
       ]
         .filter(Boolean)
         .join('\n'),
+      status,
     );
-    // Only changes are written (the transition times stay put while nothing moves).
-    const text = JSON.stringify(status);
-    if (text === this.written) return;
-    this.written = text;
-    await kube.writePoolStatus({ name: this.pool, status });
   }
 
   /** One Event per key for the life of this run. */
@@ -127,17 +141,6 @@ export class PoolReport {
     message: string,
     key = `${reason}/${message}`,
   ): Promise<void> {
-    if (this.sent.has(key)) return;
-    this.sent.add(key);
-    await kube
-      .recordRolloutEvent({
-        kind: 'MachineConfigPool',
-        name: this.pool,
-        type,
-        reason,
-        message,
-        dedupKey: `${workflowInfo().workflowId}/${key}`,
-      })
-      .catch(() => undefined);
+    await this.status.event({ type, reason, message, dedupKey: key });
   }
 }

@@ -19,7 +19,7 @@ import {
 } from '../../shared/messages.js';
 import type { BpaResourceInput } from '../../shared/types.js';
 import { packages as packageManager } from '../activities.js';
-import { ResourceReport, type Condition } from '../provisioning/resource-report.js';
+import { BpaStatus, type Condition } from '../provisioning/resource-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
 import { MAX_HISTORY } from '../history-limit.js';
 
@@ -53,7 +53,7 @@ export async function softwareWorkflow({
     latest = seen;
   });
   await condition(() => latest !== undefined);
-  const report = new ResourceReport({ kind: 'Software', namespace, name, uid: latest!.uid });
+  const report = new BpaStatus({ kind: 'Software', namespace, name, uid: latest!.uid });
   const installed: Installed = new Map(
     Object.entries(carried?.installed ?? {}).map(([node, has]) => [node, new Set(has)]),
   );
@@ -81,7 +81,7 @@ export async function softwareWorkflow({
       await phase(report, seen, 'Refused', 'Nothing was installed: fix the resource', {
         ready: ['False', 'Refused', problems.join('; ')],
       });
-      await report.event('Warning', 'Refused', problems.join('; '), scope);
+      await report.scopedEvent('Warning', 'Refused', problems.join('; '), scope);
       continue;
     }
     const view = seen.clusterView;
@@ -106,7 +106,7 @@ export async function softwareWorkflow({
 
 /** Installs what each node still lacks, all nodes at once; reports each node's outcome. */
 async function install(
-  report: ResourceReport,
+  report: BpaStatus,
   seen: SoftwareObservation,
   nodes: ClusterNode[],
   packages: RolePackages,
@@ -166,7 +166,7 @@ async function install(
       { ready: ['False', 'InstallFailed', message], nodes: results() },
     );
     for (const [label, error] of failed)
-      await report.event('Warning', 'InstallFailed', error, `${scope}/${label}`);
+      await report.scopedEvent('Warning', 'InstallFailed', error, `${scope}/${label}`);
     return;
   }
   const message = `installed on ${nodes.length} node(s) of cluster ${seen.cluster}`;
@@ -174,17 +174,18 @@ async function install(
     ready: ['True', 'Installed', message],
     nodes: results(),
   });
-  if (changed && todo.length) await report.event('Normal', 'Installed', message, scope);
+  if (changed && todo.length) await report.scopedEvent('Normal', 'Installed', message, scope);
 }
 
 async function phase(
-  report: ResourceReport,
+  report: BpaStatus,
   seen: SoftwareObservation,
   phaseName: string,
   details: string,
   extra: { ready: [Condition['status'], string, string]; nodes?: NodeResult[] },
 ): Promise<boolean> {
   const [status, reason, message] = extra.ready;
+  report.about('clusterName', seen.cluster);
   return report.status(`${phaseName}. ${details}`, {
     phase: phaseName,
     observedGeneration: seen.generation,
