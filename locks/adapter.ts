@@ -12,8 +12,8 @@ import {
   LOCK_MANAGED_BY,
   lockRef,
   type LockTarget,
-} from '../../shared/lock-api.js';
-import { isConflict, isNotFound, rethrowKube } from './errors.js';
+} from './api.js';
+import { isConflict, isNotFound, rethrowKube } from '../activities/kubernetes/errors.js';
 
 interface Holding {
   resource: string;
