@@ -1,4 +1,4 @@
-// Watches every Lock and keeps its Enforced condition true to the facts (lock-status.ts): a new
+// Watches every Lock and keeps its Enforced condition true to the facts (status.ts): a new
 // Lock gets it at once; a namespace that opts in or out later is caught at the next relist.
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { LOCK_API } from './api.js';
