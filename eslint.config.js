@@ -12,13 +12,17 @@ const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}
  *
  *   test/, bench/      anything
  *   cli/, local-stack/ the command and the development stack (cli/ may start local-stack/)
- *   workers/           process entry points: the worker, the bridge, lock-audit, the bundlers
+ *   workers/           process entry points: the worker, the bridge, the bundlers
  *   k8s-bridge/, otp-server/   the bridge's watches and ingests; the OTP service
  *   workflows/         deterministic orchestration (activities as types only)
  *   activities/        adapters to the systems touched
  *   runtime/           process plumbing: logger, settings, metrics, health, HTTP body, watched files
  *   shared/            definitions that cross families and processes
  *   platform-config/   contract names and the parsing of host-config: imports no other folder
+ *
+ * One folder is a family's rather than a layer's: locks/ holds the Lock family whole (its
+ * names, adapter, workflow kit part and audit receiver), and LOCKS_LAYERS places each of its
+ * files in a layer, whose rule that file then follows and whose rule guards it from the others.
  */
 const FOLDERS = [
   'test',
@@ -48,12 +52,38 @@ const FORBIDDEN = Object.fromEntries(
     [...FOLDERS.slice(0, FOLDERS.indexOf(folder)), ...(ALSO_FORBIDDEN[folder] ?? [])],
   ]),
 );
-const layerPattern = (folder) => ({
-  group: FORBIDDEN[folder].flatMap((above) => [`**/${above}`, `**/${above}/**`]),
+/** The layer of each file in locks/ (docs/locks.md, "Where the code is"). */
+const LOCKS_LAYERS = {
+  'api.ts': 'shared', // the Lock's names and shapes
+  'adapter.ts': 'activities', // syncLocks: the Kubernetes adapter
+  'platform-secrets.ts': 'activities', // what an allocator locks, from host-config
+  'hold.ts': 'workflows', // the kit part: take and release from a workflow
+  'denials.ts': 'k8s-bridge', // the audit receiver's parts
+  'status.ts': 'k8s-bridge',
+  'watch.ts': 'k8s-bridge',
+  'audit-receiver.ts': 'workers', // the lock-audit process
+};
+const locksFilesIn = (layers) =>
+  Object.keys(LOCKS_LAYERS).filter((file) => layers.includes(LOCKS_LAYERS[file]));
+/** Import specifiers of these locks/ files: from elsewhere, and (inLocks) from beside them. */
+const locksImports = (files, inLocks) =>
+  files.flatMap((file) => {
+    const js = file.replace(/\.ts$/, '.js');
+    return [`**/locks/${js}`, ...(inLocks ? [`./${js}`] : [])];
+  });
+const layerPattern = (layer, inLocks = false) => ({
+  group: [
+    ...FORBIDDEN[layer].flatMap((above) => [`**/${above}`, `**/${above}/**`]),
+    ...locksImports(locksFilesIn(FORBIDDEN[layer]), inLocks),
+  ],
   message:
-    `${folder}/ imports only the folders below it (docs/architecture.md, "Layers"); ` +
-    `not ${FORBIDDEN[folder].map((f) => `${f}/`).join(', ')}. Move what both need down a layer.`,
+    `${layer}/ (and locks/ files of its layer) imports only the folders below it ` +
+    `(docs/architecture.md, "Layers"); ` +
+    `not ${FORBIDDEN[layer].map((f) => `${f}/`).join(', ')}, nor locks/ files of those layers ` +
+    `(LOCKS_LAYERS in eslint.config.js). Move what both need down a layer.`,
 });
+/** The files of a layer: its folder, and its files in locks/. */
+const filesOf = (layer) => [`${layer}/**/*.ts`, ...locksFilesIn([layer]).map((f) => `locks/${f}`)];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.tools/', '.hostflow/'] },
@@ -72,7 +102,7 @@ export default tseslint.config(
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O
     // libraries, and activities only as types (they run on the worker, not in the workflow).
     // The layer rule below applies too; one config per folder, since a later one replaces it.
-    files: ['workflows/**/*.ts'],
+    files: filesOf('workflows'),
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
@@ -83,11 +113,18 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              group: ['**/activities', '**/activities/**', '@kubernetes/*', 'ssh2', '@aws-sdk/*'],
+              group: [
+                '**/activities',
+                '**/activities/**',
+                ...locksImports(locksFilesIn(['activities']), true),
+                '@kubernetes/*',
+                'ssh2',
+                '@aws-sdk/*',
+              ],
               allowTypeImports: true,
               message: 'Workflows import activities (and I/O libraries) as types only.',
             },
-            layerPattern('workflows'),
+            layerPattern('workflows', true),
           ],
         },
       ],
@@ -97,10 +134,38 @@ export default tseslint.config(
   // shared/ in particular never import workflows/: what they share lives in shared/.
   ...Object.keys(FORBIDDEN)
     .filter((folder) => folder !== 'workflows')
-    .map((folder) => ({
-      files: [`${folder}/**/*.ts`],
-      rules: {
-        '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layerPattern(folder)] }],
+    .flatMap((folder) => [
+      {
+        files: [`${folder}/**/*.ts`],
+        rules: {
+          '@typescript-eslint/no-restricted-imports': [
+            'error',
+            { patterns: [layerPattern(folder)] },
+          ],
+        },
       },
-    })),
+      ...locksFilesIn([folder]).map((file) => ({
+        files: [`locks/${file}`],
+        rules: {
+          '@typescript-eslint/no-restricted-imports': [
+            'error',
+            { patterns: [layerPattern(folder, true)] },
+          ],
+        },
+      })),
+    ]),
+  {
+    // A new file in locks/ is placed in a layer before it lints.
+    files: ['locks/**/*.ts'],
+    ignores: Object.keys(LOCKS_LAYERS).map((file) => `locks/${file}`),
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'Program',
+          message: 'Every file in locks/ has a layer: add it to LOCKS_LAYERS in eslint.config.js.',
+        },
+      ],
+    },
+  },
 );

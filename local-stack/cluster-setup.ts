@@ -13,7 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLUSTER_LOCKS_NAMESPACE, LOCKABLE_LABEL } from '../shared/lock-api.js';
+import { CLUSTER_LOCKS_NAMESPACE, LOCKABLE_LABEL } from '../locks/api.js';
 import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';

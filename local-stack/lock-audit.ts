@@ -1,6 +1,6 @@
 // hostflow's lock-audit receiver as the local stack runs it: a CA, a serving certificate and a
 // bearer token under the state directory (kept across restarts), made before the API server
-// starts, since its audit webhook is configured with them; then `node dist/workers/lock-audit.js`.
+// starts, since its audit webhook is configured with them; then `node dist/locks/audit-receiver.js`.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,7 +67,7 @@ export async function startLockAudit(
   const proc = spawnManaged(
     'lock-audit',
     process.execPath,
-    ['--enable-source-maps', join(REPO_ROOT, 'dist/workers/lock-audit.js')],
+    ['--enable-source-maps', join(REPO_ROOT, 'dist/locks/audit-receiver.js')],
     {
       env: {
         ...process.env,

@@ -19,7 +19,7 @@ import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { LOCK_API, LOCK_MANAGED_BY } from '../shared/lock-api.js';
+import { LOCK_API, LOCK_MANAGED_BY } from '../locks/api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { kubectl, manifestFile, renderManifests, type Manifest } from './support/manifests.js';

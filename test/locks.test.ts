@@ -12,7 +12,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
-import { LOCK_MANAGED_BY } from '../shared/lock-api.js';
+import { LOCK_MANAGED_BY } from '../locks/api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { apiAnswer as outcome } from './support/api-answer.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';

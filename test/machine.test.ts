@@ -20,7 +20,7 @@ import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { setHostDrained } from '../shared/messages.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { LOCK_API } from '../shared/lock-api.js';
+import { LOCK_API } from '../locks/api.js';
 import {
   BOOTSTRAP_SENTINEL,
   CONDITION,

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { AppsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { LOCK_API, LOCKABLE_LABEL } from '../shared/lock-api.js';
+import { LOCK_API, LOCKABLE_LABEL } from '../locks/api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { apiAnswer } from './support/api-answer.js';
 import { kube, uniqueSuffix } from './support/env.js';

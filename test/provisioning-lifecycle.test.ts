@@ -19,7 +19,7 @@ import {
   type ProvisioningSpec,
 } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { LOCK_API, LOCKABLE_LABEL } from '../shared/lock-api.js';
+import { LOCK_API, LOCKABLE_LABEL } from '../locks/api.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';

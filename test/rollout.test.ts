@@ -11,7 +11,7 @@ import { waitFor } from '../local-stack/process.js';
 import { pushImage, startRegistry, type Registry } from '../local-stack/registry.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { RETRY_ANNOTATION } from '../shared/bpa-api.js';
-import { LOCK_API } from '../shared/lock-api.js';
+import { LOCK_API } from '../locks/api.js';
 import {
   IMAGE_LABELS,
   MACHINE_CONFIG_API,

@@ -13,7 +13,7 @@ import { createKubernetesActivities } from '../activities/kubernetes/taskruns.js
 import { ANNOTATIONS, secretNameFor } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { LOCK_API } from '../shared/lock-api.js';
+import { LOCK_API } from '../locks/api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { testEnv } from './support/env.js';
 import { historyText } from './support/history-text.js';

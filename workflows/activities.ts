@@ -13,14 +13,12 @@ import type { LeftoversGcActivities } from '../activities/gc/taskrun-leftovers.j
 import type { DeliveryActivities } from '../activities/delivery.js';
 import type { EventActivities } from '../activities/kubernetes/events.js';
 import type { HostConfigActivities } from '../activities/kubernetes/host-config.js';
-import type { LockActivities } from '../activities/kubernetes/locks.js';
 import type { MachineActivities } from '../activities/kubernetes/machines.js';
 import type { NodeActivities } from '../activities/kubernetes/nodes.js';
 import type { BootstrapActivities } from '../activities/ssh/bootstrap.js';
 import type { MachineConfigPoolActivities } from '../activities/kubernetes/machine-config-pools.js';
 import type { OsImageActivities } from '../activities/ssh/os-image.js';
 import type { ImageLabelActivities } from '../activities/registry/image-labels.js';
-import type { PlatformLockActivities } from '../activities/kubernetes/platform-locks.js';
 import type { KubernetesActivities } from '../activities/kubernetes/taskruns.js';
 import type { SshActivities } from '../activities/ssh/build-users.js';
 import type { TemporalActivities } from '../activities/temporal/workflows.js';
@@ -35,20 +33,6 @@ export const kube = proxyLocalActivities<KubernetesActivities & HostConfigActivi
     backoffCoefficient: 2,
     maximumInterval: '2 seconds',
     maximumAttempts: 5,
-  },
-});
-
-/**
- * Taking and releasing Locks: short Kubernetes calls, local like `kube`. A caller that keeps
- * failing goes on without the Lock and tries again later (the lock protects, it never blocks).
- */
-export const locks = proxyLocalActivities<LockActivities & PlatformLockActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '200 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '2 seconds',
-    maximumAttempts: 3,
   },
 });
 

@@ -21,7 +21,7 @@ import { isCompleted, type TaskRunObject } from '../../platform-config/taskrun-c
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host, TaskRunRef } from '../../shared/types.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
-import type { createLockActivities } from '../kubernetes/locks.js';
+import type { createLockActivities } from '../../locks/adapter.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import { listBuildUsers, removeBuildUser, type SshDeps } from '../ssh/build-users.js';

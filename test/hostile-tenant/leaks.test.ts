@@ -18,8 +18,8 @@ import {
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLockActivities } from '../../activities/kubernetes/locks.js';
-import { LockStatusWriter } from '../../k8s-bridge/lock-status.js';
+import { createLockActivities } from '../../locks/adapter.js';
+import { LockStatusWriter } from '../../locks/status.js';
 import { installClusterResources } from '../../local-stack/cluster-setup.js';
 import {
   LOCAL_ENGINE_USER,
@@ -33,7 +33,7 @@ import {
   LOCK_API,
   LOCK_MANAGED_BY,
   LOCKABLE_LABEL,
-} from '../../shared/lock-api.js';
+} from '../../locks/api.js';
 import { CONDITION } from '../../shared/machine-api.js';
 import { apiAnswer } from '../support/api-answer.js';
 import { testEnv, uniqueSuffix } from '../support/env.js';

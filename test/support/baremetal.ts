@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { hostMac, startSshHosts, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../../shared/bpa-api.js';
-import { LOCKABLE_LABEL } from '../../shared/lock-api.js';
+import { LOCKABLE_LABEL } from '../../locks/api.js';
 import { testEnv } from './env.js';
 import type { TestScope } from './scope.js';
 

@@ -1,6 +1,6 @@
 // One test file's slice of the shared cluster: its namespaces, host-config, and clients.
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { LOCKABLE_LABEL } from '../../shared/lock-api.js';
+import { LOCKABLE_LABEL } from '../../locks/api.js';
 import { HOST_CONFIG_NAME, LABELS } from '../../platform-config/contract.js';
 import type { EngineScope } from './engine.js';
 import { kube, temporalClient, uniqueSuffix } from './env.js';

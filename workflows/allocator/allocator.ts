@@ -50,7 +50,8 @@ import {
   summary,
   type AllocationState,
 } from './allocation.js';
-import { DependencyLocks, releaseAllLocks } from './dependency-locks.js';
+import { DependencyLocks } from './dependency-locks.js';
+import { releaseLocks } from '../../locks/hold.js';
 import { handleDrains } from './drain.js';
 import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
@@ -324,7 +325,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     // Cancelled by an operator: what it locked is let go on the way out, whatever else happens.
     if (locksDependencies && isCancellation(err)) {
       await CancellationScope.nonCancellable(
-        () => releaseAllLocks(workflowInfo().workflowId).catch(() => undefined), // else GC does it
+        () => releaseLocks({ waitsOut: () => false }).catch(() => false), // else GC does it
       );
     }
     throw err;

@@ -1,14 +1,16 @@
 // The Locks an allocator holds on what its platform's work in progress needs (docs/architecture.md,
 // "Locks"): while its VMs live, the cloud credentials and ssh-secret; while builds run on a static
-// host, that host's admin key (activities/kubernetes/platform-locks.ts). Level-triggered: the
-// wanted set is derived from the slots and VMs, synced when it changes and at every config read,
-// so a Lock deleted by hand comes back. A failing sync never holds a grant back: it is tried
-// again with back-off, and the details say so.
-import { isCancellation, workflowInfo } from '@temporalio/workflow';
-import type { PlatformLockInput } from '../../activities/kubernetes/platform-locks.js';
+// host, that host's admin key (locks/platform-secrets.ts), taken through the kit (locks/hold.ts).
+// Level-triggered: the wanted set is derived from the slots and VMs, synced when it changes and
+// at every config read, so a Lock deleted by hand comes back. A failing sync never holds a grant
+// back: it is tried again with back-off on the allocator's own clock, and the details say so.
+// Only the allocator's main loop calls sync (docs/architecture.md, "Local activities: one
+// coroutine at a time").
+import { isCancellation } from '@temporalio/workflow';
+import { takePlatformLocks } from '../../locks/hold.js';
+import type { PlatformLockInput } from '../../locks/platform-secrets.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
-import { locks } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { backoffMs } from '../kit/retry.js';
 import type { AllocationState } from './allocation.js';
@@ -32,9 +34,8 @@ export class DependencyLocks {
    */
   async sync(state: AllocationState, poolVmsLive: boolean): Promise<void> {
     while (this.running) await this.running;
-    const input: PlatformLockInput = {
+    const input: Omit<PlatformLockInput, 'holder'> = {
       platform: this.platform,
-      holder: workflowInfo().workflowId,
       busyHosts: Object.keys(state.holders)
         .filter((host) => host !== VM_SLOTS_HOST && (state.holders[host]?.length ?? 0) > 0)
         .sort(),
@@ -51,9 +52,9 @@ export class DependencyLocks {
     }
   }
 
-  private async write(input: PlatformLockInput, key: string): Promise<void> {
+  private async write(input: Omit<PlatformLockInput, 'holder'>, key: string): Promise<void> {
     try {
-      const result = await locks.lockPlatformDependencies(input);
+      const result = await takePlatformLocks(input);
       this.synced = key;
       this.held = result.held;
       this.trouble = undefined;
@@ -81,9 +82,4 @@ export class DependencyLocks {
       : '';
     return [held, trouble].filter(Boolean).join('\n\n');
   }
-}
-
-/** Lets go of every Lock this workflow holds (the non-cancellable clean-up of a cancelled one). */
-export async function releaseAllLocks(holder: string): Promise<void> {
-  await locks.syncLocks({ holder, wanted: [] });
 }

@@ -13,7 +13,7 @@ import {
 import { innermostMessage } from '../../shared/failures.js';
 import { machineBootstrap, machineKube as kube } from '../activities.js';
 import { blockedPods, cordonAndDrain, type DrainPass } from '../kit/node-drain.js';
-import { lockNode, unlockNode } from '../kit/node-lock.js';
+import { lockNode, unlockNode } from '../../locks/hold.js';
 import { failureOf, untilDeadline } from '../kit/retry.js';
 import { releaseInfrastructure } from './infrastructure.js';
 import type { MachineRun } from './run.js';

@@ -13,17 +13,17 @@ import {
 } from '../../shared/bpa-api.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
-import type { LockTarget } from '../../shared/lock-api.js';
+import type { LockTarget } from '../../locks/api.js';
+import { releaseLocks, takeLocks } from '../../locks/hold.js';
 import type { ProvisioningObservation } from '../../shared/messages.js';
 import {
   installerKey,
   kubesprayCheck,
-  locks,
   playbooks,
   provisioningKube as kube,
 } from '../activities.js';
 import type { ResourceStatusState } from '../kit/resource-status.js';
-import { untilDone } from '../kit/retry.js';
+import { PATCH_WAIT_OUT_FAILURES } from '../kit/retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
 import {
@@ -110,7 +110,6 @@ export class Provisioner {
 
   constructor(
     private readonly ref: ProvisioningRef,
-    private readonly holder: string,
     cluster: string,
     carried?: ProvisionerState,
   ) {
@@ -251,10 +250,11 @@ export class Provisioner {
     await kube.releaseBareMetalHosts({ consumer: this.ref });
     if (patched(PATCH_UNLOCK_UNTIL_DONE)) {
       // A Lock left behind would refuse the host's deletion long after the cluster is gone.
-      await untilDone(() => this.unlockAll(), {
-        what: 'release its Locks',
-        evenFinal: true,
-        report: ({ cause, attempt }) =>
+      await releaseLocks({
+        alsoIn: this.lockedInSorted(),
+        // As untilDone waited it out, with its patch (kit/retry.ts), so recorded runs replay.
+        waitsOut: (err) => !isCancellation(err) && patched(PATCH_WAIT_OUT_FAILURES),
+        onPending: (cause, attempt) =>
           log.warn(`${this.consumer}: cannot release its Locks, try ${attempt}`, { cause }),
       });
     } else {
@@ -268,9 +268,13 @@ export class Provisioner {
       });
   }
 
-  /** Lets go of every Lock (a cancelled run's non-cancellable clean-up). */
+  /** Lets go of every Lock, one try (a cancelled run's non-cancellable clean-up). */
   async unlockAll(): Promise<void> {
-    await locks.syncLocks({ holder: this.holder, wanted: [], alsoIn: [...this.lockedIn].sort() });
+    await releaseLocks({ alsoIn: this.lockedInSorted(), waitsOut: () => false });
+  }
+
+  private lockedInSorted(): string[] {
+    return [...this.lockedIn].sort();
   }
 
   private async run(plan: Plan, step: PlanStep): Promise<void> {
@@ -506,12 +510,13 @@ export class Provisioner {
       });
     }
     for (const target of wanted) this.lockedIn.add(target.namespace);
-    try {
-      await locks.syncLocks({ holder: this.holder, wanted, alsoIn: [...this.lockedIn].sort() });
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      log.warn('cannot write Locks; going on without them', { error: innermostMessage(err) });
-    }
+    await takeLocks(wanted, {
+      alsoIn: this.lockedInSorted(),
+      onNotLocked: (err) => {
+        if (isCancellation(err)) throw err;
+        log.warn('cannot write Locks; going on without them', { error: innermostMessage(err) });
+      },
+    });
   }
 }
 

@@ -14,7 +14,6 @@ import {
   patched,
   setCurrentDetails,
   setHandler,
-  workflowInfo,
 } from '@temporalio/workflow';
 import { provisioningObserved, type ProvisioningObservation } from '../../shared/messages.js';
 import type { ProvisioningInput } from '../../shared/types.js';
@@ -78,12 +77,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   });
   await condition(() => latest !== undefined);
   const ref = { namespace, name, uid: latest!.uid };
-  const provisioner = new Provisioner(
-    ref,
-    workflowInfo().workflowId,
-    latest!.cluster ?? '',
-    carried?.provisioner,
-  );
+  const provisioner = new Provisioner(ref, latest!.cluster ?? '', carried?.provisioner);
   const { report } = provisioner;
   let stuck: Stuck | undefined = carried?.stuck;
   const retryAsked = () => stuck !== undefined && latest!.retry !== stuck.retry;

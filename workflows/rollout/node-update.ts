@@ -16,7 +16,7 @@ import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';
 import { osCheck, osRebase, poolKube as kube } from '../activities.js';
 import { blockedPods, drainNode } from '../kit/node-drain.js';
-import { lockNode, unlockNode } from '../kit/node-lock.js';
+import { lockNode, unlockNode } from '../../locks/hold.js';
 
 export interface NodeUpdateInput {
   pool: string;

@@ -3,7 +3,7 @@
 // Lock's name. Everything else in a batch is dropped. The server may send a batch again after a
 // failed delivery, so events already counted (by audit ID) are skipped.
 import { z } from 'zod';
-import { CLUSTER_LOCKS_NAMESPACE } from '../shared/lock-api.js';
+import { CLUSTER_LOCKS_NAMESPACE } from './api.js';
 
 export const DENIED_BY_ANNOTATION = 'locks.kotas.tech/denied-by';
 /** The same from the policy for Nodes, whose Locks live in CLUSTER_LOCKS_NAMESPACE. */

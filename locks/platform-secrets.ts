@@ -4,10 +4,10 @@
 // host's admin-key Secret, without which no build user can be removed. DELETE only: rotating a
 // credential (an update) stays possible.
 import type { CoreV1Api } from '@kubernetes/client-node';
-import type { CloudPlatform } from '../../platform-config/host-config.js';
-import type { LockTarget } from '../../shared/lock-api.js';
-import { readHostConfig } from './host-config.js';
-import type { LockSync, createLockActivities } from './locks.js';
+import type { CloudPlatform } from '../platform-config/host-config.js';
+import type { LockTarget } from './api.js';
+import { readHostConfig } from '../activities/kubernetes/host-config.js';
+import type { LockSync, createLockActivities } from './adapter.js';
 
 export interface PlatformLockInput {
   platform: string;

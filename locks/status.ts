@@ -8,8 +8,8 @@ import type {
   CustomObjectsApi,
 } from '@kubernetes/client-node';
 import { statusCode } from '../shared/kube-errors.js';
-import { LOCK_API, LOCKABLE_LABEL } from '../shared/lock-api.js';
-import type { LockDenial } from './lock-denials.js';
+import { LOCK_API, LOCKABLE_LABEL } from './api.js';
+import type { LockDenial } from './denials.js';
 
 export const LOCK_POLICY_BINDING = 'locks.kotas.tech';
 const MAX_CONFLICTS = 5;

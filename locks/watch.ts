@@ -1,10 +1,10 @@
-// Watches every Lock and keeps its Enforced condition true to the facts (lock-status.ts): a new
+// Watches every Lock and keeps its Enforced condition true to the facts (status.ts): a new
 // Lock gets it at once; a namespace that opts in or out later is caught at the next relist.
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { LOCK_API } from '../shared/lock-api.js';
+import { LOCK_API } from './api.js';
 import { innermostMessage } from '../shared/failures.js';
-import { ListWatch } from './list-watch.js';
-import type { LockObject, LockStatusWriter } from './lock-status.js';
+import { ListWatch } from '../k8s-bridge/list-watch.js';
+import type { LockObject, LockStatusWriter } from './status.js';
 import type { LineLog } from '../runtime/logger.js';
 
 export interface LockWatchOptions {

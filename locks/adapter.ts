@@ -1,4 +1,4 @@
-// Kubernetes adapter for the Locks the engine holds (shared/lock-api.ts). Several workflows may
+// Kubernetes adapter for the Locks the engine holds (locks/api.ts). Several workflows may
 // need one object locked (platforms sharing a credentials Secret), so a Lock lists its holders
 // and exists while one remains. Every write is read-modify-write on the resourceVersion, so
 // holders writing at once never lose each other's entries. A Lock a person created is never
@@ -12,8 +12,8 @@ import {
   LOCK_MANAGED_BY,
   lockRef,
   type LockTarget,
-} from '../../shared/lock-api.js';
-import { isConflict, isNotFound, rethrowKube } from './errors.js';
+} from './api.js';
+import { isConflict, isNotFound, rethrowKube } from '../activities/kubernetes/errors.js';
 
 interface Holding {
   resource: string;
