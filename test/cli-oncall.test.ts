@@ -2,11 +2,7 @@
 // operator runs them: the built CLI as a child process, with the engine's own environment,
 // against a real static pool (sshd hosts, worker, bridge) whose state they must report.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
-import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import { LABELS } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
@@ -14,9 +10,9 @@ import type { Description } from '../cli/describe.js';
 import type { EngineStatus } from '../cli/status.js';
 import { engineEnv } from './support/engine.js';
 import { testEnv } from './support/env.js';
+import { hostflowIn, hostflowOf } from './support/hostflow-cli.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
-const run = promisify(execFile);
 const LOCAL_PLATFORM = 'linux/cli-local';
 let pool: StaticPool;
 let ns: string;
@@ -51,31 +47,8 @@ afterAll(async () => {
   await pool?.dispose();
 });
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `hostflow <args>` as on-call runs it, with the engine's environment. */
-async function hostflow(...args: string[]): Promise<Result> {
-  return hostflowWith({ ...process.env, ...engineEnv(pool.scope) }, ...args);
-}
-
-async function hostflowWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      [join(REPO_ROOT, 'dist/cli/hostflow.js'), ...args],
-      { env },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const failed = err as { code?: number; stdout?: string; stderr?: string };
-    if (typeof failed.code !== 'number') throw err;
-    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
-}
+const hostflow = (...args: string[]) => hostflowOf(pool.scope, ...args);
 
 async function json<T>(...args: string[]): Promise<T> {
   const result = await hostflow(...args, '-o', 'json');
@@ -294,7 +267,7 @@ describe('bad arguments', () => {
     };
     delete env.KUBECONFIG;
     delete env.KUBERNETES_SERVICE_HOST;
-    const result = await hostflowWith(env, 'status');
+    const result = await hostflowIn(env, 'status');
     // What Temporal knows is still shown; what needs the cluster is named as not looked at.
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('allocator/linux/');
