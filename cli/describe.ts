@@ -4,7 +4,11 @@
 // as Kubernetes has it, and its history told as steps. Every kind the same way; what differs is
 // a row of describe-kinds.ts.
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { WorkflowNotFoundError, type WorkflowExecutionInfo } from '@temporalio/client';
+import {
+  WorkflowNotFoundError,
+  type WorkflowExecutionDescription,
+  type WorkflowExecutionInfo,
+} from '@temporalio/client';
 import { statusCode } from '../shared/kube-errors.js';
 import { SA } from '../shared/search-attributes.js';
 import { loadKubeConfig } from '../runtime/settings.js';
@@ -157,7 +161,8 @@ async function describeObject(
     phaseFrom,
     facts: kind.facts({ object: kube.object, attrs, details, answer, related }),
     details,
-    waiting: waitingOn(steps, description.raw.pendingActivities ?? []),
+    // A closed run waits on nothing, whatever steps it left open.
+    waiting: description.closeTime ? [] : waitingOn(steps, description.raw.pendingActivities ?? []),
     error: (answer?.error as string | undefined) ?? lastFailure ?? null,
     summary: (await description.staticSummary()) ?? null,
     earlierWorkflows: earlier,
@@ -261,9 +266,7 @@ function statusPhase(object: KubeObject): string | undefined {
 }
 
 type PendingActivity = NonNullable<
-  Awaited<
-    ReturnType<ReturnType<TemporalContext['client']['workflow']['getHandle']>['describe']>
-  >['raw']['pendingActivities']
+  WorkflowExecutionDescription['raw']['pendingActivities']
 >[number];
 
 /** What the run waits on now: its open steps, with a pending activity's attempt and last failure. */
