@@ -243,7 +243,7 @@ describe('a Machine on a static host', () => {
     expect(stepsOf(d)).toEqual(
       expect.arrayContaining([
         'signal machineObserved',
-        'activity setMachineProviderId completed',
+        'local activity setMachineProviderId completed',
         'phase Pending',
         'phase Provisioned',
         'phase Running',

@@ -252,7 +252,7 @@ describe('a MachineConfigPool of five nodes', () => {
     expect(stepsOf(d)).toEqual(
       expect.arrayContaining([
         'signal poolObserved',
-        'activity listPoolNodes completed',
+        'local activity listPoolNodes completed',
         'child workflow nodeUpdateWorkflow completed',
       ]),
     );

@@ -316,7 +316,7 @@ describe('a Cluster', () => {
     expect(d.details).toMatch(new RegExp(`^\\*\\*Cluster ${scope.namespace}/edge\\*\\*: Ready`));
     expect(stepsOf(d)).toEqual(
       expect.arrayContaining([
-        'activity addClusterFinalizer completed',
+        'local activity addClusterFinalizer completed',
         'child workflow provisioningWorkflow running',
         'child workflow softwareWorkflow running',
         'signal bpaClusterObserved',
@@ -336,9 +336,9 @@ describe('a Cluster', () => {
     expect(d.facts.hosts).toEqual([expect.stringMatching(/^solo: \S+ \S+ \(master/)]);
     expect(stepsOf(d)).toEqual(
       expect.arrayContaining([
-        'activity claimBareMetalHosts completed',
+        'local activity claimBareMetalHosts completed',
         'activity runPlaybook completed',
-        'activity writeProvisioningStatus completed',
+        'local activity writeProvisioningStatus completed',
       ]),
     );
     // Ready, and waiting for nothing but the next change.
