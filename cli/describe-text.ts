@@ -1,30 +1,31 @@
-// `hostflow describe taskrun` for people: the workflow and where the TaskRun stands, then its
-// steps with their times (UTC, and since the run started).
+// `hostflow describe` for people: the object, its workflow and where it stands, the kind's facts,
+// then its steps with their times (UTC, and since the run started). The same for every kind.
+import type { Description, Fact } from './description.js';
 import { duration, table } from './oncall.js';
-import type { TaskRunDescription } from './taskrun-description.js';
 import type { Step } from './timeline.js';
 
-export function describeText(d: TaskRunDescription): string {
+export function describeText(d: Description): string {
   const started = Date.parse(d.startTime);
   const head = table([
-    ['TaskRun:', d.taskRun],
+    [`${d.kind}:`, d.object],
     ['Workflow:', `${d.workflowId} (run ${d.runId})`],
     [
       'Status:',
       `${d.status}, started ${d.startTime}${d.closeTime ? `, closed ${d.closeTime}` : ''}`,
     ],
-    ['Platform:', d.platform ?? '?'],
-    ['Phase:', `${d.phase ?? '?'}${d.source === 'query' ? '' : ' (from search attributes)'}`],
-    ['Host:', d.host ?? '-'],
-    ...(d.failedHosts.length > 0 ? [['Failed hosts:', d.failedHosts.join(', ')]] : []),
-    ...(d.observed ? [['TaskRun seen:', d.observed]] : []),
-    ...(d.details ? [['Now:', oneLine(d.details)]] : []),
+    [
+      'Phase:',
+      `${d.phase ?? '?'}${d.phaseFrom && d.phaseFrom !== 'query' && d.phaseFrom !== 'object' ? ` (from ${d.phaseFrom})` : ''}`,
+    ],
+    ...Object.entries(d.facts).flatMap(([name, value]) => fact(name, value)),
     ...(d.earlierWorkflows > 0
-      ? [['Earlier:', `${d.earlierWorkflows} older workflow(s) of a TaskRun of this name`]]
+      ? [['Earlier:', `${d.earlierWorkflows} older workflow(s) of a ${d.kind} of this name`]]
       : []),
   ]);
   const lines = [head];
-  if (d.unanswered) lines.push(`(${d.unanswered})`);
+  for (const note of d.notes) lines.push(`(${note})`);
+  if (d.details) lines.push('', 'Now:', ...plain(d.details).map((line) => `  ${line}`));
+  if (d.waiting.length > 0) lines.push('', 'Waiting on:', ...d.waiting.map((w) => `  ${w}`));
   lines.push('', 'Timeline:');
   lines.push(
     table(
@@ -37,6 +38,14 @@ export function describeText(d: TaskRunDescription): string {
   );
   lines.push('', `Last error: ${d.error ?? 'none'}`);
   return lines.join('\n');
+}
+
+/** A fact's rows: `Failed hosts:  h3`; a list one row per item; nothing said is `-`. */
+function fact(name: string, value: Fact): string[][] {
+  const label = `${name[0]!.toUpperCase()}${name.slice(1).replace(/([a-z])([A-Z])(?=[a-z])/g, (_, a: string, b: string) => `${a} ${b.toLowerCase()}`)}:`;
+  if (!Array.isArray(value)) return [[label, value ?? '-']];
+  if (value.length === 0) return [[label, '-']];
+  return value.map((item, i) => [i === 0 ? label : '', item]);
 }
 
 function describeStep(step: Step): string {
@@ -72,6 +81,11 @@ function outcome(step: Step): string {
   }
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\*\*/g, '').replace(/\s*\n+\s*/g, ' ');
+/** The current details without their markdown emphasis, line by line. */
+function plain(text: string): string[] {
+  return text
+    .replace(/\*\*/g, '')
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter(Boolean);
 }

@@ -1,9 +1,26 @@
-// `hostflow describe taskrun <ns>/<name>`: the TaskRun's workflow (its most recent run, found by
-// the K8sNamespace and K8sName search attributes on this engine's task queue), what it says of
-// itself (status query, current details), and its history told as steps.
-import { taskRunStatus, type TaskRunStatus } from '../shared/messages.js';
-import { KIND, SA } from '../shared/search-attributes.js';
+// `hostflow describe <kind> <ns>/<name>`: one object's workflow (found by its workflow ID, or by
+// the K8sNamespace and K8sName search attributes on this engine's task queue where the ID carries
+// a uid), what it says of itself (status query, current details, pending activities), the object
+// as Kubernetes has it, and its history told as steps. Every kind the same way; what differs is
+// a row of describe-kinds.ts.
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import {
+  WorkflowNotFoundError,
+  type WorkflowExecutionDescription,
+  type WorkflowExecutionInfo,
+} from '@temporalio/client';
+import { statusCode } from '../shared/kube-errors.js';
+import { SA } from '../shared/search-attributes.js';
+import { loadKubeConfig } from '../runtime/settings.js';
+import {
+  DESCRIBED_KINDS,
+  describedKind,
+  type DescribedKind,
+  type KubeObject,
+  type RelatedWorkflow,
+} from './describe-kinds.js';
 import { describeText } from './describe-text.js';
+import type { Description } from './description.js';
 import {
   OUTPUT_OPTION,
   UsageError,
@@ -15,75 +32,87 @@ import {
   type TemporalContext,
 } from './oncall.js';
 import { waitingFor } from './progress.js';
-import type { TaskRunDescription } from './taskrun-description.js';
 import { timeline } from './timeline.js';
+
+const KIND_LIST = DESCRIBED_KINDS.map((k) => k.names[0]).join(', ');
 
 export const DESCRIBE_USAGE = `
 describe options:
-  hostflow describe taskrun NAMESPACE/NAME [-o json]
-      The TaskRun's workflow (ID, run, status), phase, host, its steps from the workflow history,
-      and the last error. Finds the most recent workflow of that TaskRun on HOSTFLOW_TASK_QUEUE.`;
+  hostflow describe KIND NAMESPACE/NAME [-o json] [--kubeconfig PATH] [--context NAME]
+  hostflow describe pool NAME [-o json] [--kubeconfig PATH] [--context NAME]
+      KIND is one of ${KIND_LIST}; a pool (MachineConfigPool) is cluster-scoped.
+      The object's workflow (ID, run, status), phase, what it waits for now, the kind's facts
+      (a Provisioning's cluster and hosts, a Machine's host, providerID and node, a pool's nodes
+      and target image), its steps from the workflow history, and the last error. Workflows on
+      HOSTFLOW_TASK_QUEUE; the object is read with the kubeconfig where it can be.`;
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const KINDS = ['taskrun', 'taskruns', 'tr'];
 /** Queries need a worker; one that is down must not hang on-call. */
 const QUERY_MS = 15_000;
 
-export type { TaskRunDescription };
+export type { Description };
+
+interface Target {
+  kind: DescribedKind;
+  namespace: string;
+  name: string;
+}
 
 export function describeCommand(args: string[]): Promise<number> {
   return runCommand('hostflow describe', DESCRIBE_USAGE, async () => {
-    const { values, positionals } = parseCommandArgs(args, OUTPUT_OPTION);
-    const [kind, target, ...extra] = positionals;
-    if (!kind) throw new UsageError('say what to describe: taskrun NAMESPACE/NAME');
-    if (!KINDS.includes(kind)) {
-      throw new UsageError(`cannot describe "${kind}": only taskrun NAMESPACE/NAME is supported`);
-    }
-    if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
-    const [namespace, name, ...rest] = (target ?? '').split('/');
-    if (!namespace || !name || rest.length > 0 || !NAMESPACE.test(namespace) || !NAME.test(name)) {
-      throw new UsageError(
-        target
-          ? `"${target}" is not NAMESPACE/NAME of a TaskRun (e.g. demo/build-arm64)`
-          : 'give the TaskRun as NAMESPACE/NAME (e.g. demo/build-arm64)',
-      );
-    }
+    const { values, positionals } = parseCommandArgs(args, {
+      ...OUTPUT_OPTION,
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+    });
+    const target = parseTarget(positionals);
     const format = outputFormat(values.output);
     const found = await withTemporal('hostflow describe', (ctx) =>
-      describeTaskRun(ctx, namespace, name),
+      describeObject(ctx, target, { kubeconfig: values.kubeconfig, context: values.context }),
     );
     console.log(format === 'json' ? JSON.stringify(found, null, 2) : describeText(found));
     return 0;
   });
 }
 
-async function describeTaskRun(
-  ctx: TemporalContext,
-  namespace: string,
-  name: string,
-): Promise<TaskRunDescription> {
-  const { client, settings, bounded } = ctx;
-  const taskQueue = settings.HOSTFLOW_TASK_QUEUE;
-  const query =
-    `${SA.kind.name} = '${KIND.taskRun}' AND ${SA.namespace.name} = ${quoted(namespace)} ` +
-    `AND ${SA.name.name} = ${quoted(name)} AND TaskQueue = ${quoted(taskQueue)}`;
-  const runs = await waitingFor('hostflow describe', 'Temporal visibility', async () => {
-    const found = [];
-    for await (const execution of client.workflow.list({ query })) found.push(execution);
-    return found.sort((a, b) => b.startTime.getTime() - a.startTime.getTime());
-  });
-  const latest = runs[0];
-  if (!latest) {
-    throw new Error(
-      `no workflow for TaskRun ${namespace}/${name} on task queue ${taskQueue} in Temporal ` +
-        `namespace ${settings.TEMPORAL_NAMESPACE}. The bridge starts one only for TaskRuns with ` +
-        'a PLATFORM param that mount the multi-platform-ssh Secret; a TaskRun created seconds ago ' +
-        'may not be listed yet (visibility lags a little).',
+function parseTarget(positionals: string[]): Target {
+  const [kindName, target, ...extra] = positionals;
+  if (!kindName) throw new UsageError(`say what to describe: ${KIND_LIST}, then its name`);
+  const kind = describedKind(kindName);
+  if (!kind) throw new UsageError(`cannot describe "${kindName}": the kinds are ${KIND_LIST}`);
+  if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+  const form = kind.clusterScoped ? 'NAME' : 'NAMESPACE/NAME';
+  const example = kind.clusterScoped ? kind.sample : `demo/${kind.sample}`;
+  const parts = (target ?? '').split('/');
+  const [namespace, name] = kind.clusterScoped ? ['', parts[0]] : parts;
+  const valid =
+    parts.length === (kind.clusterScoped ? 1 : 2) &&
+    !!name &&
+    NAME.test(name) &&
+    (kind.clusterScoped || (!!namespace && NAMESPACE.test(namespace)));
+  if (!valid) {
+    throw new UsageError(
+      target
+        ? `"${target}" is not ${form} of a ${kind.kind} (e.g. ${example})`
+        : `give the ${kind.kind} as ${form} (e.g. ${example})`,
     );
   }
+  return { kind, namespace: namespace!, name: name! };
+}
+
+async function describeObject(
+  ctx: TemporalContext,
+  target: Target,
+  flags: { kubeconfig?: string; context?: string },
+): Promise<Description> {
+  const { client, settings, bounded } = ctx;
+  const { kind, namespace, name } = target;
+  const object = kind.clusterScoped ? name : `${namespace}/${name}`;
+  const notes: string[] = [];
+  const { latest, earlier } = await findWorkflow(ctx, target);
   const handle = client.workflow.getHandle(latest.workflowId, latest.runId);
-  const [description, history, answers] = await waitingFor(
+  const [description, history, answers, kube, related] = await waitingFor(
     'hostflow describe',
     `the history of ${latest.workflowId}`,
     () =>
@@ -92,37 +121,165 @@ async function describeTaskRun(
         handle.fetchHistory(),
         bounded(QUERY_MS, () =>
           Promise.all([
-            handle.query(taskRunStatus),
             handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata'),
+            kind.query ? handle.query(kind.query) : Promise.resolve(undefined),
           ]),
         ).catch((err: unknown) => err as Error),
+        readObject(kind, namespace, name, ctx, flags),
+        kind.related
+          ? listWorkflows(ctx, kind.related(name, settings.HOSTFLOW_TASK_QUEUE))
+          : Promise.resolve([]),
       ]),
   );
   const steps = timeline(history);
-  const answered = !(answers instanceof Error);
-  const status: Partial<TaskRunStatus> = answered ? answers[0] : {};
+  if (answers instanceof Error) notes.push(`the workflow did not answer: ${answers.message}`);
+  if (kube.note) notes.push(kube.note);
+  const details = answers instanceof Error ? null : answers[0].currentDetails || null;
+  const answer =
+    answers instanceof Error
+      ? undefined
+      : (answers[1] as unknown as Record<string, unknown> | undefined);
   const attrs = description.typedSearchAttributes;
+  const phases: Array<[Description['phaseFrom'], string | undefined]> = [
+    ['query', answer?.phase as string | undefined],
+    ['object', kube.object && (kind.objectPhase ?? statusPhase)(kube.object)],
+    ['search attributes', attrs.get(SA.phase)],
+    ['details', kind.phaseInDetails?.exec(details ?? '')?.[1]],
+  ];
+  const [phaseFrom, phase] = phases.find(([, p]) => p) ?? [null, null];
   const lastFailure = [...steps].reverse().find((s) => s.error)?.error;
-  const details = answered ? answers[1].currentDetails || null : null;
   return {
-    taskRun: `${namespace}/${name}`,
+    kind: kind.kind,
+    object,
     workflowId: latest.workflowId,
-    runId: latest.runId,
+    runId: description.runId,
     status: description.status.name,
     taskQueue: description.taskQueue,
     startTime: description.startTime.toISOString(),
     closeTime: description.closeTime?.toISOString() ?? null,
-    platform: attrs.get(SA.platform) ?? null,
-    phase: status.phase ?? attrs.get(SA.phase) ?? null,
-    host: status.host ?? attrs.get(SA.host) ?? null,
-    failedHosts: status.failedHosts ?? [],
-    observed: status.observed ?? null,
-    error: status.error ?? lastFailure ?? null,
-    source: answered ? 'query' : 'search attributes',
-    ...(answered ? {} : { unanswered: `the workflow did not answer: ${answers.message}` }),
-    summary: (await description.staticSummary()) ?? null,
+    phase: phase ?? null,
+    phaseFrom,
+    facts: kind.facts({ object: kube.object, attrs, details, answer, related }),
     details,
-    earlierWorkflows: runs.length - 1,
+    // A closed run waits on nothing, whatever steps it left open.
+    waiting: description.closeTime ? [] : waitingOn(steps, description.raw.pendingActivities ?? []),
+    error: (answer?.error as string | undefined) ?? lastFailure ?? null,
+    summary: (await description.staticSummary()) ?? null,
+    earlierWorkflows: earlier,
+    notes,
     timeline: steps,
   };
+}
+
+/** The object's most recent workflow, and how many older ones a same-named object left. */
+async function findWorkflow(
+  ctx: TemporalContext,
+  { kind, namespace, name }: Target,
+): Promise<{ latest: { workflowId: string; runId?: string }; earlier: number }> {
+  const { client, settings } = ctx;
+  const where =
+    `on task queue ${settings.HOSTFLOW_TASK_QUEUE} in Temporal namespace ` +
+    settings.TEMPORAL_NAMESPACE;
+  if (kind.workflowId) {
+    const workflowId = kind.workflowId(namespace, name);
+    try {
+      const { runId } = await waitingFor('hostflow describe', `workflow ${workflowId}`, () =>
+        client.workflow.getHandle(workflowId).describe(),
+      );
+      return { latest: { workflowId, runId }, earlier: 0 };
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      throw new Error(
+        `no workflow ${workflowId} for ${kind.kind} ${kind.clusterScoped ? name : `${namespace}/${name}`} ` +
+          `in Temporal namespace ${settings.TEMPORAL_NAMESPACE}. ${kind.missing}`,
+        { cause: err },
+      );
+    }
+  }
+  const query =
+    `${SA.kind.name} = '${kind.searchKind}' AND ${SA.namespace.name} = ${quoted(namespace)} ` +
+    `AND ${SA.name.name} = ${quoted(name)} AND TaskQueue = ${quoted(settings.HOSTFLOW_TASK_QUEUE)}`;
+  const runs = await listWorkflows(ctx, query);
+  const latest = runs.sort((a, b) => b.startTime.getTime() - a.startTime.getTime())[0];
+  if (!latest) {
+    throw new Error(
+      `no workflow for ${kind.kind} ${namespace}/${name} ${where} (looked for ` +
+        `${kind.searchKind}/${namespace}/${name}/<uid> by ${SA.kind.name}, ${SA.namespace.name} ` +
+        `and ${SA.name.name}). ${kind.missing}`,
+    );
+  }
+  return {
+    latest: { workflowId: latest.workflowId, runId: latest.runId },
+    earlier: runs.length - 1,
+  };
+}
+
+async function listWorkflows(
+  ctx: TemporalContext,
+  query: string,
+): Promise<Array<RelatedWorkflow & { runId: string }>> {
+  return waitingFor('hostflow describe', 'Temporal visibility', async () => {
+    const found: WorkflowExecutionInfo[] = [];
+    for await (const execution of ctx.client.workflow.list({ query })) found.push(execution);
+    return found.map((e) => ({
+      workflowId: e.workflowId,
+      runId: e.runId,
+      status: e.status.name,
+      startTime: e.startTime,
+      attrs: e.typedSearchAttributes,
+    }));
+  });
+}
+
+/** The object as Kubernetes has it; a note instead when it cannot be read. */
+async function readObject(
+  kind: DescribedKind,
+  namespace: string,
+  name: string,
+  { settings }: TemporalContext,
+  flags: { kubeconfig?: string; context?: string },
+): Promise<{ object?: KubeObject; note?: string }> {
+  if (!kind.api) return {};
+  const what = `${kind.kind} ${kind.clusterScoped ? name : `${namespace}/${name}`}`;
+  try {
+    const kc = loadKubeConfig(
+      flags.kubeconfig ?? settings.KUBECONFIG,
+      flags.context ?? settings.HOSTFLOW_KUBE_CONTEXT,
+      { context: '--context or HOSTFLOW_KUBE_CONTEXT', file: '--kubeconfig or KUBECONFIG' },
+    );
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const object = await (kind.clusterScoped
+      ? custom.getClusterCustomObject({ ...kind.api, name })
+      : custom.getNamespacedCustomObject({ ...kind.api, namespace, name }));
+    return { object: object as KubeObject };
+  } catch (err) {
+    if (statusCode(err) === 404) {
+      return { note: `there is no ${what} in Kubernetes: its facts are the workflow's only` };
+    }
+    return { note: `could not read ${what}: ${(err as Error).message}` };
+  }
+}
+
+function statusPhase(object: KubeObject): string | undefined {
+  const phase = object.status?.phase;
+  return typeof phase === 'string' && phase ? phase : undefined;
+}
+
+type PendingActivity = NonNullable<
+  WorkflowExecutionDescription['raw']['pendingActivities']
+>[number];
+
+/** What the run waits on now: its open steps, with a pending activity's attempt and last failure. */
+function waitingOn(steps: ReturnType<typeof timeline>, pending: PendingActivity[]): string[] {
+  return steps
+    .filter((s) => s.outcome === 'running')
+    .map((s) => {
+      const activity = pending.find((p) => p.activityType?.name === s.name);
+      const attempt =
+        activity?.attempt && activity.attempt > 1 ? `, attempt ${activity.attempt}` : '';
+      const failure = activity?.lastFailure?.message
+        ? `, last failure: ${activity.lastFailure.message}`
+        : '';
+      return `${s.kind} ${s.text}${attempt}${failure}`;
+    });
 }

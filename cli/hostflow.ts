@@ -14,7 +14,8 @@ const USAGE = `usage: hostflow <command> [options]
 commands:
   start    run the engine: Temporal, Kubernetes API, bridge and worker
   status   every platform's slots, queue, unhealthy hosts and VMs, from the allocators
-  describe a TaskRun's workflow: phase, host, steps and last error (describe taskrun NS/NAME)
+  describe an object's workflow: phase, facts, steps and last error (taskrun, provisioning,
+           software, cluster, machine NS/NAME; pool NAME)
   replay   replay a workflow history (from a file or the server) against this code
   retry    resume a Failed Provisioning at the step that failed, or a Failed Software
            (or TaskRun)

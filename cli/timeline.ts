@@ -1,5 +1,6 @@
 // A workflow's history told as steps: each activity (with the summary the workflow gave it) and
-// how it ended, local activities, timers, signals in words, phase changes, and how the run ended.
+// how it ended, local activities, timers, child workflows, signals in words, phase changes, and
+// how the run ended.
 // Only names, summaries, failure messages and a few known signal fields are read, never other
 // payloads: what a step carried stays in Temporal.
 import type { WorkflowHandle } from '@temporalio/client';
@@ -18,6 +19,7 @@ export type StepKind =
   | 'signal'
   | 'signal sent'
   | 'update'
+  | 'child workflow'
   | 'phase';
 
 export interface Step {
@@ -140,6 +142,18 @@ export function timeline(history: History): Step[] {
       const a = e.workflowExecutionUpdateCompletedEventAttributes;
       const failure = a.outcome?.failure;
       end(`u${a.meta?.updateId}`, e, failure ? 'failed' : 'completed', failure);
+    } else if (e.startChildWorkflowExecutionInitiatedEventAttributes) {
+      const a = e.startChildWorkflowExecutionInitiatedEventAttributes;
+      begin(`c${String(e.eventId)}`, {
+        at,
+        kind: 'child workflow',
+        name: a.workflowType?.name ?? undefined,
+        text: `child ${a.workflowId}${typeof summary === 'string' ? `: ${summary}` : ''}`,
+        outcome: 'running',
+      });
+    } else if (childEnd(e)) {
+      const { initiated, outcome, failure } = childEnd(e)!;
+      end(`c${String(initiated)}`, e, outcome, failure);
     } else if (e.upsertWorkflowSearchAttributesEventAttributes) {
       const fields =
         e.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields ?? {};
@@ -168,6 +182,37 @@ export function timeline(history: History): Step[] {
     }
   }
   return steps;
+}
+
+/** How a child workflow ended (or that it could not start), if this event says so. */
+function childEnd(
+  e: HistoryEvent,
+): { initiated: unknown; outcome: Step['outcome']; failure?: unknown } | undefined {
+  const started = e.startChildWorkflowExecutionFailedEventAttributes;
+  if (started) {
+    return {
+      initiated: started.initiatedEventId,
+      outcome: 'failed',
+      failure: { message: `could not start: ${String(started.cause)}` },
+    };
+  }
+  const ends: Array<
+    [{ initiatedEventId?: unknown; failure?: unknown } | null | undefined, Step['outcome']]
+  > = [
+    [e.childWorkflowExecutionCompletedEventAttributes, 'completed'],
+    [e.childWorkflowExecutionFailedEventAttributes, 'failed'],
+    [e.childWorkflowExecutionTimedOutEventAttributes, 'timed out'],
+    [e.childWorkflowExecutionCanceledEventAttributes, 'canceled'],
+    [e.childWorkflowExecutionTerminatedEventAttributes, 'canceled'],
+  ];
+  const found = ends.find(([a]) => a);
+  return (
+    found && {
+      initiated: found[0]!.initiatedEventId,
+      outcome: found[1],
+      failure: found[0]!.failure,
+    }
+  );
 }
 
 /** How the run ended (or was asked to), if this event says so. */
@@ -238,7 +283,8 @@ function signalWords(name: string, input: unknown): string {
     case 'askForSlotAgain':
       return 'the allocator was rebuilt and asks for the slot again';
     default:
-      return `signal ${name}`;
+      // provisioningObserved, machineObserved, poolObserved, …: the bridge's news of the object
+      return name.endsWith('Observed') ? `the bridge saw a change (${name})` : `signal ${name}`;
   }
 }
 

@@ -2,21 +2,17 @@
 // operator runs them: the built CLI as a child process, with the engine's own environment,
 // against a real static pool (sshd hosts, worker, bridge) whose state they must report.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
-import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import { LABELS } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import type { TaskRunDescription } from '../cli/describe.js';
+import type { Description } from '../cli/describe.js';
 import type { EngineStatus } from '../cli/status.js';
 import { engineEnv } from './support/engine.js';
 import { testEnv } from './support/env.js';
+import { hostflowIn, hostflowOf } from './support/hostflow-cli.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 
-const run = promisify(execFile);
 const LOCAL_PLATFORM = 'linux/cli-local';
 let pool: StaticPool;
 let ns: string;
@@ -51,31 +47,8 @@ afterAll(async () => {
   await pool?.dispose();
 });
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `hostflow <args>` as on-call runs it, with the engine's environment. */
-async function hostflow(...args: string[]): Promise<Result> {
-  return hostflowWith({ ...process.env, ...engineEnv(pool.scope) }, ...args);
-}
-
-async function hostflowWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      [join(REPO_ROOT, 'dist/cli/hostflow.js'), ...args],
-      { env },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const failed = err as { code?: number; stdout?: string; stderr?: string };
-    if (typeof failed.code !== 'number') throw err;
-    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
-}
+const hostflow = (...args: string[]) => hostflowOf(pool.scope, ...args);
 
 async function json<T>(...args: string[]): Promise<T> {
   const result = await hostflow(...args, '-o', 'json');
@@ -145,16 +118,16 @@ describe('hostflow describe taskrun', () => {
     const tr = await pool.scope.taskRuns.get('first');
     const uid = (tr.metadata as { uid?: string }).uid!;
     const host = tr.metadata.labels?.[LABELS.assignedHost];
-    const d = await json<TaskRunDescription>('describe', 'taskrun', `${ns}/first`);
+    const d = await json<Description>('describe', 'taskrun', `${ns}/first`);
     expect(d).toMatchObject({
-      taskRun: `${ns}/first`,
+      kind: 'TaskRun',
+      object: `${ns}/first`,
       workflowId: WORKFLOW_ID.taskRun(ns, 'first', uid),
       status: 'RUNNING',
-      platform: pool.platform,
       phase: 'Ready',
-      host,
-      failedHosts: ['h3'],
-      source: 'query',
+      phaseFrom: 'query',
+      facts: { platform: pool.platform, host, failedHosts: ['h3'] },
+      notes: [],
     });
     const steps = d.timeline.map((s) => `${s.kind} ${s.name ?? ''} ${s.outcome ?? ''}`);
     expect(steps).toEqual(
@@ -186,8 +159,8 @@ describe('hostflow describe taskrun', () => {
     await pool.scope.taskRuns.create({ name: 'nowhere', platform: 'linux/nowhere' });
     await pool.scope.taskRuns.waitForSecret('nowhere');
     await listed('nowhere');
-    const d = await json<TaskRunDescription>('describe', 'taskrun', `${ns}/nowhere`);
-    expect(d).toMatchObject({ phase: 'Failed', host: null, status: 'RUNNING' });
+    const d = await json<Description>('describe', 'taskrun', `${ns}/nowhere`);
+    expect(d).toMatchObject({ phase: 'Failed', facts: { host: null }, status: 'RUNNING' });
     expect(d.error).toContain('platform linux/nowhere is not configured');
     const text = await hostflow('describe', 'taskrun', `${ns}/nowhere`);
     expect(text.stdout).toMatch(/^Phase: +Failed$/m);
@@ -203,11 +176,15 @@ describe('hostflow describe taskrun', () => {
     await pool.scope.taskRuns.complete('second');
     await pool.scope.taskRuns.waitForSecretGone('second');
     const handle = pool.scope.temporal.client.workflow.getHandle(
-      (await json<TaskRunDescription>('describe', 'taskrun', `${ns}/second`)).workflowId,
+      (await json<Description>('describe', 'taskrun', `${ns}/second`)).workflowId,
     );
     await handle.result();
-    const d = await json<TaskRunDescription>('describe', 'taskrun', `${ns}/second`);
-    expect(d).toMatchObject({ status: 'COMPLETED', phase: 'Done', observed: 'completed' });
+    const d = await json<Description>('describe', 'taskrun', `${ns}/second`);
+    expect(d).toMatchObject({
+      status: 'COMPLETED',
+      phase: 'Done',
+      facts: { observed: 'completed' },
+    });
     expect(d.closeTime).not.toBeNull();
     expect(d.timeline.map((s) => s.text)).toEqual(
       expect.arrayContaining([
@@ -221,7 +198,7 @@ describe('hostflow describe taskrun', () => {
 
 describe('hostflow replay from the server', () => {
   it('replays a live TaskRun workflow and the allocator by workflow ID', async () => {
-    const { workflowId } = await json<TaskRunDescription>('describe', 'taskrun', `${ns}/first`);
+    const { workflowId } = await json<Description>('describe', 'taskrun', `${ns}/first`);
     for (const args of [
       [workflowId],
       ['--workflow-id', workflowId],
@@ -253,11 +230,24 @@ describe('hostflow replay from the server', () => {
 describe('bad arguments', () => {
   it.each([
     [['frobnicate'], 2, /unknown command "frobnicate"/],
-    [['describe'], 2, /say what to describe: taskrun NAMESPACE\/NAME/],
+    [
+      ['describe'],
+      2,
+      /say what to describe: taskrun, provisioning, software, cluster, machine, pool/,
+    ],
     [['describe', 'taskrun'], 2, /give the TaskRun as NAMESPACE\/NAME/],
     [['describe', 'taskrun', 'no-slash'], 2, /"no-slash" is not NAMESPACE\/NAME of a TaskRun/],
     [['describe', 'taskrun', 'a/b/c'], 2, /"a\/b\/c" is not NAMESPACE\/NAME/],
-    [['describe', 'pod', 'a/b'], 2, /cannot describe "pod"/],
+    [
+      ['describe', 'pod', 'a/b'],
+      2,
+      /cannot describe "pod": the kinds are taskrun, provisioning, software, cluster, machine, pool/,
+    ],
+    [['describe', 'bpa', 'Demo/x'], 2, /"Demo\/x" is not NAMESPACE\/NAME of a Provisioning/],
+    [['describe', 'machine', 'demo/'], 2, /"demo\/" is not NAMESPACE\/NAME of a Machine/],
+    [['describe', 'pool', 'ns/worker'], 2, /"ns\/worker" is not NAME of a MachineConfigPool/],
+    [['describe', 'software', 'a/b', 'c'], 2, /unexpected arguments: c/],
+    [['describe', 'cluster', 'a/b', '-o', 'yaml'], 2, /unknown output format "yaml"/],
     [['status', '-o', 'yaml'], 2, /unknown output format "yaml": use -o json/],
     [['status', 'extra'], 2, /status takes no arguments/],
     [['replay'], 2, /give the WORKFLOW-ID to replay/],
@@ -277,7 +267,7 @@ describe('bad arguments', () => {
     };
     delete env.KUBECONFIG;
     delete env.KUBERNETES_SERVICE_HOST;
-    const result = await hostflowWith(env, 'status');
+    const result = await hostflowIn(env, 'status');
     // What Temporal knows is still shown; what needs the cluster is named as not looked at.
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('allocator/linux/');
@@ -291,5 +281,21 @@ describe('bad arguments', () => {
     const result = await hostflow('describe', 'taskrun', `${ns}/ghost`);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`no workflow for TaskRun ${ns}/ghost on task queue`);
+    expect(result.stderr).toContain(`looked for taskrun/${ns}/ghost/<uid>`);
+  });
+
+  it.each([
+    ['provisioning', 'NS/ghost', 'provisioning/NS/ghost', 'Provisioning NS/ghost'],
+    ['software', 'NS/ghost', 'software/NS/ghost', 'Software NS/ghost'],
+    ['cluster', 'NS/ghost', 'bpa-cluster/NS/ghost', 'Cluster NS/ghost'],
+    ['machine', 'NS/ghost', 'machine/NS/ghost', 'Machine NS/ghost'],
+    ['pool', 'ghost', 'rollout/ghost', 'MachineConfigPool ghost'],
+  ])('says which workflow ID it looked for when a %s has none', async (kind, target, id, what) => {
+    const result = await hostflow('describe', kind, target.replace('NS', ns));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `no workflow ${id.replace('NS', ns)} for ${what.replace('NS', ns)}`,
+    );
+    expect(result.stdout).toBe('');
   });
 });

@@ -28,6 +28,7 @@ import {
   MACHINE_API,
   MACHINE_FINALIZER,
 } from '../shared/machine-api.js';
+import { describeJson, hostflowOf, stepsOf } from './support/hostflow-cli.js';
 import { Machines } from './support/machines.js';
 import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
 import { apiAnswer } from './support/api-answer.js';
@@ -220,6 +221,50 @@ describe('a Machine on a static host', () => {
     });
     expect(found).toEqual([WORKFLOW_ID.machine(ns(), 'm1')]);
   }, 120_000);
+
+  it('hostflow describe machine: its host, providerID, node, phases and steps', async () => {
+    const d = await describeJson(pool.scope, 'machine', `${ns()}/m1`);
+    expect(d).toMatchObject({
+      kind: 'Machine',
+      object: `${ns()}/m1`,
+      workflowId: WORKFLOW_ID.machine(ns(), 'm1'),
+      status: 'RUNNING',
+      phase: 'Running',
+      facts: {
+        cluster: 'workload',
+        host: /h\d$/.exec(providerID)![0],
+        providerID,
+        node: nodeName,
+        failure: null,
+      },
+      error: null,
+      notes: [],
+    });
+    expect(stepsOf(d)).toEqual(
+      expect.arrayContaining([
+        'signal machineObserved',
+        'local activity setMachineProviderId completed',
+        'phase Pending',
+        'phase Provisioned',
+        'phase Running',
+      ]),
+    );
+    // Its phases in the order they came.
+    expect(d.timeline.filter((s) => s.kind === 'phase').map((s) => s.name)).toEqual([
+      'Pending',
+      'Provisioning',
+      'Provisioned',
+      'Running',
+    ]);
+    const { stdout } = await hostflowOf(pool.scope, 'describe', 'ma', `${ns()}/m1`);
+    expect(stdout).toMatch(
+      new RegExp(`^ProviderID: +${providerID.replace(/[/.]/g, '\\$&')}$`, 'm'),
+    );
+    expect(stdout).toMatch(new RegExp(`^Node: +${nodeName}$`, 'm'));
+    expect(stdout).toMatch(
+      new RegExp(`^  Machine ${ns()}/m1 \\(Running\\): Node ${nodeName}`, 'm'),
+    );
+  });
 
   it('deletes in order: pre-drain hook, drain a PDB holds up, pre-terminate hook, then host, Secret, Node, finalizer', async () => {
     await podOn(nodeName, 'web-1', { app: 'web' });

@@ -11,6 +11,7 @@ import { waitFor } from '../local-stack/process.js';
 import { pushImage, startRegistry, type Registry } from '../local-stack/registry.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { RETRY_ANNOTATION } from '../shared/bpa-api.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { LOCK_API } from '../locks/api.js';
 import {
   IMAGE_LABELS,
@@ -23,6 +24,7 @@ import {
 } from '../shared/mco-api.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
+import { describeJson, hostflowOf, stepsOf } from './support/hostflow-cli.js';
 import { startNodeStandIns, type NodeStandIns } from '../local-stack/os-stand-in.js';
 import { refuse } from './support/refusals.js';
 import { createScope, type TestScope } from './support/scope.js';
@@ -221,6 +223,47 @@ describe('a MachineConfigPool of five nodes', () => {
     expect(Math.max(...samples)).toBeGreaterThan(0);
     await allOn(CUSTOM)();
   }, 180_000);
+
+  it('hostflow describe pool: its target image, its nodes and their updates', async () => {
+    // Visibility lags a little behind the node updates' ends.
+    const d = await waitFor('describe to list five finished node updates', async () => {
+      const found = await describeJson(scope, 'pool', POOL);
+      const nodes = found.facts.nodes as string[];
+      return nodes.length === 5 && nodes.every((n) => / COMPLETED /.test(n)) ? found : undefined;
+    });
+    expect(d).toMatchObject({
+      kind: 'MachineConfigPool',
+      object: POOL,
+      workflowId: WORKFLOW_ID.rollout(POOL),
+      status: 'RUNNING',
+      phase: 'Updated',
+      phaseFrom: 'object',
+      facts: { targetImage: CUSTOM, machines: '5/5 updated, 0 degraded' },
+      notes: [],
+    });
+    expect(d.facts.nodes).toEqual(
+      [...nodes.nodes]
+        .map(({ node }) => node)
+        .sort()
+        .map((node) =>
+          expect.stringMatching(new RegExp(`^${node}: COMPLETED \\(rollout/${POOL}/${node}/`)),
+        ),
+    );
+    expect(stepsOf(d)).toEqual(
+      expect.arrayContaining([
+        'signal poolObserved',
+        'local activity listPoolNodes completed',
+        'child workflow nodeUpdateWorkflow completed',
+      ]),
+    );
+    const { stdout } = await hostflowOf(scope, 'describe', 'mcp', POOL);
+    expect(stdout).toMatch(new RegExp(`^MachineConfigPool: +${POOL}$`, 'm'));
+    expect(stdout).toMatch(/^Phase: +Updated$/m);
+    expect(stdout).toMatch(
+      new RegExp(`^Target image: +${CUSTOM.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`, 'm'),
+    );
+    expect(stdout).toMatch(/child rollout\/.* — done/);
+  });
 
   it('stops at a node whose rebase fails, and goes on from there once retried', async () => {
     const NEXT = await layered('next');

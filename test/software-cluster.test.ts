@@ -23,6 +23,7 @@ import { statusCode } from '../shared/kube-errors.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
+import { describeJson, hostflowOf, stepsOf } from './support/hostflow-cli.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 
@@ -258,7 +259,7 @@ describe('a Software', () => {
 });
 
 describe('a Cluster', () => {
-  it('runs its Provisioning and Software as child workflows, aggregates their status, and deleting it cleans both up', async () => {
+  it('runs its Provisioning and Software as child workflows and aggregates their status', async () => {
     await create(BPA_CLUSTER_API, 'edge', {
       provisioningCR: 'edge-hosts',
       softwareCR: 'edge-tools',
@@ -297,7 +298,89 @@ describe('a Cluster', () => {
       const described = await scope.temporal.client.workflow.getHandle(child).describe();
       expect(described.parentExecution?.workflowId).toBe(parent);
     }
+  });
 
+  it('hostflow describe cluster: its members and their phases, its child workflows', async () => {
+    const d = await describeJson(scope, 'cluster', `${scope.namespace}/edge`);
+    expect(d).toMatchObject({
+      kind: 'Cluster',
+      object: `${scope.namespace}/edge`,
+      workflowId: WORKFLOW_ID.bpaCluster(scope.namespace, 'edge'),
+      status: 'RUNNING',
+      phase: 'Ready',
+      phaseFrom: 'object',
+      facts: { provisioning: 'edge-hosts (Ready)', software: 'edge-tools (Installed)' },
+      error: null,
+      notes: [],
+    });
+    expect(d.details).toMatch(new RegExp(`^\\*\\*Cluster ${scope.namespace}/edge\\*\\*: Ready`));
+    expect(stepsOf(d)).toEqual(
+      expect.arrayContaining([
+        'local activity addClusterFinalizer completed',
+        'child workflow provisioningWorkflow running',
+        'child workflow softwareWorkflow running',
+        'signal bpaClusterObserved',
+      ]),
+    );
+  });
+
+  it('hostflow describe provisioning: its cluster, its hosts and the kubespray run', async () => {
+    const d = await describeJson(scope, 'provisioning', `${scope.namespace}/edge-hosts`);
+    expect(d).toMatchObject({
+      kind: 'Provisioning',
+      workflowId: WORKFLOW_ID.provisioning(scope.namespace, 'edge-hosts'),
+      status: 'RUNNING',
+      phase: 'Ready',
+      facts: { cluster: 'edge', step: 'Installed', failedStep: null },
+    });
+    expect(d.facts.hosts).toEqual([expect.stringMatching(/^solo: \S+ \S+ \(master/)]);
+    expect(stepsOf(d)).toEqual(
+      expect.arrayContaining([
+        'local activity claimBareMetalHosts completed',
+        'activity runPlaybook completed',
+        'local activity writeProvisioningStatus completed',
+      ]),
+    );
+    // Ready, and waiting for nothing but the next change.
+    expect(d.waiting.filter((w) => w.startsWith('activity'))).toEqual([]);
+  });
+
+  it('hostflow describe software: its nodes and what was installed on each', async () => {
+    const d = await describeJson(scope, 'sw', `${scope.namespace}/edge-tools`);
+    expect(d).toMatchObject({
+      kind: 'Software',
+      workflowId: WORKFLOW_ID.software(scope.namespace, 'edge-tools'),
+      phase: 'Installed',
+      facts: {
+        cluster: 'edge',
+        nodes: [expect.stringMatching(/^solo \S+: installed chrony, ethtool$/)],
+      },
+    });
+    expect(d.timeline).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: 'activity',
+          name: 'installPackages',
+          text: 'install chrony ethtool on solo',
+          outcome: 'completed',
+        }),
+      ]),
+    );
+    // The text form: the same facts, one node a line.
+    const { stdout } = await hostflowOf(
+      scope,
+      'describe',
+      'software',
+      `${scope.namespace}/edge-tools`,
+    );
+    expect(stdout).toMatch(new RegExp(`^Software: +${scope.namespace}/edge-tools$`, 'm'));
+    expect(stdout).toMatch(/^Phase: +Installed$/m);
+    expect(stdout).toMatch(/^Nodes: +solo \S+: installed chrony, ethtool$/m);
+    expect(stdout).toMatch(/install chrony ethtool on solo \[installPackages\] — done/);
+    expect(stdout).toMatch(/^Last error: none$/m);
+  });
+
+  it('deleting it cleans both up', async () => {
     await scope.kube.custom.deleteNamespacedCustomObject({
       ...BPA_CLUSTER_API,
       namespace: scope.namespace,
