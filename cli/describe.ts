@@ -117,7 +117,7 @@ async function describeObject(
     `the history of ${latest.workflowId}`,
     () =>
       Promise.all([
-        handle.describe(),
+        latest.described ?? handle.describe(),
         handle.fetchHistory(),
         bounded(QUERY_MS, () =>
           Promise.all([
@@ -171,11 +171,17 @@ async function describeObject(
   };
 }
 
-/** The object's most recent workflow, and how many older ones a same-named object left. */
+/**
+ * The object's most recent workflow, and how many older ones a same-named object left. A workflow
+ * found by its id comes with its description, which need not be asked for again.
+ */
 async function findWorkflow(
   ctx: TemporalContext,
   { kind, namespace, name }: Target,
-): Promise<{ latest: { workflowId: string; runId?: string }; earlier: number }> {
+): Promise<{
+  latest: { workflowId: string; runId?: string; described?: WorkflowExecutionDescription };
+  earlier: number;
+}> {
   const { client, settings } = ctx;
   const where =
     `on task queue ${settings.HOSTFLOW_TASK_QUEUE} in Temporal namespace ` +
@@ -183,10 +189,10 @@ async function findWorkflow(
   if (kind.workflowId) {
     const workflowId = kind.workflowId(namespace, name);
     try {
-      const { runId } = await waitingFor('hostflow describe', `workflow ${workflowId}`, () =>
+      const described = await waitingFor('hostflow describe', `workflow ${workflowId}`, () =>
         client.workflow.getHandle(workflowId).describe(),
       );
-      return { latest: { workflowId, runId }, earlier: 0 };
+      return { latest: { workflowId, runId: described.runId, described }, earlier: 0 };
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
       throw new Error(
