@@ -1,6 +1,6 @@
 // How a workflow tells people where its resource is: the resource's status with its Conditions,
 // its Events, the UI's current details, and the search attributes operators find it by (Phase,
-// and the cluster or host it is about). One Condition shape for every family; a condition's
+// and the cluster it is about). One Condition shape for every family; a condition's
 // lastTransitionTime moves only when its status does. Each family keeps its own words: it says
 // which phase, conditions and Events, and which adapter writes them.
 import { log, patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
@@ -8,8 +8,8 @@ import { SA } from '../../shared/search-attributes.js';
 import { untilDone } from './retry.js';
 
 /**
- * v2: every family sets the Phase search attribute when its phase moves, and the cluster or
- * host it is about (Machines always did: their Phase is not behind it).
+ * v2: every family sets the Phase search attribute when its phase moves, and the cluster it is
+ * about (Machines always did: their Phase is not behind it).
  */
 export const PATCH_PHASE_ATTRIBUTE = 'status-phase-search-attribute';
 
@@ -88,7 +88,7 @@ export function withCondition(
 export class ResourceStatus {
   /** The last status written, as JSON. */
   private written = '';
-  private readonly place = new Map<string, string>();
+  private clusterName: string | undefined;
 
   constructor(
     private readonly target: StatusTarget,
@@ -123,10 +123,10 @@ export class ResourceStatus {
     return true;
   }
 
-  /** The cluster or host the workflow is about, where operators search for it (once per value). */
-  about(key: 'clusterName' | 'host', value: string | undefined): void {
-    if (!value || this.place.get(key) === value || !patched(PATCH_PHASE_ATTRIBUTE)) return;
-    this.place.set(key, value);
+  /** The cluster the workflow is about, where operators search for it (once per value). */
+  about(key: 'clusterName', value: string | undefined): void {
+    if (!value || this.clusterName === value || !patched(PATCH_PHASE_ATTRIBUTE)) return;
+    this.clusterName = value;
     upsertSearchAttributes([{ key: SA[key], value }]);
   }
 
