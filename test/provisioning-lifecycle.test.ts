@@ -476,7 +476,11 @@ describe('a Provisioning whose namespace refuses what it writes', () => {
       });
       // The API server's message, never the kubeconfig it refused.
       expect(failed.conditions?.[0]?.message).not.toMatch(/client-key-data|BEGIN|certificate/);
-      const warned = await events('fb', 'Forbidden');
+      // The Event is written after the status: wait for it rather than read once.
+      const warned = await waitFor('the Forbidden Event of fb', async () => {
+        const found = await events('fb', 'Forbidden');
+        return found.length ? found : undefined;
+      });
       expect(warned.map((e) => [e.type, e.message])).toEqual([
         ['Warning', expect.stringMatching(expected)],
       ]);
