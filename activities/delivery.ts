@@ -10,7 +10,8 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { OtpClientError, type OtpClient } from './otp-client.js';
 import { SECRET_KEYS } from '../platform-config/contract.js';
-import type { Host, TaskRunRef } from '../shared/types.js';
+import type { Host } from '../platform-config/host.js';
+import type { TaskRunRef } from '../workflows/taskrun/api.js';
 import type { KubernetesActivities } from './kubernetes/taskruns.js';
 import { provisionBuildUser, type SshDeps } from './ssh/build-users.js';
 

@@ -4,10 +4,10 @@
 // no TaskRun has asked for yet.
 import type { Client } from '@temporalio/client';
 import { parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
-import { allocatorState } from '../shared/messages.js';
+import { allocatorState } from '../workflows/allocator/api.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { VM_SLOTS_HOST, workflowIdOfRequest } from '../shared/slot-requests.js';
-import type { AllocationSummary } from '../workflows/allocator/allocation.js';
+import type { AllocationSummary } from '../workflows/allocator/api.js';
 import {
   OUTPUT_OPTION,
   UsageError,

@@ -12,15 +12,15 @@ import {
   PROVISIONING_API,
   SOFTWARE_API,
   type BpaClusterSpec,
+  type BpaKind,
 } from '../shared/bpa-api.js';
-import { bpaWorkflowStart, type BpaKind } from '../shared/bpa-workflows.js';
 import {
   bpaClusterObserved,
-  provisioningObserved,
-  softwareObserved,
+  bpaClusterStart,
   type BpaClusterObservation,
-  type ClusterView,
-} from '../shared/messages.js';
+} from '../workflows/bpa-cluster/api.js';
+import { provisioningObserved, provisioningStart } from '../workflows/provisioning/api.js';
+import { softwareObserved, softwareStart, type ClusterView } from '../workflows/software/api.js';
 import {
   clusterView,
   provisioningObservation,
@@ -205,25 +205,17 @@ export class BpaIngest {
     start: boolean,
   ): Promise<boolean> {
     const { namespace, name, labels } = item.metadata;
-    const { workflowId, args, ...how } = bpaWorkflowStart(
-      kind,
-      namespace,
-      name,
-      labels?.[CLUSTER_LABEL],
-    );
-    const { provisioningMaxHistory } = this.options;
-    const limit =
-      kind === 'Provisioning' && provisioningMaxHistory
-        ? { maxHistory: provisioningMaxHistory }
-        : {};
-    const message = {
-      signal,
-      arg,
-      ...(start ? { start: { ...how, args: [{ ...args[0], ...limit }] } } : {}),
-    };
+    const how = this.workflowStart(kind, namespace, name, labels?.[CLUSTER_LABEL]);
+    const message = { signal, arg, ...(start ? { start: how } : {}) };
     // What was sent is compared above, by the member or Cluster; a failure forgets it.
-    const target = { workflowId, subject: `${kind} ${namespace}/${name}` };
+    const target = { workflowId: how.workflowId, subject: `${kind} ${namespace}/${name}` };
     return (await this.ingest.send(target, () => message, { dedupe: false })) === 'sent';
+  }
+
+  private workflowStart(kind: BpaKind, namespace: string, name: string, cluster?: string) {
+    if (kind === 'Cluster') return bpaClusterStart(namespace, name);
+    if (kind === 'Software') return softwareStart(namespace, name, cluster);
+    return provisioningStart(namespace, name, cluster, this.options.provisioningMaxHistory);
   }
 }
 

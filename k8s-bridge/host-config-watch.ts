@@ -3,8 +3,7 @@
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { hostConfigObserved } from '../shared/messages.js';
-import { KIND, SA } from '../shared/search-attributes.js';
+import { hostConfigObserved, hostConfigStart } from '../workflows/host-config/api.js';
 import { Ingest, type IngestOptions } from './ingest.js';
 import { ListWatch } from './list-watch.js';
 
@@ -79,17 +78,7 @@ export class HostConfigWatch {
     const message = {
       signal: hostConfigObserved,
       arg: { resourceVersion },
-      start: {
-        workflowType: 'hostConfigWorkflow',
-        args: [{ engineNamespace }],
-        typedSearchAttributes: [
-          { key: SA.kind, value: KIND.hostConfig },
-          { key: SA.namespace, value: engineNamespace },
-          { key: SA.name, value: HOST_CONFIG_NAME },
-        ],
-        staticSummary: `host-config of ${engineNamespace}`,
-        staticDetails: `Checks each version of ConfigMap ${engineNamespace}/${HOST_CONFIG_NAME} and tells the allocators to reload it.`,
-      },
+      start: hostConfigStart(engineNamespace),
     };
     await this.ingest.send(target, () => message);
   }

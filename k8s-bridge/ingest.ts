@@ -9,10 +9,10 @@ import {
   WorkflowNotFoundError,
   type Client,
   type SignalDefinition,
-  type WorkflowOptions,
 } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { innermostMessage } from '../shared/failures.js';
+import type { WorkflowStart } from '../shared/workflow-start.js';
 import type { LineLog } from '../runtime/logger.js';
 
 /** What every ingest is given. */
@@ -37,12 +37,6 @@ export interface IngestTarget {
   /** Extra log fields, to search the bridge's and the worker's lines at once. */
   logFields?: Record<string, string>;
 }
-
-/** How to start a workflow that does not run: everything but its id, queue and signal. */
-export type WorkflowStart = Omit<
-  WorkflowOptions,
-  'workflowId' | 'taskQueue' | 'requestEagerStart'
-> & { workflowType: string; args: unknown[] };
 
 export interface WorkflowMessage<A = unknown> {
   signal: SignalDefinition<[A]>;
@@ -172,7 +166,6 @@ export class Ingest {
         const { workflowType, ...start } = message.start;
         await workflows.signalWithStart(workflowType, {
           ...start,
-          workflowId,
           taskQueue: this.options.taskQueue,
           signal: message.signal,
           signalArgs: [message.arg],

@@ -4,9 +4,12 @@
 // every Machine again and the ones deleted while the bridge was down as gone.
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { MACHINE_ANNOTATIONS, MACHINE_API, type MachineSpec } from '../shared/machine-api.js';
-import { machineObserved, type MachineObservation } from '../shared/messages.js';
-import { KIND, SA } from '../shared/search-attributes.js';
-import { Ingest, type IngestOptions, type WorkflowStart } from './ingest.js';
+import {
+  machineObserved,
+  machineStart,
+  type MachineObservation,
+} from '../workflows/machine/api.js';
+import { Ingest, type IngestOptions } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 
 export interface MachineObject extends NamespacedObject {
@@ -45,26 +48,10 @@ export function machineIngest(options: IngestOptions): Ingest {
     const message = () => ({
       signal: machineObserved,
       arg: machineObservation(item, gone),
-      ...(gone ? {} : { start: machineWorkflowStart(namespace, name) }),
+      ...(gone ? {} : { start: machineStart(namespace, name) }),
     });
     await ingest.send(target, message, { anyway: relisted, forget: gone });
   };
   ingest.watch(resourceWatch<MachineObject>('Machine', MACHINE_API, ingest.watchOptions, seen));
   return ingest;
-}
-
-function machineWorkflowStart(namespace: string, name: string): WorkflowStart {
-  return {
-    workflowType: 'machineWorkflow',
-    args: [{ namespace, name }],
-    typedSearchAttributes: [
-      { key: SA.kind, value: KIND.machine },
-      { key: SA.namespace, value: namespace },
-      { key: SA.name, value: name },
-    ],
-    staticSummary: `Machine ${namespace}/${name}`,
-    staticDetails:
-      'Runs the Cluster API Machine lifecycle: bootstrap gating, infrastructure, bootstrap, ' +
-      'Node join; on delete, hooks, drain, volumes, terminate, and the finalizer last.',
-  };
 }

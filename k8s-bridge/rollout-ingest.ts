@@ -17,9 +17,8 @@ import {
   type MachineConfigPoolSpec,
   type MachineConfigSpec,
 } from '../shared/mco-api.js';
-import { poolObserved, type PoolObservation } from '../shared/messages.js';
+import { poolObserved, rolloutStart, type PoolObservation } from '../workflows/rollout/api.js';
 import { effectiveOsImage } from '../shared/os-image.js';
-import { KIND, SA } from '../shared/search-attributes.js';
 import { Ingest, type IngestOptions, type WorkflowMessage } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 
@@ -130,22 +129,7 @@ export class RolloutIngest {
       return {
         signal: poolObserved,
         arg: await this.observe(current, gone),
-        ...(gone
-          ? {}
-          : {
-              start: {
-                workflowType: 'rolloutWorkflow',
-                args: [{ pool: name }],
-                typedSearchAttributes: [
-                  { key: SA.kind, value: KIND.rollout },
-                  { key: SA.name, value: name },
-                ],
-                staticSummary: `MachineConfigPool ${name}`,
-                staticDetails:
-                  'Rolls the pool’s OS image out within maxUnavailable: preflight, then per node ' +
-                  'cordon, drain, rpm-ostree rebase, reboot, check, uncordon; stops on a failure.',
-              },
-            }),
+        ...(gone ? {} : { start: rolloutStart(name) }),
       };
     };
     await this.ingest.send(target, message, { anyway: relisted, forget: gone });

@@ -5,10 +5,8 @@ import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
-import { clipBytes, printable } from '../platform-config/platform.js';
-import { taskRunObserved, type TaskRunState } from '../shared/messages.js';
+import { taskRunObserved, taskRunStart, type TaskRunState } from '../workflows/taskrun/api.js';
 import { KIND, SA } from '../shared/search-attributes.js';
-import type { TaskRunWorkflow } from '../shared/types.js';
 import { ListWatch } from './list-watch.js';
 import {
   matchContract,
@@ -36,8 +34,6 @@ interface Indexed {
  * of JSON, and a relist of 10,000 grew the bridge by 130–160 MB that it kept afterwards.
  */
 const LIST_PAGE_SIZE = 100;
-/** The longest PLATFORM shown or indexed (a valid one has at most 63 characters). */
-const MAX_SHOWN = 100;
 
 export class TaskRunIngest {
   private readonly index = new Map<string, Indexed>();
@@ -229,43 +225,10 @@ export class TaskRunIngest {
     taskRun: ContractTaskRun,
     state: TaskRunState,
   ): WorkflowMessage<{ state: TaskRunState }> {
-    // PLATFORM is whatever the TaskRun says: the workflow gets it whole (and answers a bad one
-    // with an error Secret), but what Temporal indexes and shows is kept short and printable.
-    const platform = printable(taskRun.platform, MAX_SHOWN);
     return {
       signal: taskRunObserved,
       arg: { state },
-      start: {
-        workflowType: 'taskRunWorkflow',
-        args: [
-          {
-            namespace: taskRun.namespace,
-            name: taskRun.name,
-            uid: taskRun.uid,
-            platform: taskRun.platform,
-            ...(this.options.taskRunMaxHistory
-              ? { maxHistory: this.options.taskRunMaxHistory }
-              : {}),
-          } satisfies Parameters<TaskRunWorkflow>[0],
-        ],
-        // A finished workflow is never restarted by a late event; a failed one may be.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-        typedSearchAttributes: [
-          { key: SA.kind, value: KIND.taskRun },
-          { key: SA.namespace, value: taskRun.namespace },
-          { key: SA.name, value: taskRun.name },
-          { key: SA.platform, value: platform },
-        ],
-        // Temporal takes a summary of at most 400 bytes (with its JSON quotes).
-        staticSummary: clipBytes(
-          `TaskRun ${taskRun.namespace}/${taskRun.name} on ${platform}`,
-          380,
-        ),
-        staticDetails:
-          `Serves TaskRun **${taskRun.namespace}/${taskRun.name}** (uid ${taskRun.uid}), ` +
-          `platform \`${platform}\`: writes its multi-platform-ssh Secret, ` +
-          'waits for it to finish, then cleans up.',
-      },
+      start: taskRunStart(taskRun, this.options.taskRunMaxHistory),
     };
   }
 }

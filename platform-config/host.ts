@@ -1,6 +1,6 @@
 // The one shape of a build host (docs/architecture.md, "host-config"). It sits in platform-config/,
-// the lowest layer, because static hosts are parsed into it; shared/types.ts re-exports it for
-// every other part.
+// the lowest layer, because static hosts are parsed into it, and every other part imports it
+// from here.
 
 /**
  * A host that runs builds: a static host of host-config (`host.<name>.*`), or a cloud VM. The one

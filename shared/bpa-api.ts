@@ -129,3 +129,13 @@ export interface BpaClusterSpec {
 }
 /** Holds a Cluster until the Provisioning and Software it names are gone. */
 export const BPA_CLUSTER_FINALIZER = 'bpa.akraino.org/cluster';
+
+/** Which BPA resource: its uid tells it apart from a same-named successor. */
+export type BpaKind = 'Software' | 'Cluster' | 'Provisioning';
+
+export interface BpaRef {
+  kind: BpaKind;
+  namespace: string;
+  name: string;
+  uid: string;
+}

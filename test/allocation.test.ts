@@ -15,9 +15,9 @@ import {
   summary,
   type AllocationState,
 } from '../workflows/allocator/allocation.js';
-import type { RequestOutcome } from '../shared/messages.js';
+import type { Host } from '../platform-config/host.js';
+import type { RequestOutcome } from '../workflows/allocator/api.js';
 import { seededRandom } from '../shared/seeded-random.js';
-import type { Host } from '../shared/types.js';
 
 const slotHost = (name: string, concurrency = 2): Host => ({
   name,

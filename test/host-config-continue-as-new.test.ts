@@ -4,8 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { hostConfigObserved } from '../shared/messages.js';
-import type { HostConfigWorkflow } from '../shared/types.js';
+import { hostConfigObserved, type HostConfigWorkflow } from '../workflows/host-config/api.js';
 import { startWorker, type EngineProcess } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
 

@@ -18,7 +18,7 @@ import {
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { setHostDrained } from '../shared/messages.js';
+import { setHostDrained } from '../workflows/allocator/api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../locks/api.js';
 import {

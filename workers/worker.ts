@@ -6,10 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../activities/otp-client.js';
-import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/types.js';
-import { collectNow } from '../shared/messages.js';
-import { KIND, SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
+import { cloudGcStart, collectNow, leftoversGcStart } from '../workflows/gc/api.js';
+import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
 import { serveHealth, type HealthChecks } from '../runtime/health-server.js';
 import { createLogger, type Logger } from '../runtime/logger.js';
@@ -139,28 +137,22 @@ async function checkSearchAttributes(
  * per install): cloud VMs, and TaskRun leftovers (build users on static hosts, Secrets).
  */
 async function startGarbageCollection(client: Client, settings: Settings): Promise<void> {
-  // By name: importing the workflow module outside the workflow sandbox would run its proxies.
-  await client.workflow.signalWithStart<CloudGcWorkflow, []>('cloudGcWorkflow', {
-    workflowId: WORKFLOW_ID.cloudGc(settings.HOSTFLOW_NAMESPACE),
-    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    args: [{ intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS }],
-    signal: collectNow,
-    typedSearchAttributes: [{ key: SA.kind, value: KIND.cloudGc }],
-    staticSummary: 'Cloud VM garbage collection',
-  });
-  await client.workflow.signalWithStart<LeftoversGcWorkflow, []>('taskRunLeftoversGcWorkflow', {
-    workflowId: WORKFLOW_ID.taskRunGc(settings.HOSTFLOW_NAMESPACE),
-    taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-    args: [
-      {
-        intervalSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
-        graceSeconds: settings.HOSTFLOW_TASKRUN_GC_GRACE_SECONDS,
-      },
-    ],
-    signal: collectNow,
-    typedSearchAttributes: [{ key: SA.kind, value: KIND.taskRunGc }],
-    staticSummary: 'Garbage collection of build users and Secrets',
-  });
+  const { HOSTFLOW_NAMESPACE: namespace, HOSTFLOW_TASK_QUEUE: taskQueue } = settings;
+  const starts = [
+    cloudGcStart(namespace, { intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS }),
+    leftoversGcStart(namespace, {
+      intervalSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
+      graceSeconds: settings.HOSTFLOW_TASKRUN_GC_GRACE_SECONDS,
+    }),
+  ];
+  for (const { workflowType, ...start } of starts) {
+    // By name: importing the workflow module outside the workflow sandbox would run its proxies.
+    await client.workflow.signalWithStart(workflowType, {
+      ...start,
+      taskQueue,
+      signal: collectNow,
+    });
+  }
 }
 
 /**

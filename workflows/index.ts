@@ -1,4 +1,24 @@
 // Workflow bundle entry: every workflow type the worker serves.
+import type { AllocatorWorkflow } from './allocator/api.js';
+import type { allocatorWorkflow } from './allocator/allocator.js';
+import type { BpaClusterWorkflow } from './bpa-cluster/api.js';
+import type { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
+import type { CloudGcWorkflow, LeftoversGcWorkflow } from './gc/api.js';
+import type { cloudGcWorkflow } from './gc/cloud-gc.js';
+import type { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
+import type { HostConfigWorkflow } from './host-config/api.js';
+import type { hostConfigWorkflow } from './host-config/host-config.js';
+import type { MachineWorkflow } from './machine/api.js';
+import type { machineWorkflow } from './machine/machine.js';
+import type { ProvisioningWorkflow } from './provisioning/api.js';
+import type { provisioningWorkflow } from './provisioning/provisioning.js';
+import type { RolloutWorkflow } from './rollout/api.js';
+import type { rolloutWorkflow } from './rollout/rollout.js';
+import type { SoftwareWorkflow } from './software/api.js';
+import type { softwareWorkflow } from './software/software.js';
+import type { TaskRunWorkflow } from './taskrun/api.js';
+import type { taskRunWorkflow } from './taskrun/taskrun.js';
+
 export { taskRunWorkflow } from './taskrun/taskrun.js';
 export { allocatorWorkflow } from './allocator/allocator.js';
 export { hostConfigWorkflow } from './host-config/host-config.js';
@@ -10,3 +30,20 @@ export { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
 export { machineWorkflow } from './machine/machine.js';
 export { rolloutWorkflow } from './rollout/rollout.js';
 export { nodeUpdateWorkflow } from './rollout/node-update.js';
+
+/** Compiles only if `Workflow` takes what its contract's `Signature` (and typed start) passes. */
+type Serves<Signature, Workflow extends Signature> = Workflow;
+
+/** Each workflow against its contract: a typed start can never pass what the workflow does not take. */
+export type WorkflowsMatchContracts = [
+  Serves<TaskRunWorkflow, typeof taskRunWorkflow>,
+  Serves<AllocatorWorkflow, typeof allocatorWorkflow>,
+  Serves<HostConfigWorkflow, typeof hostConfigWorkflow>,
+  Serves<CloudGcWorkflow, typeof cloudGcWorkflow>,
+  Serves<LeftoversGcWorkflow, typeof taskRunLeftoversGcWorkflow>,
+  Serves<ProvisioningWorkflow, typeof provisioningWorkflow>,
+  Serves<SoftwareWorkflow, typeof softwareWorkflow>,
+  Serves<BpaClusterWorkflow, typeof bpaClusterWorkflow>,
+  Serves<MachineWorkflow, typeof machineWorkflow>,
+  Serves<RolloutWorkflow, typeof rolloutWorkflow>,
+];

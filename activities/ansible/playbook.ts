@@ -27,15 +27,12 @@ import {
   readCheckout,
   type KubesprayCheckout,
 } from './kubespray-release.js';
+import type { Playbook, ProvisioningRef } from '../../workflows/provisioning/api.js';
 import { ansibleEnvironment } from './environment.js';
 import { knownHostsFor } from './known-hosts.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';
-import type { ProvisioningRef } from '../kubernetes/provisionings.js';
 import type { HostKeys } from '../ssh/host-keys.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
-
-export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
-export type Playbook = (typeof PLAYBOOKS)[number];
 
 export interface PlaybookDeps {
   /** The ansible-playbook command. */

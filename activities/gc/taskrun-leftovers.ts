@@ -19,7 +19,8 @@ import { ANNOTATIONS, LABELS, secretNameFor } from '../../platform-config/contra
 import { innermostMessage } from '../../shared/failures.js';
 import { isCompleted, type TaskRunObject } from '../../platform-config/taskrun-contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
-import type { Host, TaskRunRef } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import type { TaskRunRef } from '../../workflows/taskrun/api.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import type { createLockActivities } from '../../locks/adapter.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';

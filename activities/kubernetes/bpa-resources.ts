@@ -6,21 +6,13 @@ import {
   BPA_CLUSTER_FINALIZER,
   PROVISIONING_API,
   SOFTWARE_API,
+  type BpaRef,
 } from '../../shared/bpa-api.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { setObjectFinalizer } from './object-finalizers.js';
 import { customRef } from './object-ref.js';
 import { writeObjectStatus } from './object-status.js';
-
-export type BpaKind = 'Software' | 'Cluster' | 'Provisioning';
-
-export interface BpaRef {
-  kind: BpaKind;
-  namespace: string;
-  name: string;
-  uid: string;
-}
 
 const API = { Software: SOFTWARE_API, Cluster: BPA_CLUSTER_API, Provisioning: PROVISIONING_API };
 const object = (ref: BpaRef) => customRef(API[ref.kind], ref.kind, ref);

@@ -14,7 +14,8 @@ import {
   type PlatformResolution,
 } from '../../platform-config/resolve.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
-import type { EarlierDelivery, Host, TaskRunRef } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import type { EarlierDelivery, TaskRunRef } from '../../workflows/taskrun/api.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './object-events.js';
 import type { KubeClients } from './clients.js';

@@ -22,11 +22,10 @@ import { markedFor, type Owner } from '../../shared/ownership.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { setObjectFinalizer } from './object-finalizers.js';
-import { customRef, type CustomResourceRef } from './object-ref.js';
+import { customRef } from './object-ref.js';
+import type { MachineRef } from '../../workflows/machine/api.js';
 import { writeObjectStatus } from './object-status.js';
 import { deleteIfOurs } from './owned-objects.js';
-
-export type MachineRef = CustomResourceRef;
 
 const machine = (ref: MachineRef) => customRef(MACHINE_API, 'Machine', ref);
 

@@ -12,7 +12,7 @@ import {
   type Owner,
 } from '../../shared/ownership.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
-import type { EarlierDelivery, TaskRunRef } from '../../shared/types.js';
+import type { EarlierDelivery, TaskRunRef } from '../../workflows/taskrun/api.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import type { KubeClients } from './clients.js';
 

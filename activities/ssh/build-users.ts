@@ -31,7 +31,8 @@ import {
   type SshContext,
   type SshOptions,
 } from './session.js';
-import type { Host, TaskRunRef } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import type { TaskRunRef } from '../../workflows/taskrun/api.js';
 
 /** What connecting to a host needs: its build-user settings (concurrency, sudo) aside. */
 export type HostRef = Pick<Host, 'name' | 'address' | 'user' | 'secret' | 'port' | 'hostKey'>;

@@ -15,7 +15,7 @@ import {
 import { setSecretFinalizer } from '../kubernetes/object-finalizers.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
-import type { ProvisioningRef } from '../kubernetes/provisionings.js';
+import type { ProvisioningRef } from '../../workflows/provisioning/api.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { generateEd25519KeyPair } from './keys.js';
 import type { HostKeys } from './host-keys.js';

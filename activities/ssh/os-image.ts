@@ -5,19 +5,10 @@ import { heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { parseImageReference } from '../../shared/image-reference.js';
+import type { NodeHost } from '../../workflows/rollout/api.js';
 import { createAdminKeyReader } from '../kubernetes/admin-keys.js';
 import type { HostKeys } from './host-keys.js';
 import { classifySshError, SshSessionError, withSsh, type ExecResult } from './session.js';
-
-export interface NodeHost {
-  /** The Node's name, for messages. */
-  name: string;
-  address: string;
-  port?: number;
-  user: string;
-  /** The key's Secret in the engine namespace. */
-  keySecret: string;
-}
 
 /** How rpm-ostree names an image it pulls from a registry (as MCO's daemon does). */
 export const OSTREE_IMAGE_PREFIX = 'ostree-unverified-registry:';

@@ -2,15 +2,15 @@
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { claimById } from '../../platform-config/contract.js';
-import { ALLOCATOR_PRIORITY } from '../../shared/task-queue.js';
-import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../../shared/workflow-ids.js';
-import type { TaskRunRef } from '../../shared/types.js';
+import { parseTaskRunWorkflowId } from '../../shared/workflow-ids.js';
 import {
+  allocatorStart,
   hostConfigChanged,
   requestSlot,
   type RequestOutcome,
   type SlotRequestInput,
-} from '../../shared/messages.js';
+} from '../../workflows/allocator/api.js';
+import type { TaskRunRef } from '../../workflows/taskrun/api.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
 
 export interface TemporalDeps {
@@ -28,20 +28,11 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
      */
     async requestSlot(input: SlotRequestInput & { platform: string }): Promise<RequestOutcome> {
       const { platform, ...request } = input;
-      const startAllocator = new WithStartWorkflowOperation('allocatorWorkflow', {
-        workflowId: WORKFLOW_ID.allocator(platform),
-        taskQueue,
-        args: [{ platform, ...(resyncSeconds ? { sweepSeconds: resyncSeconds } : {}) }],
+      const { workflowType, ...start } = allocatorStart(platform, resyncSeconds);
+      const startAllocator = new WithStartWorkflowOperation(workflowType, {
+        ...start,
         workflowIdConflictPolicy: 'USE_EXISTING',
-        priority: ALLOCATOR_PRIORITY,
-        typedSearchAttributes: [
-          { key: SA.kind, value: KIND.allocator },
-          { key: SA.platform, value: platform },
-        ],
-        staticSummary: `Allocator for ${platform}`,
-        staticDetails:
-          `Owns the host slots of platform \`${platform}\`: serves TaskRuns first come, first served, ` +
-          'never over capacity, and takes hosts that keep failing out of rotation until a probe succeeds.',
+        taskQueue,
       });
       return client.workflow.executeUpdateWithStart(requestSlot, {
         updateId: request.requestId,

@@ -6,8 +6,8 @@
 // Guarantees: a host never gets more holders than its concurrency at grant time, a request id
 // holds at most one slot, waiters are served first come first served, and every waiter is either
 // servable eventually or told it is exhausted.
-import type { RequestOutcome } from '../../shared/messages.js';
-import type { Host } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import type { AllocationSummary, RequestOutcome } from './api.js';
 import { rebuiltHolder, runIdOfRequest, workflowIdOfRequest } from '../../shared/slot-requests.js';
 
 export interface SlotRequest {
@@ -240,32 +240,6 @@ export function recordProbe(state: AllocationState, host: string, ok: boolean, n
 export function nextWakeUp(state: AllocationState, now: number): number | undefined {
   const times = openCircuits(state).map((name) => state.health[name].openUntil!);
   return times.length > 0 ? Math.max(now, Math.min(...times)) : undefined;
-}
-
-export interface AllocationSummary {
-  hosts: Array<{
-    name: string;
-    inUse: number;
-    capacity: number;
-    removed: boolean;
-    health: 'healthy' | 'unhealthy' | 'probing';
-    consecutiveFailures: number;
-    /** For an unhealthy host: when its next probe is due. */
-    probeInMs?: number;
-    /** Taken out of rotation by an operator: its builds finish, it gets no new ones. */
-    drained: boolean;
-    /** Why the engine drained it itself, if it did. */
-    drainedBecause?: string;
-    /** A host for Cluster API Machines only (host.<name>.serves). */
-    servesMachines?: boolean;
-  }>;
-  /** Waiting request ids, next first. */
-  queue: string[];
-  inUse: number;
-  /** Slots of configured (not removed) hosts, healthy or not. */
-  capacity: number;
-  /** Every drained host, configured or not (a drain outlasts the host leaving the config). */
-  drained: string[];
 }
 
 /** What the allocator shows operators (query, UI details, metrics). */

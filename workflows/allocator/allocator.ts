@@ -24,14 +24,14 @@ import {
   requestSlot,
   slotExhausted,
   slotGranted,
-} from '../../shared/messages.js';
+  type AllocatorInput,
+} from './api.js';
 import {
   VM_SLOTS_HOST,
   rebuiltHolder,
   runIdOfRequest,
   workflowIdOfRequest,
 } from '../../shared/slot-requests.js';
-import type { AllocatorInput } from '../../shared/types.js';
 import { kube } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../kit/retry.js';

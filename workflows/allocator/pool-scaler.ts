@@ -6,7 +6,7 @@
 import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
-import type { Host } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
 import { cloud as cloudApi, kube, temporal } from '../activities.js';
 import { bootTimedOut, checkBoot, launchVm } from '../kit/vm-launch.js';
 import { terminateVm } from '../kit/vm-terminate.js';

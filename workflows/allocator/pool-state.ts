@@ -6,7 +6,7 @@
 // max-age: no new work) → terminating (no holders left) → gone. Launches happen only for waiters
 // that no ready, booting or launching VM will serve, and never beyond max-instances.
 import { claimById } from '../../platform-config/contract.js';
-import type { Host } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
 import type { AllocationState } from './allocation.js';
 
 export type PoolVmPhase = 'launching' | 'booting' | 'ready' | 'retiring' | 'terminating';

@@ -16,16 +16,16 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { BpaRef } from '../../activities/kubernetes/bpa-resources.js';
-import { bpaWorkflowStart } from '../../shared/bpa-workflows.js';
-import { innermostMessage } from '../../shared/failures.js';
+import type { BpaRef } from '../../shared/bpa-api.js';
+import { type BpaClusterInput, bpaClusterObserved, type BpaClusterObservation } from './api.js';
 import {
-  bpaClusterObserved,
   provisioningObserved,
-  softwareObserved,
-  type BpaClusterObservation,
-} from '../../shared/messages.js';
-import type { BpaResourceInput } from '../../shared/types.js';
+  provisioningStart,
+  type ProvisioningWorkflow,
+} from '../provisioning/api.js';
+import { softwareObserved, softwareStart, type SoftwareWorkflow } from '../software/api.js';
+import type { WorkflowStart } from '../../shared/workflow-start.js';
+import { innermostMessage } from '../../shared/failures.js';
 import { bpaKube } from '../activities.js';
 import { BpaStatus } from '../provisioning/resource-report.js';
 import { aggregate } from './aggregate.js';
@@ -42,7 +42,7 @@ export async function bpaClusterWorkflow({
   namespace,
   name,
   carried,
-}: BpaResourceInput & { carried?: BpaClusterCarried }): Promise<void> {
+}: BpaClusterInput & { carried?: BpaClusterCarried }): Promise<void> {
   let latest: BpaClusterObservation | undefined = carried?.latest;
   let changes = 0;
   setHandler(bpaClusterObserved, (seen) => {
@@ -112,7 +112,7 @@ async function startMembers(
   const { provisioningCR, softwareCR } = seen.spec;
   if (provisioningCR && seen.provisioning) {
     const { observation } = seen.provisioning;
-    const how = bpaWorkflowStart('Provisioning', namespace, provisioningCR, observation.cluster);
+    const how = provisioningStart(namespace, provisioningCR, observation.cluster);
     if (await startMember(how, started))
       await tell(how.workflowId, () =>
         getExternalWorkflowHandle(how.workflowId).signal(provisioningObserved, observation),
@@ -120,7 +120,7 @@ async function startMembers(
   }
   if (softwareCR && seen.software) {
     const { observation } = seen.software;
-    const how = bpaWorkflowStart('Software', namespace, softwareCR, observation.cluster);
+    const how = softwareStart(namespace, softwareCR, observation.cluster);
     if (await startMember(how, started))
       await tell(how.workflowId, () =>
         getExternalWorkflowHandle(how.workflowId).signal(softwareObserved, observation),
@@ -130,7 +130,7 @@ async function startMembers(
 
 /** Starts a member's workflow as a child, once; true when it was just started (or found running). */
 async function startMember(
-  how: ReturnType<typeof bpaWorkflowStart>,
+  how: WorkflowStart<ProvisioningWorkflow | SoftwareWorkflow>,
   started: Set<string>,
 ): Promise<boolean> {
   if (started.has(how.workflowId)) return false;

@@ -11,8 +11,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { hostConfigObserved } from '../../shared/messages.js';
-import type { HostConfigWorkflowInput } from '../../shared/types.js';
+import { hostConfigObserved, type HostConfigWorkflowInput } from './api.js';
 import { allocator, kube } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { untilDone } from '../kit/retry.js';

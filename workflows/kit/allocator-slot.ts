@@ -4,8 +4,8 @@
 // was lost and rebuilt itself asks its waiters to ask again (same request id), so nobody waits on
 // an allocator that no longer exists. And giving the slot back.
 import { condition, getExternalWorkflowHandle } from '@temporalio/workflow';
-import { releaseSlot, type SlotRequestInput } from '../../shared/messages.js';
-import type { Host } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import { releaseSlot, type SlotRequestInput } from '../allocator/api.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { allocator } from '../activities.js';
 

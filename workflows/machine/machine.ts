@@ -12,13 +12,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
-import {
-  askForSlotAgain,
-  machineObserved,
-  slotExhausted,
-  slotGranted,
-  type MachineObservation,
-} from '../../shared/messages.js';
+import { askForSlotAgain, slotExhausted, slotGranted } from '../allocator/api.js';
+import { machineObserved, type MachineObservation } from './api.js';
 import { SA } from '../../shared/search-attributes.js';
 import { machineKube as kube } from '../activities.js';
 import type { SlotMail } from '../kit/allocator-slot.js';

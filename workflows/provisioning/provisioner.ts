@@ -3,8 +3,8 @@
 // step says where it is (status, details, Events), and a failing step leaves the plan resumable.
 // While it holds hosts it locks them against deletion, and while kubespray runs, its own spec.
 import { isCancellation, log, patched } from '@temporalio/workflow';
-import type { Playbook, PlaybookOutcome } from '../../activities/ansible/playbook.js';
-import type { ProvisioningRef } from '../../activities/kubernetes/provisionings.js';
+import type { Playbook, ProvisioningRef, ProvisioningObservation } from './api.js';
+import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import {
   BAREMETALHOST_API,
   installerKeySecretName,
@@ -15,7 +15,6 @@ import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../locks/api.js';
 import { releaseLocks, takeLocks } from '../../locks/hold.js';
-import type { ProvisioningObservation } from '../../shared/messages.js';
 import {
   installerKey,
   kubesprayCheck,

@@ -2,10 +2,13 @@
 // on with this code (test/histories/provisioning-*.json). New runs take provisioning.ts, which
 // scales, retries and locks (its patch). Changing this file breaks those runs: do not.
 import { condition, log, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  provisioningObserved,
+  type ProvisioningObservation,
+  type ProvisioningInput,
+} from './api.js';
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { provisioningObserved, type ProvisioningObservation } from '../../shared/messages.js';
-import type { ProvisioningInput } from '../../shared/types.js';
 import { installerKey, kubespray, provisioningKube as kube } from '../activities.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';

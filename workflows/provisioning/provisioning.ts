@@ -15,8 +15,11 @@ import {
   setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
-import { provisioningObserved, type ProvisioningObservation } from '../../shared/messages.js';
-import type { ProvisioningInput } from '../../shared/types.js';
+import {
+  provisioningObserved,
+  type ProvisioningObservation,
+  type ProvisioningInput,
+} from './api.js';
 import { provisioningKube as kube } from '../activities.js';
 import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';

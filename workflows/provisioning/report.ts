@@ -2,7 +2,7 @@
 // the Ready condition for the generation being handled, Events deduplicated per spec generation
 // and try. The kit's resource status writes them and keeps the Phase and ClusterName search
 // attributes.
-import type { ProvisioningRef } from '../../activities/kubernetes/provisionings.js';
+import type { ProvisioningRef } from './api.js';
 import { provisioningKube as kube } from '../activities.js';
 import {
   ResourceStatus,

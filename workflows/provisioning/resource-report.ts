@@ -1,6 +1,6 @@
 // Where a Software's or BPA Cluster's status and Events go: the kit's resource status over the
 // BPA adapter. Only changes are written; a write that keeps failing is waited out on timers.
-import type { BpaRef } from '../../activities/kubernetes/bpa-resources.js';
+import type { BpaRef } from '../../shared/bpa-api.js';
 import { bpaKube } from '../activities.js';
 import { ResourceStatus, type ConditionChange } from '../kit/resource-status.js';
 

@@ -10,7 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { NodeHost } from '../../activities/ssh/os-image.js';
+import type { NodeHost } from './api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';

@@ -6,7 +6,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
 import { POOL_CONDITION } from '../../shared/mco-api.js';
-import type { PoolObservation } from '../../shared/messages.js';
+import type { PoolObservation } from './api.js';
 import { poolKube as kube } from '../activities.js';
 import { ResourceStatus } from '../kit/resource-status.js';
 import { metrics } from '../metrics.js';

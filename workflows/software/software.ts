@@ -13,11 +13,11 @@ import {
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import {
+  type SoftwareInput,
   softwareObserved,
   type ClusterNode,
   type SoftwareObservation,
-} from '../../shared/messages.js';
-import type { BpaResourceInput } from '../../shared/types.js';
+} from './api.js';
 import { packages as packageManager } from '../activities.js';
 import { BpaStatus, type Condition } from '../provisioning/resource-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
@@ -43,7 +43,7 @@ export async function softwareWorkflow({
   namespace,
   name,
   carried,
-}: BpaResourceInput & { carried?: SoftwareCarried }): Promise<void> {
+}: SoftwareInput & { carried?: SoftwareCarried }): Promise<void> {
   let latest: SoftwareObservation | undefined = carried?.latest;
   let changes = 0;
   setHandler(softwareObserved, (seen) => {

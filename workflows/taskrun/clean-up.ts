@@ -4,7 +4,7 @@
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
 import { patched } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import type { Host } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
 import { boundedCleanup, durableCleanup } from '../activities.js';
 import { giveSlotBack } from '../kit/allocator-slot.js';
 import { metrics } from '../metrics.js';

@@ -5,8 +5,8 @@
 import { allHandlersFinished, condition, continueAsNew, patched } from '@temporalio/workflow';
 import { historyFull as overLimit } from '../history-limit.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import type { TaskRunStatus } from '../../shared/messages.js';
-import type { Host, TaskRunOutcome, TaskRunWorkflow } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import type { TaskRunStatus, TaskRunOutcome, TaskRunWorkflow } from './api.js';
 import type { PoolRun, TaskRun } from './types.js';
 
 /** v2: a TaskRun workflow continues as new before its history limit (see Carried). */

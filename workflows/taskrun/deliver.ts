@@ -4,7 +4,7 @@
 // what, until it works or the TaskRun ends; what retrying cannot fix becomes the build's error.
 import { condition, patched, setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, dependencyOf, forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
-import type { Host } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
 import { delivery } from '../activities.js';
 import { metrics } from '../metrics.js';
 import { backoffMs } from '../kit/retry.js';

@@ -6,7 +6,8 @@
 import { log } from '@temporalio/workflow';
 import { LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
-import type { Host, TaskRunOutcome } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import type { TaskRunOutcome } from './api.js';
 import { boundedCleanup } from '../activities.js';
 import { answerWithError, warnUnanswerable } from './answer.js';
 import { giveBackSlot } from './slot.js';

@@ -5,8 +5,9 @@
 import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporalio/workflow';
 import { ANNOTATIONS, LABELS } from '../../platform-config/contract.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { hostOutcome, releaseSlot } from '../../shared/messages.js';
-import type { Host, TaskRunOutcome } from '../../shared/types.js';
+import type { Host } from '../../platform-config/host.js';
+import { hostOutcome, releaseSlot } from '../allocator/api.js';
+import type { TaskRunOutcome } from './api.js';
 import { metrics } from '../metrics.js';
 import { answerWithError } from './answer.js';
 import { continueTaskRun } from './continue.js';

@@ -14,19 +14,18 @@ import {
 import { LABELS, LOCALHOST, platformLabel } from '../../platform-config/contract.js';
 import { checkPlatform } from '../../platform-config/platform.js';
 import { checkTaskRunInput } from '../../platform-config/taskrun-input.js';
+import { askForSlotAgain, slotExhausted, slotGranted } from '../allocator/api.js';
 import {
   TASKRUN_STATE_ORDER,
-  askForSlotAgain,
-  slotExhausted,
-  slotGranted,
   taskRunObserved,
   taskRunStatus,
   type Phase,
   type TaskRunState,
   type TaskRunStatus,
-} from '../../shared/messages.js';
+  type TaskRunOutcome,
+  type TaskRunWorkflowInput,
+} from './api.js';
 import { SA } from '../../shared/search-attributes.js';
-import type { TaskRunOutcome, TaskRunWorkflowInput } from '../../shared/types.js';
 import { adoptEarlierRun } from './adopt.js';
 import { answerUnexpected, answerWithError, warnUnanswerable } from './answer.js';
 import { cleanUpTaskRun } from './clean-up.js';
