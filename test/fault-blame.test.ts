@@ -206,6 +206,23 @@ describe('Kubernetes refusing writes', () => {
       body: { metadata: { name } },
       dryRun: 'All',
     });
+  /** Refuses writing the TaskRun's Secret, as admission would, until the returned lift runs. */
+  const refuseSecretOf = (taskRun: string, reason: 'Forbidden' | 'Invalid', message: string) => {
+    const probe = `${reason.toLowerCase()}-probe`; // in force once a dry run of it is refused
+    return refuse(
+      pool.scope.kube.kc,
+      {
+        apiGroup: '',
+        resource: 'secrets',
+        operations: ['CREATE', 'UPDATE'],
+        namespace: pool.scope.namespace,
+        names: [secretNameFor(taskRun), probe],
+        reason,
+        message,
+      },
+      () => dryRunCreateSecret(probe),
+    );
+  };
 
   it('a TaskRun whose labels are refused is still served, and says the labels could not be written', async () => {
     const { scope } = pool;
@@ -241,18 +258,10 @@ describe('Kubernetes refusing writes', () => {
   it('a Secret write that is forbidden is answered within a bounded time, blaming no host and holding nothing', async () => {
     const { scope, hosts } = pool;
     const name = 'forbidden-secret';
-    const lift = await refuse(
-      scope.kube.kc,
-      {
-        apiGroup: '',
-        resource: 'secrets',
-        operations: ['CREATE', 'UPDATE'],
-        namespace: scope.namespace,
-        names: [secretNameFor(name), 'forbidden-probe'],
-        reason: 'Forbidden',
-        message: 'the worker may not write this Secret yet',
-      },
-      () => dryRunCreateSecret('forbidden-probe'),
+    const lift = await refuseSecretOf(
+      name,
+      'Forbidden',
+      'the worker may not write this Secret yet',
     );
     try {
       const tr = await scope.taskRuns.create({ name, platform: pool.platform });
@@ -273,18 +282,10 @@ describe('Kubernetes refusing writes', () => {
   it('where no Secret at all can be written, the TaskRun gets a Warning Event and the host is left alone', async () => {
     const { scope, hosts } = pool;
     const name = 'no-secret-at-all';
-    const lift = await refuse(
-      scope.kube.kc,
-      {
-        apiGroup: '',
-        resource: 'secrets',
-        operations: ['CREATE', 'UPDATE'],
-        namespace: scope.namespace,
-        names: [secretNameFor(name), 'invalid-probe'],
-        reason: 'Invalid',
-        message: 'Secrets of this name are refused by policy',
-      },
-      () => dryRunCreateSecret('invalid-probe'),
+    const lift = await refuseSecretOf(
+      name,
+      'Invalid',
+      'Secrets of this name are refused by policy',
     );
     try {
       const tr = await scope.taskRuns.create({ name, platform: pool.platform });

@@ -75,16 +75,8 @@ const noneLive = (tag: string, cloud: () => VmCloud) =>
 
 describe('a Machine on a dynamic platform', () => {
   it('runs on an EC2 VM of its own, named aws:///<zone>/<id>; a VM that dies makes it Failed, never re-created', async () => {
-    const phases = await machines.recordPhases('a1');
-    await machines.bootstrapSecret('a1-bootstrap', joiner.script());
-    await machines.create('a1', { platform: AWS });
-    const running = await machines.phase('a1', 'Running', 120_000);
-    expect(await phases.upTo('Running')).toEqual([
-      'Pending',
-      'Provisioning',
-      'Provisioned',
-      'Running',
-    ]);
+    const { running, phases } = await machines.createRunning('a1', AWS, joiner.script());
+    expect(phases).toEqual(['Pending', 'Provisioning', 'Provisioned', 'Running']);
     const [id] = await aws.liveInstances(tags.aws);
     expect(running.spec.providerID).toMatch(new RegExp(`^aws:///[a-z0-9-]+/${id}$`));
 

@@ -54,16 +54,8 @@ afterAll(async () => {
 });
 
 it('runs on a Power VS VM named ibmpowervs://<zone>/<id>, every phase in order, terminated on delete', async () => {
-  const phases = await machines.recordPhases('p1');
-  await machines.bootstrapSecret('p1-bootstrap', joiner.script());
-  await machines.create('p1', { platform: IBMP });
-  const running = await machines.phase('p1', 'Running', 120_000);
-  expect(await phases.upTo('Running')).toEqual([
-    'Pending',
-    'Provisioning',
-    'Provisioned',
-    'Running',
-  ]);
+  const { running, phases } = await machines.createRunning('p1', IBMP, joiner.script());
+  expect(phases).toEqual(['Pending', 'Provisioning', 'Provisioned', 'Running']);
   const [id] = await ibmp.liveInstances(tag);
   const crn = parsePowerCrn(ibmp.providerKeys.crn!);
   expect(typeof crn).toBe('object');

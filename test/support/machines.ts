@@ -206,6 +206,22 @@ export class Machines {
   }
 
   /**
+   * Creates Machine `name` with its bootstrap data already there, and waits for it to run:
+   * the Machine as it runs, and the phases its watch showed on the way.
+   */
+  async createRunning(
+    name: string,
+    platform: string,
+    script: string,
+  ): Promise<{ running: MachineObject; phases: string[] }> {
+    const phases = await this.recordPhases(name);
+    await this.bootstrapSecret(`${name}-bootstrap`, script);
+    await this.create(name, { platform });
+    const running = await this.phase(name, 'Running', 120_000);
+    return { running, phases: await phases.upTo('Running') };
+  }
+
+  /**
    * Records the deletions of the Machine `name` and of the HostflowMachine `name`; `upTo(count)`
    * waits for `count` of them and returns their kinds in the order the API server deleted them
    * (by the resourceVersion of each deletion, which etcd orders), whichever watch told first.
