@@ -7,7 +7,7 @@ import { log } from '@temporalio/workflow';
 import { LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host, TaskRunOutcome } from '../../shared/types.js';
-import { boundedCleanup } from '../activities.js';
+import { boundedCleanup } from './activities.js';
 import { answerWithError, warnUnanswerable } from './answer.js';
 import { giveBackSlot } from './slot.js';
 import type { TaskRun } from './types.js';
