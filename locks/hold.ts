@@ -20,8 +20,8 @@ import type { PlatformLockActivities, PlatformLockInput } from './platform-secre
 import { backoffMs, failureOf } from '../workflows/kit/retry.js';
 
 /**
- * Short Kubernetes calls, local like the families' `kube`. A caller that keeps failing goes on
- * without the Lock and tries again later.
+ * Short Kubernetes calls, local like the families' (KUBE_CALL, workflows/kit/activity-options.ts)
+ * but with fewer tries. A caller that keeps failing goes on without the Lock and tries again later.
  */
 const locks = proxyLocalActivities<LockActivities & PlatformLockActivities>({
   startToCloseTimeout: '30 seconds',

@@ -10,11 +10,9 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   patched,
-  proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SshActivities } from '../../activities/ssh/build-users.js';
 import { innermostMessage } from '../../shared/failures.js';
 import {
   allocatorState,
@@ -32,7 +30,7 @@ import {
   runIdOfRequest,
   workflowIdOfRequest,
 } from '../../shared/slot-requests.js';
-import { kube } from '../activities.js';
+import { hostConfigApi, hostProbe } from './activities.js';
 import { metrics } from '../metrics.js';
 import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../kit/retry.js';
 import {
@@ -57,11 +55,6 @@ import { rebuildHolders, releaseClosedHolders } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
 import { MAX_HISTORY } from '../history-limit.js';
-
-const ssh = proxyActivities<SshActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 1 }, // a probe's failure is an answer, not something to retry
-});
 
 /** Safety net beside the bridge's push: reload config. */
 const RESYNC_MS = 5 * 60_000;
@@ -222,7 +215,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         const periodic = !reloadRequested;
         reloadRequested = false;
         try {
-          const loadedHosts = await kube.loadPlatformHosts({ platform });
+          const loadedHosts = await hostConfigApi.loadPlatformHosts({ platform });
           // Before the patch every host served everything, as the runs recorded then expect.
           const hosts = patched(PATCH_TENANTS_APART)
             ? loadedHosts
@@ -273,7 +266,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       });
       for (const host of hostsDueForProbe(state, Date.now())) {
         probesInFlight++;
-        void ssh
+        void hostProbe
           .probeHost({ host: state.hosts[host]! })
           .then(
             (result) => recordProbe(state, host, result.ok, Date.now()),

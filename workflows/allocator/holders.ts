@@ -11,7 +11,7 @@ import {
   runIdOfRequest,
   workflowIdOfRequest,
 } from '../../shared/slot-requests.js';
-import { temporal } from '../activities.js';
+import { temporalApi } from './activities.js';
 import { release, type AllocationState } from './allocation.js';
 
 /** How long a rebuild lets visibility catch up before it trusts what it sees. */
@@ -38,14 +38,14 @@ export async function rebuildHolders(
 ): Promise<void> {
   if (patched(PATCH_FIRST_RUN_REBUILDS_NOTHING)) {
     const { workflowId, runId } = workflowInfo();
-    if (!(await temporal.hadEarlierRun({ workflowId, runId }))) return;
+    if (!(await temporalApi.hadEarlierRun({ workflowId, runId }))) return;
   }
-  let found = await temporal.platformTaskRuns({ platform });
+  let found = await temporalApi.platformTaskRuns({ platform });
   // Only the builds asking right now (a platform's first burst): nothing to rebuild, no wait.
   if (found.every((taskRun) => requesting.includes(taskRun.workflowId))) return;
   // A slot granted just before the old allocator was lost may not be visible yet.
   await sleep(VISIBILITY_SETTLE_MS);
-  found = await temporal.platformTaskRuns({ platform });
+  found = await temporalApi.platformTaskRuns({ platform });
   const waiting: Array<{ workflowId: string; runId: string }> = [];
   for (const taskRun of found) {
     if (taskRun.phase === 'Waiting') waiting.push(taskRun);
@@ -79,7 +79,7 @@ export async function releaseClosedHolders(state: AllocationState): Promise<void
     const runId = runIdOfRequest(id);
     return runId ? `${workflowIdOfRequest(id)}#${runId}` : workflowIdOfRequest(id);
   };
-  const closed = await temporal.closedWorkflows({
+  const closed = await temporalApi.closedWorkflows({
     executions: holders.map((id) => ({
       workflowId: workflowIdOfRequest(id),
       ...(runIdOfRequest(id) ? { runId: runIdOfRequest(id) } : {}),

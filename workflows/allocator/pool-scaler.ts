@@ -7,7 +7,7 @@ import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import type { Host } from '../../platform-config/host.js';
-import { cloud as cloudApi, kube, temporal } from '../activities.js';
+import { cloudApi, hostConfigApi, temporalApi } from './activities.js';
 import { bootTimedOut, checkBoot, launchVm } from '../kit/vm-launch.js';
 import { terminateVm } from '../kit/vm-terminate.js';
 import type { AllocationState } from './allocation.js';
@@ -104,7 +104,7 @@ export class PoolScaler {
 
   /** Reads the platform's pool config; a new pool first rebuilds itself from the cloud. */
   async reload(): Promise<void> {
-    const loaded = await kube.loadCloudPool({ platform: this.platform });
+    const loaded = await hostConfigApi.loadCloudPool({ platform: this.platform });
     this._configured = loaded !== undefined;
     if (!loaded) return;
     this.carry = this.carry
@@ -201,7 +201,7 @@ export class PoolScaler {
     if (found.length > 0) {
       // A build granted just before the old allocator was lost may not be visible yet.
       await sleep(VISIBILITY_SETTLE_MS);
-      holders = await temporal.holdersOfHosts({
+      holders = await temporalApi.holdersOfHosts({
         platform: this.platform,
         hosts: found.map((vm) => vm.id),
       });

@@ -11,6 +11,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  proxyLocalActivities,
   setHandler,
   startChild,
   workflowInfo,
@@ -18,6 +19,7 @@ import {
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { BpaRef } from '../../shared/bpa-api.js';
 import { type BpaClusterInput, bpaClusterObserved, type BpaClusterObservation } from './api.js';
+import type { BpaResourceActivities } from '../../activities/kubernetes/bpa-resources.js';
 import {
   provisioningObserved,
   provisioningStart,
@@ -26,10 +28,13 @@ import {
 import { softwareObserved, softwareStart, type SoftwareWorkflow } from '../software/api.js';
 import type { WorkflowStart } from '../../shared/workflow-start.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { bpaKube } from '../activities.js';
 import { BpaStatus } from '../provisioning/resource-report.js';
 import { aggregate } from './aggregate.js';
 import { MAX_HISTORY } from '../history-limit.js';
+import { RESOURCE_CALL } from '../kit/activity-options.js';
+
+/** A BPA Cluster's finalizer and its members' resources. */
+const bpaApi = proxyLocalActivities<BpaResourceActivities>(RESOURCE_CALL);
 
 /** What a Cluster workflow carries into its next run when it continues as new. */
 export interface BpaClusterCarried {
@@ -53,7 +58,7 @@ export async function bpaClusterWorkflow({
   await condition(() => latest !== undefined);
   const ref: BpaRef = { kind: 'Cluster', namespace, name, uid: latest!.uid };
   const report = new BpaStatus(ref);
-  if (!carried && !(await bpaKube.addClusterFinalizer(ref))) return; // gone already
+  if (!carried && !(await bpaApi.addClusterFinalizer(ref))) return; // gone already
   /** Member workflows started by this one (or found running): each is started once. */
   const started = new Set<string>(carried?.started);
   let lastPhase = carried?.lastPhase ?? '';
@@ -96,11 +101,11 @@ export async function bpaClusterWorkflow({
     ] as const) {
       if (member && !member.observation.deleting) {
         const memberName = kind === 'Software' ? seen.spec.softwareCR! : seen.spec.provisioningCR!;
-        await bpaKube.deleteBpaResource({ kind, namespace, name: memberName });
+        await bpaApi.deleteBpaResource({ kind, namespace, name: memberName });
       }
     }
   }
-  await bpaKube.removeClusterFinalizer(ref);
+  await bpaApi.removeClusterFinalizer(ref);
 }
 
 /** Starts the workflow of each member that exists and has none from here yet, and tells it. */

@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { CloudGcInput } from './api.js';
-import { cloudGc, kube, temporal } from '../activities.js';
+import { cloudGc, hostConfigApi, temporalApi } from './activities.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
 
@@ -54,8 +54,8 @@ async function collectPass(): Promise<string[]> {
 
 /** Before v2: the pass from the workflow, a call per platform. */
 async function collectV1(): Promise<string[]> {
-  const platforms = await kube.loadCloudPlatforms();
-  const claims = platforms.length > 0 ? await temporal.claimedLaunches() : [];
+  const platforms = await hostConfigApi.loadCloudPlatforms();
+  const claims = platforms.length > 0 ? await temporalApi.claimedLaunches() : [];
   const lines: string[] = [];
   for (const cloud of platforms) {
     try {

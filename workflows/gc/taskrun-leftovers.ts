@@ -6,7 +6,7 @@
 import { continueAsNew, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { LeftoversGcInput } from './api.js';
-import { leftoversGc } from '../activities.js';
+import { leftoversGc } from './activities.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
 

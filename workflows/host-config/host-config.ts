@@ -7,15 +7,24 @@ import {
   condition,
   continueAsNew,
   patched,
+  proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { hostConfigObserved, type HostConfigWorkflowInput } from './api.js';
-import { allocator, kube } from '../activities.js';
+import type { HostConfigActivities } from '../../activities/kubernetes/host-config.js';
+import type { TemporalActivities } from '../../activities/temporal/workflows.js';
 import { metrics } from '../metrics.js';
 import { untilDone } from '../kit/retry.js';
 import { MAX_HISTORY } from '../history-limit.js';
+import { ALLOCATOR_CALL, KUBE_CALL } from '../kit/activity-options.js';
+
+/** Reading host-config and checking it. */
+const hostConfigApi = proxyLocalActivities<HostConfigActivities>(KUBE_CALL);
+/** Telling every allocator to reload. */
+const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
 
 /** v2: a change that arrived while a run was about to continue-as-new is handled first. */
 export const PATCH_NO_CHANGE_LOST = 'host-config-no-change-lost-at-continue-as-new';
@@ -43,9 +52,9 @@ export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promis
     await condition(() => latest !== handled);
     handled = latest;
     const { problems } = await waitedOut('read and check it', () =>
-      kube.reportHostConfigProblems(),
+      hostConfigApi.reportHostConfigProblems(),
     );
-    const allocators = await allocator.notifyAllocators();
+    const allocators = await allocatorApi.notifyAllocators();
     setCurrentDetails(
       `host-config in ${input.engineNamespace} (resourceVersion ${handled}): ` +
         (problems.length

@@ -3,11 +3,14 @@
 // grants one by signal, says none will ever come, or the asker's object ends. An allocator that
 // was lost and rebuilt itself asks its waiters to ask again (same request id), so nobody waits on
 // an allocator that no longer exists. And giving the slot back.
-import { condition, getExternalWorkflowHandle } from '@temporalio/workflow';
 import type { Host } from '../../platform-config/host.js';
 import { releaseSlot, type SlotRequestInput } from '../allocator/api.js';
+import { condition, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import type { TemporalActivities } from '../../activities/temporal/workflows.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { allocator } from '../activities.js';
+import { ALLOCATOR_CALL } from './activity-options.js';
+
+const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
 
 /** What the allocator said by signal about a request; the family's signal handlers fill it in. */
 export interface SlotMail {
@@ -44,7 +47,7 @@ export async function requestSlot(slot: SlotRequest): Promise<SlotAnswer> {
   mail.grant = mail.exhausted = undefined;
   for (let first = true; ; first = false) {
     mail.askAgain = false;
-    const answer = await allocator.requestSlot.executeWithOptions({ summary: slot.summary }, [
+    const answer = await allocatorApi.requestSlot.executeWithOptions({ summary: slot.summary }, [
       { platform: slot.platform, ...slot.request },
     ]);
     if (answer.status === 'granted') return { granted: answer.host };

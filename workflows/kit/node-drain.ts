@@ -13,7 +13,7 @@ const MAX_PASS_WAIT_MS = 5_000;
 
 export interface DrainOptions {
   /** The family's proxy of the Node activities. */
-  kube: Pick<NodeActivities, 'cordonNode' | 'drainNodeOnce'>;
+  nodeApi: Pick<NodeActivities, 'cordonNode' | 'drainNodeOnce'>;
   node: string;
   /** How long to keep evicting; undefined: until the Node is empty. */
   timeoutMs: number | undefined;
@@ -33,8 +33,8 @@ export async function drainNode(
   options: DrainOptions,
   startedMs: number = Date.now(),
 ): Promise<DrainPass> {
-  const { kube, node } = options;
-  const ended = await untilDeadline(() => kube.drainNodeOnce({ node }), {
+  const { nodeApi, node } = options;
+  const ended = await untilDeadline(() => nodeApi.drainNodeOnce({ node }), {
     isDone: (pass) => pass.remaining === 0,
     timeoutMs: options.timeoutMs,
     maxWaitMs: MAX_PASS_WAIT_MS,
@@ -47,6 +47,6 @@ export async function drainNode(
 /** Cordons the Node, then drains it (`drainNode`); 'gone' when there is no such Node. */
 export async function cordonAndDrain(options: DrainOptions): Promise<DrainPass | 'gone'> {
   const started = Date.now(); // the cordon counts against the deadline
-  if ((await options.kube.cordonNode({ name: options.node })) === 'gone') return 'gone';
+  if ((await options.nodeApi.cordonNode({ name: options.node })) === 'gone') return 'gone';
   return drainNode(options, started);
 }

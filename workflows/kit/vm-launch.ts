@@ -2,11 +2,19 @@
 // claim the launch key, launch (idempotent per key), then check on workflow timers (never a
 // blocked worker) until its sshd answers, the cloud says it failed, or allocation-timeout passes.
 // Each family says what happens next; see kit/vm-terminate.ts for taking it down.
-import { setCurrentDetails, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  proxyActivities,
+  setCurrentDetails,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { CloudActivities } from '../../activities/cloud/instances.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { SA } from '../../shared/search-attributes.js';
-import { cloud as cloudApi, cloudCheck } from '../activities.js';
+import { BOOT_CHECK, CLOUD_CALL } from './activity-options.js';
+
+const cloudApi = proxyActivities<CloudActivities>(CLOUD_CALL);
+const cloudCheck = proxyActivities<CloudActivities>(BOOT_CHECK);
 
 /** Cloud states a booting VM never comes back from. */
 const FAILED_STATES = ['failed', 'stopped', 'stopping', 'terminated'];

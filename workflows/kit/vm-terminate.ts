@@ -1,11 +1,17 @@
 // Taking a VM down until the cloud confirms it is gone: a VM is never dropped while it may still
 // run (and bill). Transient cloud errors are retried inside the activity; what fails it for good
 // (say, the credentials Secret was deleted) is told, waited out with back-off and tried again.
-import { sleep } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
+import type { CloudActivities } from '../../activities/cloud/instances.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { durableTerminate } from '../activities.js';
 import { backoffMs } from './retry.js';
+
+/** Terminating a VM retries until the cloud confirms it: a VM is never left behind. */
+const durableTerminate = proxyActivities<CloudActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '2 minutes' },
+});
 
 /** The first wait after a terminate failed for good, doubling up to the longest. */
 const TERMINATE_FIRST_WAIT_MS = 10_000;

@@ -11,7 +11,7 @@ import {
   REASON,
 } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { machineBootstrap, machineKube as kube } from '../activities.js';
+import { machineBootstrap, machineApi } from './activities.js';
 import { blockedPods, cordonAndDrain, type DrainPass } from '../kit/node-drain.js';
 import { lockNode, unlockNode } from '../../locks/hold.js';
 import { failureOf, untilDeadline } from '../kit/retry.js';
@@ -82,7 +82,7 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
     (infra || patched(PATCH_ALWAYS_DELETE_INFRASTRUCTURE))
   ) {
     // Each delete checks the object is this Machine's first; one that is not stays, with an Event.
-    await kube.deleteInfrastructure({
+    await machineApi.deleteInfrastructure({
       namespace: ref.namespace,
       name: infraRef.name,
       machine: ref,
@@ -91,7 +91,7 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
   }
   const secretName = spec.bootstrap?.dataSecretName;
   if (secretName) {
-    await kube.deleteBootstrapSecret({
+    await machineApi.deleteBootstrapSecret({
       namespace: ref.namespace,
       name: secretName,
       machine: ref,
@@ -107,7 +107,7 @@ export async function deleteMachine(run: MachineRun): Promise<void> {
     await unlockNode();
   }
   await report.publish('Deleting', 'removing the finalizer');
-  await kube.removeMachineFinalizer(ref);
+  await machineApi.removeMachineFinalizer(ref);
   await report.event('Normal', 'Deleted', 'Every deletion step is done; the finalizer is removed');
 }
 
@@ -147,7 +147,7 @@ async function drain(run: MachineRun, node: string, timeoutMs: number): Promise<
     };
   };
   const pass = await cordonAndDrain({
-    kube,
+    nodeApi: machineApi,
     node,
     timeoutMs: timeoutMs > 0 ? timeoutMs : undefined,
     onPending: async (pending) => {
@@ -184,7 +184,7 @@ async function waitForVolumes(run: MachineRun, node: string, timeoutMs: number):
   const { report } = run;
   const attached = (left: string[]) =>
     `VolumeAttachments ${left.join(', ')} still attached to Node ${node}`;
-  const ended = await untilDeadline(() => kube.volumeAttachmentsOf({ node }), {
+  const ended = await untilDeadline(() => machineApi.volumeAttachmentsOf({ node }), {
     isDone: (left) => !left.length,
     timeoutMs: timeoutMs > 0 ? timeoutMs : undefined,
     maxWaitMs: 5_000,
@@ -212,7 +212,7 @@ async function waitForVolumes(run: MachineRun, node: string, timeoutMs: number):
 
 /** Deletes the Node, trying for `timeoutMs` (0: until it is gone), then going on with an Event. */
 async function deleteNode(run: MachineRun, node: string, timeoutMs: number): Promise<void> {
-  const ended = await untilDeadline(() => failureOf(() => kube.deleteNode({ name: node })), {
+  const ended = await untilDeadline(() => failureOf(() => machineApi.deleteNode({ name: node })), {
     isDone: (err) => err === undefined,
     timeoutMs: timeoutMs > 0 ? timeoutMs : undefined,
     maxWaitMs: 5_000,

@@ -15,7 +15,7 @@ import { CONDITION, REASON } from '../../shared/machine-api.js';
 import { askForSlotAgain, slotExhausted, slotGranted } from '../allocator/api.js';
 import { machineObserved, type MachineObservation } from './api.js';
 import { SA } from '../../shared/search-attributes.js';
-import { machineKube as kube } from '../activities.js';
+import { machineApi } from './activities.js';
 import type { SlotMail } from '../kit/allocator-slot.js';
 import { deleteMachine } from './deletion.js';
 import type { MachineInfra } from './infrastructure.js';
@@ -76,7 +76,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     upsertSearchAttributes([{ key: SA.clusterName, value: latest!.spec.clusterName }]);
 
   // The finalizer comes before anything outside is touched.
-  if (!carried && !(await kube.addMachineFinalizer(run.ref))) return;
+  if (!carried && !(await machineApi.addMachineFinalizer(run.ref))) return;
 
   let stage: CarriedMachine['stage'] | 'deleting' = carried?.stage ?? (await provision(run));
   while (stage !== 'deleting') {

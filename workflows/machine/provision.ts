@@ -7,7 +7,7 @@ import { parseGoDuration } from '../../shared/go-duration.js';
 import { CONDITION, REASON, type MachineFailureReason } from '../../shared/machine-api.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
-import { machineBootstrap, machineKube as kube } from '../activities.js';
+import { machineBootstrap, machineApi } from './activities.js';
 import { lookUntilDone } from '../kit/retry.js';
 import { acquire, releaseInfrastructure, type MachineInfra } from './infrastructure.js';
 import type { MachineRun } from './run.js';
@@ -63,8 +63,8 @@ export async function provision(run: MachineRun): Promise<Outcome> {
   const { providerID, addresses, host } = infra;
   upsertSearchAttributes([{ key: SA.providerId, value: providerID! }]);
   try {
-    await kube.setMachineProviderId({ ref: run.ref, providerID: providerID! });
-    await kube.writeInfrastructureStatus({
+    await machineApi.setMachineProviderId({ ref: run.ref, providerID: providerID! });
+    await machineApi.writeInfrastructureStatus({
       namespace: run.ref.namespace,
       name: run.latest().spec.infrastructureRef!.name!,
       status: {
@@ -133,7 +133,7 @@ async function bootstrapData(run: MachineRun): Promise<string | undefined> {
     const spec = run.latest().spec;
     const secretName = spec.bootstrap?.dataSecretName;
     const state = secretName
-      ? await kube.bootstrapDataState({ namespace: run.ref.namespace, name: secretName })
+      ? await machineApi.bootstrapDataState({ namespace: run.ref.namespace, name: secretName })
       : 'missing';
     if (secretName && state === 'ready') {
       report.condition(CONDITION.bootstrapReady, 'True');
@@ -164,7 +164,7 @@ async function infrastructurePlatform(run: MachineRun): Promise<PlatformNamed | 
     const problems = checkMachineSpec(spec);
     const lookup = problems.length
       ? { found: false as const, final: true, reason: problems.join('; ') }
-      : await kube.readMachineInfrastructure({
+      : await machineApi.readMachineInfrastructure({
           namespace: run.ref.namespace,
           ref: spec.infrastructureRef!,
           machine: run.ref,
@@ -202,7 +202,7 @@ async function planInfrastructure(
   secretName: string,
 ): Promise<MachineInfra | { failed: string }> {
   const { namespace, name, uid } = run.ref;
-  const resolution = await kube.resolveTaskRunPlatform({ namespace, platform });
+  const resolution = await machineApi.resolveTaskRunPlatform({ namespace, platform });
   if (resolution.kind === 'error') return { failed: resolution.message };
   if (resolution.kind !== 'static' && resolution.kind !== 'dynamic') {
     return {
@@ -233,7 +233,7 @@ async function waitForNode(run: MachineRun, providerID: string): Promise<Outcome
   let late = false;
   return lookUntilDone<Outcome>(async () => {
     if (run.deleting()) return { done: 'deleting' };
-    const node = await kube.findNodeByProviderId({ providerID });
+    const node = await machineApi.findNodeByProviderId({ providerID });
     if (node) {
       run.nodeName = node.name;
       report.condition(

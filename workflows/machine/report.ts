@@ -10,7 +10,7 @@ import {
   type MachinePhase,
   type MachineStatus,
 } from '../../shared/machine-api.js';
-import { machineKube as kube } from '../activities.js';
+import { machineApi } from './activities.js';
 import {
   ResourceStatus,
   type Condition,
@@ -39,8 +39,8 @@ export class MachineReport {
     this.status = new ResourceStatus(
       {
         where: `Machine ${ref.namespace}/${ref.name}`,
-        writeStatus: (status) => kube.writeMachineStatus({ ref, status }),
-        recordEvent: (event) => kube.recordMachineEvent({ ref, ...event }),
+        writeStatus: (status) => machineApi.writeMachineStatus({ ref, status }),
+        recordEvent: (event) => machineApi.recordMachineEvent({ ref, ...event }),
       },
       {
         failedWrite: 'wait-out',

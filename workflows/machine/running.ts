@@ -3,7 +3,7 @@
 // (gone, or back). Only changes are written. Returns when deleted, or when it failed.
 import { condition } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
-import { cloudCheck, machineKube as kube } from '../activities.js';
+import { cloudCheck, machineApi } from './activities.js';
 import type { MachineRun } from './run.js';
 
 const WATCH_MS = 30_000;
@@ -39,7 +39,7 @@ export async function watchRunning(run: MachineRun): Promise<'running' | 'failed
     }
   }
   if (run.nodeName && run.infra?.providerID) {
-    const node = await kube.findNodeByProviderId({ providerID: run.infra.providerID });
+    const node = await machineApi.findNodeByProviderId({ providerID: run.infra.providerID });
     const healthy = report.state.conditions.find((c) => c.type === CONDITION.nodeHealthy);
     const now = node ? (node.ready ? 'True' : 'False') : 'False';
     const reason = node ? (node.ready ? undefined : REASON.nodeProvisioning) : REASON.nodeNotFound;

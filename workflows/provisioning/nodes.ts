@@ -3,7 +3,7 @@
 // role → IP map the original kept in `<cluster>-configmap`.
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { HOST_SSH_ANNOTATIONS, type HostInventory } from '../../shared/bpa-api.js';
-import { dhcp } from '../activities.js';
+import { dhcpApi } from './activities.js';
 import type { InventoryNode } from './inventory.js';
 import type { AssignedNode } from './roles.js';
 
@@ -43,7 +43,7 @@ export async function nodeAddresses(
 ): Promise<{ nodes: ProvisioningNode[]; keyHosts: KeyHost[] } | { problems: string[] }> {
   const problems: string[] = [];
   const leases =
-    source === 'dhcp' ? await dhcp.leasedIps({ macs: assigned.map((n) => n.mac) }) : {};
+    source === 'dhcp' ? await dhcpApi.leasedIps({ macs: assigned.map((n) => n.mac) }) : {};
   const nodes: ProvisioningNode[] = [];
   const keyHosts: KeyHost[] = [];
   for (const node of assigned) {

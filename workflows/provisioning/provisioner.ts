@@ -15,12 +15,7 @@ import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../locks/api.js';
 import { releaseLocks, takeLocks } from '../../locks/hold.js';
-import {
-  installerKey,
-  kubesprayCheck,
-  playbooks,
-  provisioningKube as kube,
-} from '../activities.js';
+import { installerKey, kubesprayCheck, playbooks, provisioningApi } from './activities.js';
 import type { ResourceStatusState } from '../kit/resource-status.js';
 import { PATCH_WAIT_OUT_FAILURES } from '../kit/retry.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
@@ -155,7 +150,7 @@ export class Provisioner {
   async plan(seen: ProvisioningObservation): Promise<Plan | 'refused' | 'gone'> {
     const label = seen.cluster ?? '';
     if (!this.installed) this.cluster = label;
-    if (!(await kube.addProvisioningFinalizer(this.ref))) return 'gone';
+    if (!(await provisioningApi.addProvisioningFinalizer(this.ref))) return 'gone';
     if (!this.installed)
       await this.report.step('Assigning', 'Assign roles from the BareMetalHosts');
     if (!label) {
@@ -166,7 +161,7 @@ export class Provisioner {
       const check = await kubesprayCheck.checkKubespray(release ? { release } : {});
       if (check.problem) return this.refuse([check.problem]);
     }
-    const hosts = await kube.listBareMetalHosts(
+    const hosts = await provisioningApi.listBareMetalHosts(
       patched(PATCH_TENANTS_APART) ? { consumer: { ...this.ref } } : undefined,
     );
     const current = this.installed?.nodes ?? this.held;
@@ -193,7 +188,10 @@ export class Provisioner {
       plan = planInstall(found.nodes, found.keyHosts, seen.spec, dropped);
     }
     try {
-      await kube.claimBareMetalHosts({ consumer: this.ref, hosts: plan.nodes.map((n) => n.host) });
+      await provisioningApi.claimBareMetalHosts({
+        consumer: this.ref,
+        hosts: plan.nodes.map((n) => n.host),
+      });
     } catch (err) {
       if (isCancellation(err)) throw err;
       return this.refuse([innermostMessage(err)], true); // taken by another Provisioning meanwhile
@@ -246,7 +244,7 @@ export class Provisioner {
     await this.revokeInstallerKey(unionNodes(this.touched, this.held));
     this.held = [];
     this.touched = [];
-    await kube.releaseBareMetalHosts({ consumer: this.ref });
+    await provisioningApi.releaseBareMetalHosts({ consumer: this.ref });
     if (patched(PATCH_UNLOCK_UNTIL_DONE)) {
       // A Lock left behind would refuse the host's deletion long after the cluster is gone.
       await releaseLocks({
@@ -260,7 +258,7 @@ export class Provisioner {
       await this.lock();
     }
     if (this.cluster)
-      await kube.deleteClusterOutputs({
+      await provisioningApi.deleteClusterOutputs({
         namespace: this.ref.namespace,
         cluster: this.cluster,
         owner: this.ref,
@@ -314,7 +312,7 @@ export class Provisioner {
         await this.playbook('scale.yml', plan.nodes, plan, labels);
         return;
       case 'outputs':
-        await kube.writeClusterIpMap({
+        await provisioningApi.writeClusterIpMap({
           namespace,
           cluster,
           data: ipMap(plan.nodes),
@@ -460,7 +458,7 @@ export class Provisioner {
   private async revokeInstallerKey(nodes: ProvisioningNode[]): Promise<void> {
     if (nodes.length === 0 || !this.cluster || !patched(PATCH_TENANTS_APART)) return;
     try {
-      const inventory = await kube.listBareMetalHosts({ consumer: { ...this.ref } });
+      const inventory = await provisioningApi.listBareMetalHosts({ consumer: { ...this.ref } });
       const hosts = nodes.flatMap(({ label, ip, user, host, hostKey }) => {
         const found = inventory.find((h) => h.namespace === host.namespace && h.name === host.name);
         const login = user ?? found?.sshUser ?? 'root';
@@ -482,7 +480,10 @@ export class Provisioner {
 
   /** Frees the hosts of this Provisioning that it no longer holds. */
   private async release(): Promise<void> {
-    await kube.releaseBareMetalHosts({ consumer: this.ref, keep: this.held.map((n) => n.host) });
+    await provisioningApi.releaseBareMetalHosts({
+      consumer: this.ref,
+      keep: this.held.map((n) => n.host),
+    });
     await this.lock();
   }
 

@@ -9,7 +9,7 @@ import {
 } from './api.js';
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { installerKey, kubespray, provisioningKube as kube } from '../activities.js';
+import { installerKey, kubespray, provisioningApi } from './activities.js';
 import { renderGroupVars, renderInventory } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
 import { failureDetails, ProvisioningReport } from './report.js';
@@ -61,14 +61,14 @@ export async function provisioningBeforePlans({
       continue;
     }
     cluster = seen.cluster ?? '';
-    if (!(await kube.addProvisioningFinalizer(ref))) return; // gone before we began
+    if (!(await provisioningApi.addProvisioningFinalizer(ref))) return; // gone before we began
 
     await step('Assigning', 'Assign roles from the BareMetalHosts');
     if (!cluster) {
       await refuse(['the label `cluster` is missing: it names the cluster to build']);
       continue;
     }
-    const hosts = await kube.listBareMetalHosts();
+    const hosts = await provisioningApi.listBareMetalHosts();
     const assignment = assignRoles(seen.spec, consumer, hosts);
     if (!assignment.ok) {
       await refuse(assignment.problems);
@@ -79,7 +79,7 @@ export async function provisioningBeforePlans({
       await refuse(found.problems);
       continue;
     }
-    await kube.claimBareMetalHosts({
+    await provisioningApi.claimBareMetalHosts({
       consumer: ref,
       hosts: assignment.nodes.map((node) => node.host),
     });
@@ -129,7 +129,7 @@ export async function provisioningBeforePlans({
       await event('Warning', 'InstallFailed', message); // a changed spec tries again
       continue;
     }
-    await kube.writeClusterIpMap({ namespace, cluster, data: ipMap(nodes), owner: ref });
+    await provisioningApi.writeClusterIpMap({ namespace, cluster, data: ipMap(nodes), owner: ref });
     installed = true;
     await step('Ready', 'Installed', {
       ...ready('True', 'Installed', `cluster ${cluster} is installed`),
@@ -166,8 +166,8 @@ export async function provisioningBeforePlans({
       await event('Warning', 'ResetFailed', innermostMessage(err));
     }
   }
-  await kube.releaseBareMetalHosts({ consumer: ref });
-  if (cluster) await kube.deleteClusterOutputs({ namespace, cluster, owner: ref });
-  await kube.removeProvisioningFinalizer(ref);
+  await provisioningApi.releaseBareMetalHosts({ consumer: ref });
+  if (cluster) await provisioningApi.deleteClusterOutputs({ namespace, cluster, owner: ref });
+  await provisioningApi.removeProvisioningFinalizer(ref);
   setCurrentDetails(`**${consumer}**: deleted; hosts released (${workflowInfo().workflowId}).`);
 }

@@ -20,7 +20,7 @@ import {
   type ProvisioningObservation,
   type ProvisioningInput,
 } from './api.js';
-import { provisioningKube as kube } from '../activities.js';
+import { provisioningApi } from './activities.js';
 import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';
 import type { Plan } from './plans.js';
@@ -139,7 +139,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       if (failedAt !== undefined) stuck = { plan, at: failedAt, retry: seen.retry };
     }
     await provisioner.tearDown();
-    await kube.removeProvisioningFinalizer(ref);
+    await provisioningApi.removeProvisioningFinalizer(ref);
     setCurrentDetails(`**${namespace}/${name}**: deleted; hosts released.`);
   } catch (err) {
     // Cancelled by an operator: the Locks go; the hosts stay claimed, for a person to look at.

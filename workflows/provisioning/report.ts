@@ -3,7 +3,7 @@
 // and try. The kit's resource status writes them and keeps the Phase and ClusterName search
 // attributes.
 import type { ProvisioningRef } from './api.js';
-import { provisioningKube as kube } from '../activities.js';
+import { provisioningApi } from './activities.js';
 import {
   ResourceStatus,
   emptyStatus,
@@ -34,8 +34,8 @@ export class ProvisioningReport {
     this.status = new ResourceStatus(
       {
         where: this.consumer,
-        writeStatus: (status) => kube.writeProvisioningStatus({ ref, status }),
-        recordEvent: (event) => kube.recordProvisioningEvent({ ref, ...event }),
+        writeStatus: (status) => provisioningApi.writeProvisioningStatus({ ref, status }),
+        recordEvent: (event) => provisioningApi.recordProvisioningEvent({ ref, ...event }),
       },
       {
         failedWrite: waitOut ? 'wait-out' : 'throw',

@@ -1,7 +1,7 @@
 // Where a Software's or BPA Cluster's status and Events go: the kit's resource status over the
 // BPA adapter. Only changes are written; a write that keeps failing is waited out on timers.
 import type { BpaRef } from '../../shared/bpa-api.js';
-import { bpaKube } from '../activities.js';
+import { bpaApi } from './activities.js';
 import { ResourceStatus, type ConditionChange } from '../kit/resource-status.js';
 
 /** A BPA resource's condition always says why, in its reason and message. */
@@ -16,8 +16,8 @@ export class BpaStatus extends ResourceStatus {
     super(
       {
         where,
-        writeStatus: (status) => bpaKube.writeBpaStatus({ ref, status }),
-        recordEvent: (event) => bpaKube.recordBpaEvent({ ref, ...event }),
+        writeStatus: (status) => bpaApi.writeBpaStatus({ ref, status }),
+        recordEvent: (event) => bpaApi.recordBpaEvent({ ref, ...event }),
       },
       {
         failedWrite: 'wait-out',

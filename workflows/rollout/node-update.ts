@@ -14,7 +14,7 @@ import type { NodeHost } from './api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';
-import { osCheck, osRebase, poolKube as kube } from '../activities.js';
+import { osCheck, osRebase, poolApi } from './activities.js';
 import { blockedPods, drainNode } from '../kit/node-drain.js';
 import { lockNode, unlockNode } from '../../locks/hold.js';
 
@@ -47,7 +47,7 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
   const { node, image } = input;
   upsertSearchAttributes([{ key: SA.host, value: node }]);
   const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
-    kube
+    poolApi
       .recordRolloutEvent({
         kind: 'Node',
         name: node,
@@ -68,7 +68,7 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
   await lockNode(node, `MachineConfigPool ${input.pool} is updating it to ${image}`);
   try {
     await step('start', () =>
-      kube.annotateNode({
+      poolApi.annotateNode({
         name: node,
         annotations: {
           [NODE_ANNOTATIONS.desiredImage]: image,
@@ -77,15 +77,15 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
         },
       }),
     );
-    await step('cordon', () => kube.cordonNode({ name: node }));
+    await step('cordon', () => poolApi.cordonNode({ name: node }));
     await step('drain', () => drain(input, event));
     await step('rebase', () => osRebase.rebaseOsImage({ host: input.host, image }));
     await event('Normal', 'Rebased', `rpm-ostree rebase onto ${image} staged; rebooting`);
     await step('reboot', () => osCheck.rebootNode({ host: input.host }));
     await step('reboot', () => waitForBoot(input));
-    await step('uncordon', () => kube.uncordonNode({ name: node }));
+    await step('uncordon', () => poolApi.uncordonNode({ name: node }));
     await step('done', () =>
-      kube.annotateNode({
+      poolApi.annotateNode({
         name: node,
         annotations: {
           [NODE_ANNOTATIONS.currentImage]: image,
@@ -100,7 +100,7 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
     if (!(err instanceof StepFailed)) throw err;
     const reason = `${err.step}: ${err.reason}`.slice(0, 1000);
     await CancellationScope.nonCancellable(async () => {
-      await kube
+      await poolApi
         .annotateNode({
           name: node,
           annotations: { [NODE_ANNOTATIONS.state]: 'Degraded', [NODE_ANNOTATIONS.reason]: reason },
@@ -121,7 +121,11 @@ async function drain(
   input: NodeUpdateInput,
   event: (type: 'Normal' | 'Warning', reason: string, message: string) => Promise<void>,
 ): Promise<void> {
-  const pass = await drainNode({ kube, node: input.node, timeoutMs: input.drainTimeoutMs });
+  const pass = await drainNode({
+    nodeApi: poolApi,
+    node: input.node,
+    timeoutMs: input.drainTimeoutMs,
+  });
   if (pass.remaining === 0) return;
   const blocked = blockedPods(pass);
   const message = `${pass.remaining} pod(s) left after ${Math.round(input.drainTimeoutMs / 1000)}s${blocked ? `: ${blocked}` : ''}`;
@@ -135,7 +139,7 @@ async function waitForBoot(input: NodeUpdateInput): Promise<void> {
   let seen = 'no answer yet';
   for (;;) {
     const booted = await osCheck.bootedOsImage({ host: input.host }).catch(() => undefined);
-    const ready = await kube.nodeReady({ name: input.node }).catch(() => false);
+    const ready = await poolApi.nodeReady({ name: input.node }).catch(() => false);
     if (booted === input.image && ready) return;
     if (booted !== undefined) seen = `booted ${booted}${ready ? '' : ', not Ready'}`;
     if (Date.now() - started >= input.bootTimeoutMs) {

@@ -7,7 +7,7 @@ import { workflowInfo } from '@temporalio/workflow';
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
 import { POOL_CONDITION } from '../../shared/mco-api.js';
 import type { PoolObservation } from './api.js';
-import { poolKube as kube } from '../activities.js';
+import { poolApi } from './activities.js';
 import { ResourceStatus } from '../kit/resource-status.js';
 import { metrics } from '../metrics.js';
 import { available } from './plan.js';
@@ -19,9 +19,9 @@ export class PoolReport {
     this.status = new ResourceStatus(
       {
         where: `MachineConfigPool ${pool}`,
-        writeStatus: (status) => kube.writePoolStatus({ name: pool, status }),
+        writeStatus: (status) => poolApi.writePoolStatus({ name: pool, status }),
         recordEvent: (event) =>
-          kube.recordRolloutEvent({
+          poolApi.recordRolloutEvent({
             kind: 'MachineConfigPool',
             name: pool,
             ...event,

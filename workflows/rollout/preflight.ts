@@ -15,7 +15,7 @@ import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-
 import { innermostMessage } from '../../shared/failures.js';
 import { parseImageReference } from '../../shared/image-reference.js';
 import { IMAGE_LABELS } from '../../shared/mco-api.js';
-import { registry } from '../activities.js';
+import { registryApi } from './activities.js';
 import type { PoolReport } from './pool-report.js';
 
 /** Undefined when the rollout may start; else why not. */
@@ -40,7 +40,7 @@ export async function preflight(
   }
   let lookup;
   try {
-    lookup = await registry.inspectOsImage({ image });
+    lookup = await registryApi.inspectOsImage({ image });
   } catch (err) {
     return refuse(`its registry did not answer: ${innermostMessage(err)}`);
   }
@@ -83,7 +83,7 @@ export async function preflight(
 /** The base a node's current image stands for: itself if it is `base`, else what it was built FROM. */
 async function baseOf(current: string, base: string): Promise<string> {
   if (!current || current === base) return current;
-  const lookup = await registry.inspectOsImage({ image: current }).catch(() => undefined);
+  const lookup = await registryApi.inspectOsImage({ image: current }).catch(() => undefined);
   if (lookup?.checked && lookup.found) return lookup.labels[IMAGE_LABELS.baseName] ?? current;
   return current;
 }

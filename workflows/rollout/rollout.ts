@@ -17,7 +17,7 @@ import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
 import { poolObserved, type PoolObservation } from './api.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
-import { poolKube as kube } from '../activities.js';
+import { poolApi } from './activities.js';
 import { nodeUpdateWorkflow, type NodeUpdateResult } from './node-update.js';
 import { maxUnavailableOf, nextCandidates } from './plan.js';
 import { PoolReport } from './pool-report.js';
@@ -60,7 +60,7 @@ export async function rolloutWorkflow(input: RolloutInput): Promise<void> {
     changed = false;
     if (observed.deleted && busy.size === 0) return;
     const target = observed.target?.image;
-    const nodes = await kube.listPoolNodes({ spec: observed.spec });
+    const nodes = await poolApi.listPoolNodes({ spec: observed.spec });
     const retried = acceptRetries(nodes, retriesSeen);
     const max = maxUnavailableOf(observed.spec.maxUnavailable, nodes.length);
     const status = { nodes, target, busy: [...busy.keys()] };

@@ -7,9 +7,11 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { PackageActivities } from '../../activities/ssh/packages.js';
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import {
@@ -18,10 +20,20 @@ import {
   type ClusterNode,
   type SoftwareObservation,
 } from './api.js';
-import { packages as packageManager } from '../activities.js';
 import { BpaStatus, type Condition } from '../provisioning/resource-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
 import { MAX_HISTORY } from '../history-limit.js';
+
+/**
+ * Installing a node's packages takes as long as the package manager does; it heartbeats every
+ * 10 seconds, so a lost worker is noticed in a minute. A host that is not reachable is tried a
+ * few times; a package that cannot be installed fails at once.
+ */
+const packageInstall = proxyActivities<PackageActivities>({
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumAttempts: 4 },
+});
 
 interface NodeResult {
   label: string;
@@ -142,7 +154,7 @@ async function install(
     await Promise.all(
       todo.map(async ({ node, missing }) => {
         try {
-          await packageManager.installPackages.executeWithOptions(
+          await packageInstall.installPackages.executeWithOptions(
             { summary: `install ${missing.join(' ')} on ${node.label}` },
             [{ namespace: report.ref.namespace, cluster: seen.cluster!, node, packages: missing }],
           );

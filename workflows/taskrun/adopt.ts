@@ -11,7 +11,7 @@ import { patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { EarlierDelivery, TaskRunOutcome } from './api.js';
-import { temporal } from '../activities.js';
+import { temporalApi } from './activities.js';
 import { note } from './notes.js';
 import { chooseRequestIds, takeSlot } from './slot.js';
 import type { TaskRun } from './types.js';
@@ -30,7 +30,7 @@ export async function adoptEarlierRun(
 ): Promise<TaskRunOutcome | undefined> {
   if (!patched(PATCH_ADOPT_EARLIER_RUN)) return undefined;
   const { workflowId, runId } = workflowInfo();
-  const previous = await temporal.earlierRun({ workflowId, runId });
+  const previous = await temporalApi.earlierRun({ workflowId, runId });
   if (!previous?.host || !ENDED_BY_HAND.includes(previous.status)) return undefined;
 
   const { input, status, pool } = run;

@@ -6,7 +6,7 @@
 import { patched, setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
-import { kube } from '../activities.js';
+import { taskRunApi } from './activities.js';
 import { metrics } from '../metrics.js';
 import { isNoLongerWanted, untilDone } from '../kit/retry.js';
 import { note } from './notes.js';
@@ -34,11 +34,11 @@ export function taskRunKube(run: TaskRun) {
   return {
     resolvePlatform: () =>
       waitedOut('read host-config', () =>
-        kube.resolveTaskRunPlatform({ ...run.ref, platform: run.input.platform }),
+        taskRunApi.resolveTaskRunPlatform({ ...run.ref, platform: run.input.platform }),
       ),
     patchMetadata: (metadata: Metadata): Promise<unknown> =>
       waitedOut('label the TaskRun', () =>
-        kube.patchTaskRunMetadata({ ...run.ref, ...metadata }),
+        taskRunApi.patchTaskRunMetadata({ ...run.ref, ...metadata }),
       ).catch((err: unknown) => {
         if (isNoLongerWanted(err)) return undefined; // nobody looks at an ended TaskRun's labels
         if (blameOf(err) !== 'final' || !patched(PATCH_METADATA_BEST_EFFORT)) throw err;
@@ -51,8 +51,8 @@ export function taskRunKube(run: TaskRun) {
         );
       }),
     writeSecret: (data: Record<string, string>) =>
-      waitedOut('write its Secret', () => kube.writeTaskRunSecret({ ...run.ref, data })),
+      waitedOut('write its Secret', () => taskRunApi.writeTaskRunSecret({ ...run.ref, data })),
     deleteSecret: () =>
-      waitedOut('delete its Secret', () => kube.deleteTaskRunSecret(run.ref), false),
+      waitedOut('delete its Secret', () => taskRunApi.deleteTaskRunSecret(run.ref), false),
   };
 }

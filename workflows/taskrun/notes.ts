@@ -1,5 +1,5 @@
 // Kubernetes Events on the TaskRun: what people see in `kubectl describe`. Best-effort.
-import { events } from '../activities.js';
+import { eventApi } from './activities.js';
 import type { TaskRun } from './types.js';
 
 /** Records an Event on the TaskRun; `key` tells repeats of one reason apart. Never fails the flow. */
@@ -11,7 +11,7 @@ export async function note(
   key: string,
 ): Promise<void> {
   try {
-    await events.recordTaskRunEvent({ ...run.ref, type, reason, message, key });
+    await eventApi.recordTaskRunEvent({ ...run.ref, type, reason, message, key });
   } catch {
     // Events are best-effort; the flow does not wait on them.
   }
