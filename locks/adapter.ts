@@ -14,6 +14,7 @@ import {
   type LockTarget,
 } from './api.js';
 import { isConflict, isNotFound, rethrowKube } from '../activities/kubernetes/errors.js';
+import type { ListedMetadata } from '../activities/kubernetes/object-ref.js';
 
 interface Holding {
   resource: string;
@@ -24,13 +25,7 @@ interface Holding {
 type Holders = Record<string, Holding>;
 
 interface LockObject {
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
+  metadata: ListedMetadata;
 }
 
 export interface LockDeps {

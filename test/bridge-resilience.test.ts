@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { SA } from '../shared/search-attributes.js';
 import { waitFor } from '../local-stack/process.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { testEnv } from './support/env.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
@@ -18,10 +18,7 @@ beforeAll(async () => {
   [worker, bridge] = await Promise.all([startWorker(scope), startBridge(scope)]);
 });
 
-afterAll(async () => {
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await scope?.dispose();
-});
+afterAll(() => tearDown([bridge, worker], scope));
 
 async function executionsIn(query: string): Promise<Array<{ workflowId: string; status: string }>> {
   const found: Array<{ workflowId: string; status: string }> = [];

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { LABELS } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { waitFor } from '../local-stack/process.js';
 
@@ -16,10 +16,7 @@ beforeAll(async () => {
   [worker, bridge] = await Promise.all([startWorker(scope), startBridge(scope)]);
 });
 
-afterAll(async () => {
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await scope?.dispose();
-});
+afterAll(() => tearDown([bridge, worker], scope));
 
 async function workflowOf(name: string) {
   const tr = await scope.taskRuns.get(name);

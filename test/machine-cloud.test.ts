@@ -4,10 +4,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
 import { CONDITION } from '../shared/machine-api.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { startWorker, tearDown, type EngineProcess } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
-import { machinePlatformKeys, Machines } from './support/machines.js';
-import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
+import {
+  machinePlatformKeys,
+  startMachineEngine,
+  storeCloudSecrets,
+  type Machines,
+} from './support/machines.js';
+import type { NodeJoiner } from './support/node-join.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { startVmCloud, type VmCloud } from './support/vm-cloud.js';
 
@@ -36,30 +41,19 @@ beforeAll(async () => {
       bootDelayMs: 1000,
     }),
   ]);
-  for (const cloud of [aws, ibmz]) {
-    for (const [name, stringData] of Object.entries(cloud.secrets)) {
-      await scope.kube.core.createNamespacedSecret({
-        namespace: scope.engineNamespace,
-        body: { metadata: { name: name === 'vm-ssh' ? `vm-ssh-${cloud.kind}` : name }, stringData },
-      });
-    }
-  }
+  for (const cloud of [aws, ibmz]) await storeCloudSecrets(scope, cloud);
   await scope.setHostConfig({
     'dynamic-platforms': [AWS, AWS_SLOW, IBMZ].join(','),
     ...machinePlatformKeys(aws, AWS, tags.aws),
     ...machinePlatformKeys(aws, AWS_SLOW, tags.slow, { 'allocation-timeout': '6' }),
     ...machinePlatformKeys(ibmz, IBMZ, tags.ibmz),
   });
-  worker = await startWorker(scope, workerEnv());
-  bridge = await startBridge(scope);
-  machines = new Machines(scope);
-  joiner = await createNodeJoiner(scope);
+  ({ worker, bridge, machines, joiner } = await startMachineEngine(scope, workerEnv()));
 }, 180_000);
 
 afterAll(async () => {
   machines?.stopWatches();
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await joiner?.dispose();
+  await tearDown([bridge, worker], joiner);
   await Promise.all([aws?.stop(), ibmz?.stop()]);
   await scope?.dispose();
 });

@@ -4,10 +4,15 @@
 // registers the Node (test/support/node-join.ts stands in for kubeadm join and a kubelet).
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { parsePowerCrn } from '../platform-config/ibm-config.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { tearDown, type EngineProcess } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
-import { machinePlatformKeys, Machines } from './support/machines.js';
-import { createNodeJoiner, type NodeJoiner } from './support/node-join.js';
+import {
+  machinePlatformKeys,
+  startMachineEngine,
+  storeCloudSecrets,
+  type Machines,
+} from './support/machines.js';
+import type { NodeJoiner } from './support/node-join.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { startVmCloud, type VmCloud } from './support/vm-cloud.js';
 import { waitFor } from '../local-stack/process.js';
@@ -29,26 +34,17 @@ beforeAll(async () => {
     subnetCidr: '10.231.240.0/20',
     bootDelayMs: 1000,
   });
-  for (const [name, stringData] of Object.entries(ibmp.secrets)) {
-    await scope.kube.core.createNamespacedSecret({
-      namespace: scope.engineNamespace,
-      body: { metadata: { name: name === 'vm-ssh' ? 'vm-ssh-ibmp' : name }, stringData },
-    });
-  }
+  await storeCloudSecrets(scope, ibmp);
   await scope.setHostConfig({
     'dynamic-platforms': IBMP,
     ...machinePlatformKeys(ibmp, IBMP, tag),
   });
-  worker = await startWorker(scope, ibmp.workerEnv);
-  bridge = await startBridge(scope);
-  machines = new Machines(scope);
-  joiner = await createNodeJoiner(scope);
+  ({ worker, bridge, machines, joiner } = await startMachineEngine(scope, ibmp.workerEnv));
 }, 180_000);
 
 afterAll(async () => {
   machines?.stopWatches();
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await joiner?.dispose();
+  await tearDown([bridge, worker], joiner);
   await ibmp?.stop();
   await scope?.dispose();
 });

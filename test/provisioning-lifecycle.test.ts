@@ -21,7 +21,7 @@ import {
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API, LOCKABLE_LABEL } from '../locks/api.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
@@ -84,11 +84,7 @@ beforeAll(async () => {
   bridge = await startBridge(scope);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await metal?.dispose();
-  await scope?.dispose();
-});
+afterAll(() => tearDown([bridge, worker], metal, scope));
 
 const provisioning = { ...PROVISIONING_API, namespace: '' };
 const ns = () => scope.namespace;

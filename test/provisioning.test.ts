@@ -17,7 +17,7 @@ import {
 import { statusCode } from '../shared/kube-errors.js';
 import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { historyText } from './support/history-text.js';
@@ -57,11 +57,7 @@ beforeAll(async () => {
   bridge = await startBridge(scope);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await metal?.dispose();
-  await scope?.dispose();
-});
+afterAll(() => tearDown([bridge, worker], metal, scope));
 
 async function create(name: string, cluster: string, spec: ProvisioningSpec): Promise<void> {
   await scope.kube.custom.createNamespacedCustomObject({

@@ -21,7 +21,7 @@ import {
 } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
-import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { describeJson, hostflowOf, stepsOf } from './support/hostflow-cli.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
@@ -49,11 +49,7 @@ beforeAll(async () => {
   bridge = await startBridge(scope);
 }, 120_000);
 
-afterAll(async () => {
-  await Promise.all([bridge?.stop(), worker?.stop()]);
-  await metal?.dispose();
-  await scope?.dispose();
-});
+afterAll(() => tearDown([bridge, worker], metal, scope));
 
 type Api = typeof PROVISIONING_API | typeof SOFTWARE_API | typeof BPA_CLUSTER_API;
 const KINDS = new Map<Api, string>([

@@ -450,6 +450,13 @@ describe('build users on static hosts over SSH', () => {
 
   describe('errors', () => {
     const at = (h: SshHost) => ({ host: h.name, address: h.address, user: h.adminUser });
+    /** Logging in to `h` as its admin, checking its real host key. */
+    const adminLogin = (h: SshHost) => ({
+      address: h.address,
+      user: h.adminUser,
+      privateKey: h.adminPrivateKey,
+      hostKey: h.hostPublicKey,
+    });
 
     it('a rejected admin key is non-retryable and says which host, user and Secret', async () => {
       const wrong = generateBuildUserKey('u-000000000000').privateKey;
@@ -513,12 +520,7 @@ describe('build users on static hosts over SSH', () => {
     });
 
     it('cancellation closes the connection at once', async () => {
-      const target = {
-        address: h1.address,
-        user: h1.adminUser,
-        privateKey: h1.adminPrivateKey,
-        hostKey: h1.hostPublicKey,
-      };
+      const target = adminLogin(h1);
       const abort = new AbortController();
       const t0 = Date.now();
       const running = withSsh(target, (s) => s.exec('sleep 5'), { signal: abort.signal });
@@ -529,12 +531,7 @@ describe('build users on static hosts over SSH', () => {
     });
 
     it('a command that outlives its timeout is retryable', async () => {
-      const target = {
-        address: h1.address,
-        user: h1.adminUser,
-        privateKey: h1.adminPrivateKey,
-        hostKey: h1.hostPublicKey,
-      };
+      const target = adminLogin(h1);
       const err = await withSsh(target, (s) => s.exec('sleep 5', { timeoutMs: 200 })).catch(
         (e: unknown) => e,
       );

@@ -18,15 +18,10 @@ import { parseHostKey } from '../../platform-config/host-key.js';
 import { printable } from '../../platform-config/platform.js';
 import { isConflict, isNotFound, rethrowKube } from './errors.js';
 import { namespaceMatcher } from '../../platform-config/namespace-patterns.js';
+import type { ListedMetadata } from './object-ref.js';
 
 interface BareMetalHost {
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
+  metadata: ListedMetadata;
   spec?: {
     consumerRef?: {
       apiVersion?: string;

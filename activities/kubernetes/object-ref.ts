@@ -20,6 +20,15 @@ export interface ObjectRef {
   uid?: string;
 }
 
+/** What the adapters read of a namespaced object they list: its name, version, labels, annotations. */
+export interface ListedMetadata {
+  name: string;
+  namespace: string;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
 /** A namespaced custom resource, as a workflow names it. */
 export interface CustomResourceRef {
   namespace: string;

@@ -15,21 +15,11 @@ import {
 import { setSecretFinalizer } from '../kubernetes/object-finalizers.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
-import type { ProvisioningRef } from '../../workflows/provisioning/api.js';
-import type { GivenHostKey } from '../../platform-config/host-key.js';
+import type { KeyHost, ProvisioningRef } from '../../workflows/provisioning/api.js';
 import { generateEd25519KeyPair } from './keys.js';
 import type { HostKeys } from './host-keys.js';
 import { withSsh } from './session.js';
 
-export interface KeyHost {
-  label: string;
-  address: string;
-  user: string;
-  /** `<namespace>/<name>` of the Secret with the admin's key (id_rsa). */
-  sshSecret: string;
-  /** The host key its BareMetalHost gives: the only one accepted. */
-  hostKey?: GivenHostKey;
-}
 
 /** Reads stdin's one line and appends it to authorized_keys unless it is there already. */
 const AUTHORIZE =

@@ -49,3 +49,15 @@ export const startWorker = (scope: EngineScope, env?: NodeJS.ProcessEnv) =>
   start('worker', scope, env);
 export const startBridge = (scope: EngineScope, env?: NodeJS.ProcessEnv) =>
   start('bridge', scope, env);
+
+/**
+ * A test file's teardown: the engine's processes first, together (they act on the rest), then
+ * what they used, in the order given. Any may be unset, when beforeAll failed part way.
+ */
+export async function tearDown(
+  engine: Array<{ stop(): Promise<unknown> } | undefined>,
+  ...used: Array<{ dispose(): Promise<unknown> } | undefined>
+): Promise<void> {
+  await Promise.all(engine.map((process) => process?.stop()));
+  for (const resource of used) await resource?.dispose();
+}

@@ -10,6 +10,8 @@ import {
   type MachineStatus,
 } from '../../shared/machine-api.js';
 import { statusCode } from '../../shared/kube-errors.js';
+import { startBridge, startWorker } from './engine.js';
+import { createNodeJoiner } from './node-join.js';
 import type { TestScope } from './scope.js';
 import type { VmCloud } from './vm-cloud.js';
 
@@ -307,3 +309,20 @@ export const machinePlatformKeys = (
     }).map(([key, value]) => [`${cfg}.${key}`, value]),
   );
 };
+
+/** The test cloud's Secrets in the engine namespace; its VM key as `vm-ssh-<kind>`, which machinePlatformKeys names. */
+export async function storeCloudSecrets(scope: TestScope, cloud: VmCloud): Promise<void> {
+  for (const [name, stringData] of Object.entries(cloud.secrets)) {
+    await scope.kube.core.createNamespacedSecret({
+      namespace: scope.engineNamespace,
+      body: { metadata: { name: name === 'vm-ssh' ? `vm-ssh-${cloud.kind}` : name }, stringData },
+    });
+  }
+}
+
+/** The engine for a Machine test file, with what its tests drive Machines and join Nodes by. */
+export async function startMachineEngine(scope: TestScope, workerEnv?: NodeJS.ProcessEnv) {
+  const worker = await startWorker(scope, workerEnv);
+  const bridge = await startBridge(scope);
+  return { worker, bridge, machines: new Machines(scope), joiner: await createNodeJoiner(scope) };
+}

@@ -2,6 +2,7 @@
 // tells it, what its activities are asked about, and how it is started, by the bridge or as a
 // BPA Cluster's child.
 import { defineSignal } from '@temporalio/workflow';
+import type { GivenHostKey } from '../../platform-config/host-key.js';
 import type { ProvisioningSpec } from '../../shared/bpa-api.js';
 import { KIND } from '../../shared/search-attributes.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
@@ -41,6 +42,17 @@ export interface ProvisioningObservation {
 }
 
 export const provisioningObserved = defineSignal<[ProvisioningObservation]>('provisioningObserved');
+
+/** How the installer key reaches a node's host: its admin login, and the host key it was given. */
+export interface KeyHost {
+  label: string;
+  address: string;
+  user: string;
+  /** `<namespace>/<name>` of the Secret with the admin's key (id_rsa). */
+  sshSecret: string;
+  /** The host key its BareMetalHost gives: the only one accepted. */
+  hostKey?: GivenHostKey;
+}
 
 /** The kubespray entry points a Provisioning runs. */
 export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;

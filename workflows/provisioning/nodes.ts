@@ -5,6 +5,7 @@ import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { HOST_SSH_ANNOTATIONS, type HostInventory } from '../../shared/bpa-api.js';
 import { dhcpApi } from './activities.js';
 import type { InventoryNode } from './inventory.js';
+import type { KeyHost } from './api.js';
 import type { AssignedNode } from './roles.js';
 
 const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
@@ -12,14 +13,6 @@ const IP = /^(\d{1,3}\.){3}\d{1,3}$|^[0-9a-fA-F:]+$/;
 
 /** An assigned node with its IP: what the inventory lists; the host key its host was given. */
 export type ProvisioningNode = AssignedNode & InventoryNode & { hostKey?: GivenHostKey };
-/** How the installer key reaches a host: its admin login, and the host key it was given. */
-export interface KeyHost {
-  label: string;
-  address: string;
-  user: string;
-  sshSecret: string;
-  hostKey?: GivenHostKey;
-}
 
 /** The host key the BareMetalHost's annotation gives (checked by the activity that read it). */
 function givenHostKey(host: HostInventory): GivenHostKey | { problem: string } | undefined {
