@@ -10,7 +10,6 @@
 // Nothing triggers a relist on demand in the process, hence the restart and the short interval.
 // BENCH_BRIDGE_NODE_OPTIONS (e.g. --max-semi-space-size=1) is the bridges' NODE_OPTIONS, to
 // try V8 heap settings against the same figures.
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
@@ -21,6 +20,7 @@ import { watchTaskRunSecrets } from './watch.js';
 import { peakRssMb, seconds } from './stats.js';
 import { benchTaskRun } from './taskruns.js';
 import { ordinaryTaskRun, ordinaryTaskRunStatus } from './tekton-taskrun.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const COUNT = Number(process.env.BENCH_TASKRUNS ?? 10_000);
 const SERVED_EVERY = 20; // 5 % served
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
           await stack.custom.createNamespacedCustomObject({ ...target, body });
           await stack.custom.patchNamespacedCustomObjectStatus(
             { ...target, name, body: { status: ordinaryTaskRunStatus(name) } },
-            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+            MERGE_PATCH,
           );
         }),
       ),

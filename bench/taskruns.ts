@@ -1,8 +1,9 @@
 // The TaskRuns the benchmarks create (an inline task spec that mounts the contract's Secret),
 // and how they finish.
-import { PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { secretNameFor } from '../platform-config/contract.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 export function benchTaskRun(name: string, namespace: string, platform: string) {
   return {
@@ -32,6 +33,6 @@ export async function completeTaskRun(
       name,
       body: { status: { conditions: [{ type: 'Succeeded', status: 'True' }] } },
     },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    MERGE_PATCH,
   );
 }

@@ -1,15 +1,11 @@
 // `npm start`'s demo cloud: moto's EC2 on loopback, whose instances boot into real sshd hosts
 // (local-stack/ec2-vms.ts), with a dynamic platform (one VM per TaskRun) and a dynamic pool
 // configured on it in host-config. Other host-config keys are the operator's and are left alone.
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
 import { startMoto } from '../local-stack/moto.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 export const DEMO_DYNAMIC_PLATFORM = 'linux/demo-vm';
 export const DEMO_POOL_PLATFORM = 'linux/demo-pool';
@@ -77,7 +73,7 @@ export async function startDemoCloud(options: {
           },
         },
       },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
     return {
       endpoint: moto.endpoint,

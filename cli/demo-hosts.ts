@@ -2,19 +2,14 @@
 // admin keys as Secrets, and `host.demo-N.*` entries in host-config pointing at them. Other
 // host-config keys are the operator's and are left as they are. The same hosts are registered
 // as BareMetalHosts (their real MACs and IPs), so Provisionings can be tried on them too.
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { hostMac, startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../shared/bpa-api.js';
 import type { SshHost } from '../local-stack/ssh-hosts.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 export const DEMO_STATIC_PLATFORM = 'linux/arm64';
 const DEMO_HOSTS = 2;
@@ -59,7 +54,7 @@ export async function startDemoHosts(options: {
     }
     await core.patchNamespacedConfigMap(
       { name: HOST_CONFIG_NAME, namespace, body: { data: entries } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
     await recordBareMetalHostKeys(core, namespace, pool);
     return pool;
@@ -84,7 +79,7 @@ async function recordBareMetalHostKeys(
   try {
     await core.patchNamespacedConfigMap(
       { name: HOST_KEY_STORE_NAME, namespace, body: { data } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
   } catch (err) {
     if (statusCode(err) !== 404) throw err;
@@ -125,7 +120,7 @@ async function registerBareMetalHost(
     if (statusCode(err) !== 409) throw err;
     await custom.patchNamespacedCustomObject(
       { ...api, name, body: { metadata: { annotations: body.metadata.annotations } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
   }
   const current = (await custom.getNamespacedCustomObject({ ...api, name })) as Record<

@@ -3,13 +3,7 @@
 // image in the machine-config-osimageurl ConfigMap, the nodes' login key as Secret
 // machine-config-ssh, and the pool `demo-workers` (maxUnavailable 1) selecting them. A
 // MachineConfig with an osImageURL (deploy/examples/rollout.yaml) rolls an image over them.
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { startNodeStandIns } from '../local-stack/os-stand-in.js';
 import { startSshHosts } from '../local-stack/ssh-hosts.js';
@@ -21,6 +15,7 @@ import {
   ROLE_LABEL,
 } from '../shared/mco-api.js';
 import { statusCode } from '../shared/kube-errors.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 export const DEMO_POOL = 'demo-workers';
 export const DEMO_BASE_IMAGE = `quay.io/hostflow/demo-os@sha256:${'1'.repeat(64)}`;
@@ -66,7 +61,7 @@ export async function startDemoNodes(options: {
             },
           },
         },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        MERGE_PATCH,
       );
     }
     await core

@@ -21,16 +21,7 @@ import {
 } from './describe-kinds.js';
 import { describeText } from './describe-text.js';
 import type { Description } from './description.js';
-import {
-  OUTPUT_OPTION,
-  UsageError,
-  parseCommandArgs,
-  outputFormat,
-  quoted,
-  runCommand,
-  withTemporal,
-  type TemporalContext,
-} from './oncall.js';
+import { UsageError, quoted, type TemporalContext, reportCommand } from './oncall.js';
 import { waitingFor } from './progress.js';
 import { timeline } from './timeline.js';
 
@@ -60,19 +51,10 @@ interface Target {
 }
 
 export function describeCommand(args: string[]): Promise<number> {
-  return runCommand('hostflow describe', DESCRIBE_USAGE, async () => {
-    const { values, positionals } = parseCommandArgs(args, {
-      ...OUTPUT_OPTION,
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
-    });
-    const target = parseTarget(positionals);
-    const format = outputFormat(values.output);
-    const found = await withTemporal('hostflow describe', (ctx) =>
-      describeObject(ctx, target, { kubeconfig: values.kubeconfig, context: values.context }),
-    );
-    console.log(format === 'json' ? JSON.stringify(found, null, 2) : describeText(found));
-    return 0;
+  return reportCommand('hostflow describe', DESCRIBE_USAGE, args, {
+    check: parseTarget,
+    read: describeObject,
+    text: describeText,
   });
 }
 

@@ -90,6 +90,43 @@ export async function runCommand(
   }
 }
 
+/** What a report command is given: its positional arguments and the cluster to read. */
+export interface ReportRequest {
+  positionals: string[];
+  flags: { kubeconfig?: string; context?: string };
+}
+
+/**
+ * A command that reads the engine and prints what it found (`status`, `describe`): `-o text|json`,
+ * `--kubeconfig` and `--context` for the cluster, one Temporal connection. `check` looks at the
+ * arguments before anything is reached; `exitCode` says 1 for a report that shows a problem.
+ */
+export function reportCommand<Target, Report>(
+  command: string,
+  usage: string,
+  args: string[],
+  report: {
+    check(positionals: string[]): Target;
+    read(ctx: TemporalContext, target: Target, flags: ReportRequest['flags']): Promise<Report>;
+    text(found: Report): string;
+    exitCode?(found: Report): number;
+  },
+): Promise<number> {
+  return runCommand(command, usage, async () => {
+    const { values, positionals } = parseCommandArgs(args, {
+      ...OUTPUT_OPTION,
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+    });
+    const target = report.check(positionals);
+    const format = outputFormat(values.output);
+    const flags = { kubeconfig: values.kubeconfig, context: values.context };
+    const found = await withTemporal(command, (ctx) => report.read(ctx, target, flags));
+    console.log(format === 'json' ? JSON.stringify(found, null, 2) : report.text(found));
+    return report.exitCode?.(found) ?? 0;
+  });
+}
+
 /** A visibility-query string literal (values here are validated names, quoted all the same). */
 export function quoted(value: string): string {
   return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;

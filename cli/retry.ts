@@ -4,11 +4,12 @@
 // retry annotation, as `kubectl annotate` would, so the request is in the resource's history and
 // the bridge delivers it like any change; the workflow keeps both runs in its history. A TaskRun
 // is retried through its workflow instead (retry-taskrun.ts), which can refuse at once.
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { PROVISIONING_API, RETRY_ANNOTATION, SOFTWARE_API } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { loadKubeConfig } from '../runtime/settings.js';
 import { runRetryTaskRun } from './retry-taskrun.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 export const RETRY_USAGE = `
 retry options:
@@ -78,7 +79,7 @@ export async function runRetry(options: RetryOptions): Promise<number> {
         name,
         body: { metadata: { annotations: { [RETRY_ANNOTATION]: requested } } },
       },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
   } catch (err) {
     const code = statusCode(err);

@@ -8,16 +8,7 @@ import { allocatorState } from '../workflows/allocator/api.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { VM_SLOTS_HOST, workflowIdOfRequest } from '../shared/slot-requests.js';
 import type { AllocationSummary } from '../workflows/allocator/api.js';
-import {
-  OUTPUT_OPTION,
-  UsageError,
-  parseCommandArgs,
-  outputFormat,
-  quoted,
-  runCommand,
-  withTemporal,
-  type TemporalContext,
-} from './oncall.js';
+import { UsageError, quoted, type TemporalContext, reportCommand } from './oncall.js';
 import { readDeclaredPlatforms, type DeclaredPlatforms, type PlatformKind } from './platforms.js';
 import { waitingFor } from './progress.js';
 import type { EngineStatus, PlatformStatus } from './engine-status.js';
@@ -36,21 +27,15 @@ const QUERY_MS = 15_000;
 export type { EngineStatus, PlatformStatus };
 
 export function statusCommand(args: string[]): Promise<number> {
-  return runCommand('hostflow status', STATUS_USAGE, async () => {
-    const { values, positionals } = parseCommandArgs(args, {
-      ...OUTPUT_OPTION,
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
-    });
-    if (positionals.length > 0) {
-      throw new UsageError(`status takes no arguments (got "${positionals.join(' ')}")`);
-    }
-    const format = outputFormat(values.output);
-    const status = await withTemporal('hostflow status', (ctx) =>
-      engineStatus(ctx, { kubeconfig: values.kubeconfig, context: values.context }),
-    );
-    console.log(format === 'json' ? JSON.stringify(status, null, 2) : statusText(status));
-    return status.problems.length > 0 ? 1 : 0;
+  return reportCommand('hostflow status', STATUS_USAGE, args, {
+    check: (positionals) => {
+      if (positionals.length > 0) {
+        throw new UsageError(`status takes no arguments (got "${positionals.join(' ')}")`);
+      }
+    },
+    read: (ctx, _none, flags) => engineStatus(ctx, flags),
+    text: statusText,
+    exitCode: (status) => (status.problems.length > 0 ? 1 : 0),
   });
 }
 

@@ -5,9 +5,7 @@
 import {
   ApiextensionsV1Api,
   CoreV1Api,
-  PatchStrategy,
   loadYaml,
-  setHeaderOptions,
   type KubeConfig,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
@@ -18,6 +16,7 @@ import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
 import { upsert } from './upsert.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const CRD_DIRS = ['deploy/crds', 'deploy/crds/upstream'].map((dir) => join(REPO_ROOT, dir));
 
@@ -80,10 +79,7 @@ export async function ensureNamespace(
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err;
     if (Object.keys(labels).length === 0) return;
-    await core.patchNamespace(
-      { name, body: { metadata: { labels } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    await core.patchNamespace({ name, body: { metadata: { labels } } }, MERGE_PATCH);
   }
 }
 

@@ -8,17 +8,16 @@
 // Both scripts go on a tmpfs over /usr/local/sbin inside the host's own mount namespace, first in
 // sudo's secure_path, so the engine runs the real command lines unchanged.
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { netnsPids } from './netns.js';
 import { waitFor } from './process.js';
 import type { SshHost } from './ssh-hosts.js';
 import { sshBanner } from '../activities/ssh/banner.js';
 import { ZONE_LABEL } from '../shared/mco-api.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const STATE = '/etc/hostflow-ostree';
 /** How rpm-ostree names a registry image, as the engine passes it (activities/ssh/os-image.ts). */
 const OSTREE_PREFIX = 'ostree-unverified-registry:';
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 const RPM_OSTREE = `#!/bin/sh
 # Stands in for rpm-ostree (local-stack/os-stand-in.ts): rebase and status --json only.
@@ -105,7 +104,7 @@ async function setReady(core: CoreV1Api, node: string, ready: boolean): Promise<
         },
       },
     },
-    mergePatch,
+    MERGE_PATCH,
   );
 }
 
@@ -147,7 +146,7 @@ export async function startNodeStandIns(
           },
         },
       },
-      mergePatch,
+      MERGE_PATCH,
     );
     await setReady(core, node, true);
   }

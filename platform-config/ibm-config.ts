@@ -110,6 +110,9 @@ function reader(read: Read, problem: Problem) {
       return report(key, `"${printable(raw)}" is not an http(s) URL without query or credentials`);
     }
   };
+  /** An IBM Cloud resource's name or ID: `what` it is when missing, `noun` when malformed. */
+  const resource = (key: string, what: string, noun: string) =>
+    text(key, what, RESOURCE, `${noun} (${RESOURCE_TEXT})`);
   const secret = () =>
     text(
       'secret',
@@ -117,7 +120,7 @@ function reader(read: Read, problem: Problem) {
       K8S_NAME,
       'a Kubernetes object name (lowercase letters, digits, "-" and ".")',
     );
-  return { ok: () => ok, report, value, text, number, url, secret };
+  return { ok: () => ok, report, value, text, number, url, resource, secret };
 }
 
 export function parseIbmzConfig(read: Read, problem: Problem): IbmzConfig | undefined {
@@ -131,7 +134,7 @@ export function parseIbmzConfig(read: Read, problem: Problem): IbmzConfig | unde
   const imageId =
     r.value('image-id') === undefined && r.value('image') !== undefined
       ? r.report('image-id', 'required, the boot image ID (the original reads image-id, not image)')
-      : r.text('image-id', 'the boot image ID', RESOURCE, `an image ID (${RESOURCE_TEXT})`);
+      : r.resource('image-id', 'the boot image ID', 'an image ID');
   // The VPC API lives at https://<region>.iaas.cloud.ibm.com/v1 (IBM Cloud API docs, "API endpoint").
   const defaultUrl = region && `https://${region.replace(/-\d+$/, '')}.iaas.cloud.ibm.com/v1`;
   // Without a valid region there is no default URL; the region's problem already says why.
@@ -144,14 +147,9 @@ export function parseIbmzConfig(read: Read, problem: Problem): IbmzConfig | unde
   const disk = r.number('disk', 100, VPC_BOOT_GB.min, VPC_BOOT_GB.max, 'GB of boot volume');
   const config = {
     region,
-    key: r.text(
-      'key',
-      'the name of the VPC SSH key',
-      RESOURCE,
-      `an SSH key name (${RESOURCE_TEXT})`,
-    ),
-    subnet: r.text('subnet', 'the subnet name', RESOURCE, `a subnet name (${RESOURCE_TEXT})`),
-    vpc: r.text('vpc', 'the VPC name', RESOURCE, `a VPC name (${RESOURCE_TEXT})`),
+    key: r.resource('key', 'the name of the VPC SSH key', 'an SSH key name'),
+    subnet: r.resource('subnet', 'the subnet name', 'a subnet name'),
+    vpc: r.resource('vpc', 'the VPC name', 'a VPC name'),
     imageId,
     secret: r.secret(),
     url,
@@ -215,13 +213,8 @@ export function parseIbmpConfig(read: Read, problem: Problem): IbmpConfig | unde
   }
   const userData = read('user-data');
   const config = {
-    key: r.text(
-      'key',
-      'the name of the workspace SSH key',
-      RESOURCE,
-      `an SSH key name (${RESOURCE_TEXT})`,
-    ),
-    image: r.text('image', 'the boot image ID', RESOURCE, `an image ID (${RESOURCE_TEXT})`),
+    key: r.resource('key', 'the name of the workspace SSH key', 'an SSH key name'),
+    image: r.resource('image', 'the boot image ID', 'an image ID'),
     secret: r.secret(),
     url: r.url('url'),
     crn,

@@ -3,7 +3,6 @@
 // health or a TaskRun its failed-hosts; every build gets an answer (a served or `error` Secret,
 // or a Warning Event where no Secret can exist), naming the real cause.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { testEnv } from './support/env.js';
 import { redeemWithCurl } from './support/otp.js';
 import { refuse } from './support/refusals.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 let pool: StaticPool;
 
@@ -188,7 +188,6 @@ describe("a host's config entry", () => {
 });
 
 describe('Kubernetes refusing writes', () => {
-  const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
   const dryRunPatchTaskRun = (name: string) =>
     pool.scope.kube.custom.patchNamespacedCustomObject(
       {
@@ -198,7 +197,7 @@ describe('Kubernetes refusing writes', () => {
         body: { metadata: { labels: { probe: 'x' } } },
         dryRun: 'All',
       },
-      mergePatch,
+      MERGE_PATCH,
     );
   const dryRunCreateSecret = (name: string) =>
     pool.scope.kube.core.createNamespacedSecret({

@@ -8,8 +8,6 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
 } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { LOCK_MANAGED_BY } from '../locks/api.js';
@@ -17,11 +15,11 @@ import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { apiAnswer as outcome } from './support/api-answer.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { tenantIdentity } from './support/service-account.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const { kc, core, custom } = kube();
 const apps = kc.makeApiClient(AppsV1Api);
 const LOCK_API = { group: 'kotas.tech', version: 'v1', plural: 'locks' } as const;
-const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const namespace = `locks-${uniqueSuffix()}`;
 const optedOut = `locks-off-${uniqueSuffix()}`;
 
@@ -81,7 +79,7 @@ async function configMap(name: string, ns = namespace): Promise<void> {
 const labelConfigMap = (name: string, ns = namespace) =>
   core.patchNamespacedConfigMap(
     { name, namespace: ns, body: { metadata: { labels: { touched: uniqueSuffix() } } } },
-    MERGE,
+    MERGE_PATCH,
   );
 
 /** A Lock takes effect once the API server's param cache has it: wait for the first denial. */
@@ -195,7 +193,7 @@ describe('a Lock', () => {
       await outcome(
         custom.patchNamespacedCustomObject(
           { ...LOCK_API, namespace, name: 'self', body: { spec: { reason: 'changed' } } },
-          MERGE,
+          MERGE_PATCH,
         ),
       ),
     ).toBe('allowed');
@@ -251,7 +249,7 @@ describe('a locked Deployment and TaskRun', () => {
     const scale = () =>
       apps.patchNamespacedDeploymentScale(
         { name: 'web', namespace, body: { spec: { replicas: 3 } } },
-        MERGE,
+        MERGE_PATCH,
       );
     expect(await waitLocked('web scale', scale)).toMatch(
       /^403: .*deployments\/scale .*\/web is locked by Lock .*no scaling during the freeze/,
@@ -260,7 +258,7 @@ describe('a locked Deployment and TaskRun', () => {
       await outcome(
         apps.patchNamespacedDeploymentStatus(
           { name: 'web', namespace, body: { status: { observedGeneration: 1 } } },
-          MERGE,
+          MERGE_PATCH,
         ),
       ),
     ).toMatch(/^403: .*deployments\/status/);
@@ -269,7 +267,7 @@ describe('a locked Deployment and TaskRun', () => {
     await waitLocked('web status', () =>
       apps.patchNamespacedDeploymentStatus(
         { name: 'web', namespace, body: { status: { observedGeneration: 2 } } },
-        MERGE,
+        MERGE_PATCH,
       ),
     );
     expect(await outcome(scale())).toBe('allowed');
@@ -290,7 +288,7 @@ describe('a locked Deployment and TaskRun', () => {
     const label = () =>
       custom.patchNamespacedCustomObject(
         { ...TASKRUN_API, namespace, name: 'build', body: { metadata: { labels: { a: 'b' } } } },
-        MERGE,
+        MERGE_PATCH,
       );
     expect(await waitLocked('TaskRun build', label)).toMatch(
       /^403: .*taskruns .*\/build is locked/,
@@ -328,7 +326,7 @@ describe('where Locks apply', () => {
     await waitLocked('engine-held for the user', () =>
       userCore.patchNamespacedConfigMap(
         { name: 'engine-held', namespace, body: { metadata: { labels: { by: 'user' } } } },
-        MERGE,
+        MERGE_PATCH,
       ),
     );
     const denied = await outcome(
@@ -439,7 +437,7 @@ describe('what operators see', () => {
       () =>
         editor.patchNamespacedConfigMap(
           { name: 'audited', namespace, body: { metadata: { labels: { by: 'editor' } } } },
-          MERGE,
+          MERGE_PATCH,
         ),
       () => editor.deleteNamespacedConfigMap({ name: 'audited', namespace, dryRun: 'All' }),
       () => editor.deleteNamespacedConfigMap({ name: 'audited', namespace }),

@@ -8,14 +8,7 @@
 // disruption controller, which computes each PodDisruptionBudget's status from those pods, and
 // the Eviction API refuses or lets an eviction through by that status.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CoreV1Api,
-  PatchStrategy,
-  PolicyV1Api,
-  setHeaderOptions,
-  StorageV1Api,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { CoreV1Api, PolicyV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { setHostDrained } from '../workflows/allocator/api.js';
@@ -35,8 +28,7 @@ import { apiAnswer } from './support/api-answer.js';
 import { refuse } from './support/refusals.js';
 import { tenantIdentity } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 let pool: StaticPool;
 let machines: Machines;
@@ -314,7 +306,7 @@ describe('a Machine on a static host', () => {
     const uncordon = { spec: { unschedulable: false } };
     expect(
       await apiAnswer(
-        operator.patchNode({ name: nodeName, body: uncordon, dryRun: 'All' }, mergePatch),
+        operator.patchNode({ name: nodeName, body: uncordon, dryRun: 'All' }, MERGE_PATCH),
       ),
     ).toMatch(locked);
     expect(await apiAnswer(operator.deleteNode({ name: nodeName, dryRun: 'All' }))).toMatch(locked);

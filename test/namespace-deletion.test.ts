@@ -5,7 +5,7 @@
 // no scheduler or kubelet, so those Pods stay Pending and unbound, which the API server deletes
 // at once (no grace period for a Pod no node runs).
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { AppsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { AppsV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API, LOCKABLE_LABEL } from '../locks/api.js';
@@ -13,10 +13,10 @@ import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { apiAnswer } from './support/api-answer.js';
 import { kube, uniqueSuffix } from './support/env.js';
 import { taskRunManifest } from './support/taskruns.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const { kc, core, custom } = kube();
 const apps = kc.makeApiClient(AppsV1Api);
-const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const HOLD = 'hostflow.test/hold';
 const created: string[] = [];
 
@@ -155,7 +155,7 @@ describe('a deleted namespace', () => {
 
     await custom.patchNamespacedCustomObject(
       { ...LOCK_API, namespace, name: 'kept', body: { metadata: { finalizers: null } } },
-      MERGE,
+      MERGE_PATCH,
     );
     await namespaceGone(namespace);
   }, 90_000);

@@ -4,7 +4,7 @@
 // (local-stack/kubespray-stand-in): real kubespray cannot install Kubernetes on hosts that share
 // this machine's kernel and have no systemd. A file on a host breaks or slows that node.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -27,6 +27,7 @@ import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { refuse } from './support/refusals.js';
 import { tenantIdentity } from './support/service-account.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const run = promisify(execFile);
 const sfx = uniqueSuffix();
@@ -68,7 +69,7 @@ beforeAll(async () => {
       name: scope.namespace,
       body: { metadata: { labels: { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value } } },
     },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    MERGE_PATCH,
   );
   const person = async (namespace: string, group: string, resource: string) =>
     (
@@ -117,7 +118,7 @@ async function create(name: string, cluster: string, spec: ProvisioningSpec): Pr
 const patchSpec = (name: string, spec: ProvisioningSpec, as = scope.kube.custom) =>
   as.patchNamespacedCustomObject(
     { ...provisioning, namespace: ns(), name, body: { spec } },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    MERGE_PATCH,
   );
 
 const status = async (name: string): Promise<Status | undefined> =>
@@ -500,7 +501,7 @@ describe('a Provisioning whose namespace refuses what it writes', () => {
           body: { spec: { PodSubnet: '10.9.0.0/16' } },
           dryRun: 'All',
         },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        MERGE_PATCH,
       );
       expect(await answer(change)).toBe('allowed');
       expect(await metal.consumerOf(0)).toBe(`${ns()}/fb`);

@@ -5,7 +5,7 @@
 // systemd. They connect to every node with become, check the inventory as kubespray does, and
 // write artifacts/admin.conf.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { setHeaderOptions } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import {
   BAREMETALHOST_API,
@@ -22,6 +22,7 @@ import { uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { historyText } from './support/history-text.js';
 import { createScope, type TestScope } from './support/scope.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const sfx = uniqueSuffix();
 /** Told to fail at "Install kubelet" on this node label (HOSTFLOW_STAND_IN_FAIL). */
@@ -397,7 +398,7 @@ describe('a Provisioning', () => {
           name: 'node-1',
           body: { metadata: { annotations: { [HOST_SSH_ANNOTATIONS.secret]: secret } } },
         },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        MERGE_PATCH,
       );
     const { metadata } = (await scope.kube.custom.getNamespacedCustomObject({
       ...BAREMETALHOST_API,

@@ -4,7 +4,7 @@
 // kubelet are stand-ins (local-stack/os-stand-in.ts says how); the engine runs the real command
 // lines over SSH.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
+import { PolicyV1Api } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { waitFor } from '../local-stack/process.js';
@@ -28,6 +28,7 @@ import { describeJson, hostflowOf, stepsOf } from './support/hostflow-cli.js';
 import { startNodeStandIns, type NodeStandIns } from '../local-stack/os-stand-in.js';
 import { refuse } from './support/refusals.js';
 import { createScope, type TestScope } from './support/scope.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const sfx = uniqueSuffix();
 const POOL = `workers-${sfx}`;
@@ -35,7 +36,6 @@ const ROLE = `worker-${sfx}`;
 const KUBELET = 'v1.34.1';
 /** Images in the test's registry, by digest: the base (release) image and ones built FROM it. */
 let BASE = '';
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 let CUSTOM = '';
 let registry: Registry;
 /** Pushes an image built FROM the base, with the test's kubelet unless told otherwise. */
@@ -130,20 +130,20 @@ async function annotateNode(
   name: string,
   annotations: Record<string, string | null>,
 ): Promise<void> {
-  await scope.kube.core.patchNode({ name, body: { metadata: { annotations } } }, mergePatch);
+  await scope.kube.core.patchNode({ name, body: { metadata: { annotations } } }, MERGE_PATCH);
 }
 
 async function patchPool(body: object): Promise<void> {
   await scope.kube.custom.patchClusterCustomObject(
     { ...MACHINE_CONFIG_POOL_API, name: POOL, body },
-    mergePatch,
+    MERGE_PATCH,
   );
 }
 
 async function overrideImage(osImageURL: string): Promise<void> {
   await scope.kube.custom.patchClusterCustomObject(
     { ...MACHINE_CONFIG_API, name: `99-${ROLE}-a`, body: { spec: { osImageURL } } },
-    mergePatch,
+    MERGE_PATCH,
   );
 }
 

@@ -4,7 +4,6 @@
 // install the cluster, and an apt-get stand-in (local-stack/apt-stand-in) installs the packages,
 // answering and failing as apt-get does and keeping what each host has in the host's own /etc.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,6 +25,7 @@ import { testEnv, uniqueSuffix } from './support/env.js';
 import { describeJson, hostflowOf, stepsOf } from './support/hostflow-cli.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const run = promisify(execFile);
 const sfx = uniqueSuffix();
@@ -57,7 +57,6 @@ const KINDS = new Map<Api, string>([
   [SOFTWARE_API, 'Software'],
   [BPA_CLUSTER_API, 'Cluster'],
 ]);
-const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 interface Status {
   phase?: string;
@@ -82,7 +81,7 @@ const create = (api: Api, name: string, spec: object, cluster?: string) =>
 const patchSpec = (api: Api, name: string, spec: object) =>
   scope.kube.custom.patchNamespacedCustomObject(
     { ...api, namespace: scope.namespace, name, body: { spec } },
-    MERGE,
+    MERGE_PATCH,
   );
 
 /** The status; undefined when the resource is gone. */

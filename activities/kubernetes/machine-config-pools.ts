@@ -1,13 +1,7 @@
 // Kubernetes adapter for OS image rollouts: a MachineConfigPool (its spec, its status), the
 // Nodes it selects (readiness, zone, kubelet, MCO's per-node annotations), the annotations the
 // rollout writes on them, and Events on both.
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type CustomObjectsApi,
-  type V1Node,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi, V1Node } from '@kubernetes/client-node';
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { labelSelectorQuery } from '../../shared/label-selector.js';
 import {
@@ -22,8 +16,7 @@ import { isNotFound, rethrowKube } from './errors.js';
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { customRef } from './object-ref.js';
 import { writeObjectStatus } from './object-status.js';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 export interface PoolNodeDetail extends PoolNode {
   /** InternalIP, else the first address. */
@@ -128,7 +121,7 @@ export function createMachineConfigPoolActivities({
       try {
         await core.patchNode(
           { name: input.name, body: { metadata: { annotations: input.annotations } } },
-          mergePatch,
+          MERGE_PATCH,
         );
         return true;
       } catch (err) {

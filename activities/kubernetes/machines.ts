@@ -2,13 +2,7 @@
 // the HostflowMachine a Machine's infrastructureRef names (what it asks for, what was made);
 // and the bootstrap Secret, whose presence gates everything and whose data never leaves here.
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type CustomObjectsApi,
-  type V1ObjectMeta,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi, V1ObjectMeta } from '@kubernetes/client-node';
 import {
   BOOTSTRAP_DATA_KEY,
   HOSTFLOW_MACHINE_API,
@@ -26,10 +20,10 @@ import { customRef } from './object-ref.js';
 import type { MachineRef } from '../../workflows/machine/api.js';
 import { writeObjectStatus } from './object-status.js';
 import { deleteIfOurs } from './owned-objects.js';
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 const machine = (ref: MachineRef) => customRef(MACHINE_API, 'Machine', ref);
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const where = (ref: { namespace: string; name: string }) => `Machine ${ref.namespace}/${ref.name}`;
 
 export type InfrastructureLookup =
@@ -84,7 +78,7 @@ export function createMachineActivities({
       try {
         await custom.patchNamespacedCustomObject(
           { ...MACHINE_API, namespace, name, body: { spec: { providerID: input.providerID } } },
-          mergePatch,
+          MERGE_PATCH,
         );
       } catch (err) {
         if (isNotFound(err)) return;
@@ -289,7 +283,7 @@ export function createMachineActivities({
           // The resourceVersion read: a claim by another Machine meanwhile is a conflict.
           body: { metadata: { resourceVersion: meta.resourceVersion, ownerReferences } },
         },
-        mergePatch,
+        MERGE_PATCH,
       );
     } catch (err) {
       if (isConflict(err)) {

@@ -1,16 +1,9 @@
 // Kubernetes adapter for a Machine's Node: found by spec.providerID, cordoned, drained through
 // the Eviction API (so PodDisruptionBudgets are respected: a refused eviction is reported, never
 // forced), its VolumeAttachments listed, and deleted. One pass per call: the workflow loops.
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type StorageV1Api,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, StorageV1Api, V1Pod } from '@kubernetes/client-node';
 import { apiMessage, isNotFound, rethrowKube, statusCode } from './errors.js';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 export interface NodeSummary {
   name: string;
@@ -134,7 +127,7 @@ async function setUnschedulable(
   unschedulable: boolean,
 ): Promise<boolean> {
   try {
-    await core.patchNode({ name, body: { spec: { unschedulable } } }, mergePatch);
+    await core.patchNode({ name, body: { spec: { unschedulable } } }, MERGE_PATCH);
     return true;
   } catch (err) {
     if (isNotFound(err)) return false;

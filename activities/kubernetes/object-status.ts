@@ -1,10 +1,9 @@
 // A custom resource's status, merged in by reference: the one status write every family's
 // per-kind activity (writeMachineStatus, writePoolStatus, writeBpaStatus…) delegates to.
-import { PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
 import { describeObject, type ObjectRef } from './object-ref.js';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 /**
  * Merges `status` into the object's status (lists and conditions replace as a whole); nothing
@@ -24,10 +23,13 @@ export async function writeObjectStatus(
     if (ref.namespace)
       await custom.patchNamespacedCustomObjectStatus(
         { ...ref.api, namespace: ref.namespace, name: ref.name, body },
-        mergePatch,
+        MERGE_PATCH,
       );
     else
-      await custom.patchClusterCustomObjectStatus({ ...ref.api, name: ref.name, body }, mergePatch);
+      await custom.patchClusterCustomObjectStatus(
+        { ...ref.api, name: ref.name, body },
+        MERGE_PATCH,
+      );
   } catch (err) {
     if (isNotFound(err)) return;
     (tenant ? rethrowTenantWrite : rethrowKube)(`write the status of ${describeObject(ref)}`, err);

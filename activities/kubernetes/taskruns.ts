@@ -1,5 +1,4 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite, statusCode } from './errors.js';
@@ -15,6 +14,7 @@ import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { EarlierDelivery, TaskRunRef } from '../../workflows/taskrun/api.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import type { KubeClients } from './clients.js';
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 export type { KubeClients };
 
@@ -23,8 +23,6 @@ export interface TaskRunMetadataPatch extends TaskRunRef {
   labels?: Record<string, string | null>;
   annotations?: Record<string, string | null>;
 }
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** Why a Secret of a TaskRun's name is not the engine's, in the words its Events use. */
 const NOT_MARKED =
@@ -226,7 +224,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
               metadata: { uid: input.uid, labels: input.labels, annotations: input.annotations },
             },
           },
-          mergePatch,
+          MERGE_PATCH,
         );
         return 'patched';
       } catch (err) {

@@ -12,8 +12,6 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
 } from '@kubernetes/client-node';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,8 +39,7 @@ import { historyText } from '../support/history-text.js';
 import { Machines } from '../support/machines.js';
 import { tenantIdentity } from '../support/service-account.js';
 import { createStaticPool, type StaticPool } from '../support/static-pool.js';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 describe('a hostile tenant against the smaller leaks', () => {
   let pool: StaticPool;
@@ -102,7 +99,7 @@ describe('a hostile tenant against the smaller leaks', () => {
         name: ns(),
         body: { metadata: { labels: { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value } } },
       },
-      mergePatch,
+      MERGE_PATCH,
     );
     const tenant = (
       await tenantIdentity(pool.scope.kube.kc, ns(), [
@@ -141,7 +138,7 @@ describe('a hostile tenant against the smaller leaks', () => {
       await apiAnswer(
         tenant.patchNamespacedCustomObject(
           { ...LOCK_API, namespace: ns(), name: 'cm-a', body: { spec: { owner: 'wf-x' } } },
-          mergePatch,
+          MERGE_PATCH,
         ),
       ),
     ).toMatch(forged);
@@ -233,7 +230,9 @@ describe('a Node Lock on the local cluster as npm start builds it', () => {
     const uncordon = { spec: { unschedulable: false } };
     const refused = /^403: .*nodes worker-1 is locked by Lock cluster-locks\/worker-1/;
     const tryUncordon = () =>
-      apiAnswer(kubectl.patchNode({ name: 'worker-1', body: uncordon, dryRun: 'All' }, mergePatch));
+      apiAnswer(
+        kubectl.patchNode({ name: 'worker-1', body: uncordon, dryRun: 'All' }, MERGE_PATCH),
+      );
     // A policy binding made a moment ago reaches the API server's admission a little later.
     await waitFor('the uncordon to be refused', async () =>
       refused.test(await tryUncordon()) ? true : undefined,
@@ -246,6 +245,6 @@ describe('a Node Lock on the local cluster as npm start builds it', () => {
     const cordon = { spec: { unschedulable: true } };
     await engine
       .makeApiClient(CoreV1Api)
-      .patchNode({ name: 'worker-1', body: cordon, dryRun: 'All' }, mergePatch);
+      .patchNode({ name: 'worker-1', body: cordon, dryRun: 'All' }, MERGE_PATCH);
   }, 180_000);
 });

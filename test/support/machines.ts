@@ -1,7 +1,7 @@
 // Machines in tests: creating a HostflowMachine, its Machine and the bootstrap Secret; reading
 // them back; and a watch that records every phase the Machine's status passes through, in order
 // (as `kubectl get machines -w` would show it).
-import { PatchStrategy, setHeaderOptions, Watch, type CoreV1Event } from '@kubernetes/client-node';
+import { Watch, type CoreV1Event } from '@kubernetes/client-node';
 import { waitFor } from '../../local-stack/process.js';
 import {
   HOSTFLOW_MACHINE_API,
@@ -14,6 +14,7 @@ import { startBridge, startWorker } from './engine.js';
 import { createNodeJoiner } from './node-join.js';
 import type { TestScope } from './scope.js';
 import type { VmCloud } from './vm-cloud.js';
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 export interface MachineObject {
   metadata: {
@@ -162,7 +163,7 @@ export class Machines {
   async annotate(name: string, annotations: Record<string, string | null>): Promise<void> {
     await this.scope.kube.custom.patchNamespacedCustomObject(
       { ...MACHINE_API, namespace: this.ns, name, body: { metadata: { annotations } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
   }
 

@@ -1,9 +1,9 @@
 // Creating, finishing and inspecting TaskRuns and their Secrets in the real API server.
 import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import { secretNameFor } from '../../platform-config/contract.js';
 import { waitFor } from '../../local-stack/process.js';
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 export interface TaskRunSpec {
   name: string;
@@ -136,7 +136,7 @@ export class TaskRuns {
   private async patchStatus(name: string, status: object): Promise<void> {
     await this.custom.patchNamespacedCustomObjectStatus(
       { ...TASKRUN_API, namespace: this.namespace, name, body: { status } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
   }
 }
