@@ -2,10 +2,12 @@
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { claimById } from '../../platform-config/contract.js';
-import { parseTaskRunWorkflowId } from '../../shared/workflow-ids.js';
+import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../../shared/workflow-ids.js';
 import {
   allocatorStart,
   hostConfigChanged,
+  hostOutcome,
+  releaseSlot,
   requestSlot,
   type RequestOutcome,
   type SlotRequestInput,
@@ -210,6 +212,26 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
         if (taskRun) found.set(taskRun.uid, taskRun);
       }
       return [...found.values()];
+    },
+
+    /**
+     * Tells a platform's allocator how a host did, or gives a slot back: from the worker, so the
+     * asking workflow does it within its workflow task instead of waiting a task for a signal's
+     * result. Best effort: an allocator that is gone rebuilds its holders from the running
+     * workflows, so there is nothing to tell it. Telling it twice changes nothing.
+     */
+    async tellAllocator(
+      input: { platform: string } & (
+        { hostOutcome: { host: string; ok: boolean } } | { releaseSlot: { requestId: string } }
+      ),
+    ): Promise<void> {
+      const handle = client.workflow.getHandle(WORKFLOW_ID.allocator(input.platform));
+      try {
+        if ('hostOutcome' in input) await handle.signal(hostOutcome, input.hostOutcome);
+        else await handle.signal(releaseSlot, input.releaseSlot);
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
     },
 
     /** Tells every running allocator of this task queue that host-config changed. */

@@ -67,3 +67,12 @@ export const ALLOCATOR_CALL: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumInterval: '30 seconds' },
 };
+
+/**
+ * Telling an allocator something from the worker (a signal sent by the client), as a local
+ * activity: a few quick tries, then the sender goes on (what it said is best effort).
+ */
+export const ALLOCATOR_MAIL: LocalActivityOptions = {
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumAttempts: 4 },
+};

@@ -5,12 +5,27 @@
 // an allocator that no longer exists. And giving the slot back.
 import type { Host } from '../../platform-config/host.js';
 import { releaseSlot, type SlotRequestInput } from '../allocator/api.js';
-import { condition, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import {
+  condition,
+  getExternalWorkflowHandle,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { TemporalActivities } from '../../activities/temporal/workflows.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { ALLOCATOR_CALL } from './activity-options.js';
+import { ALLOCATOR_CALL, ALLOCATOR_MAIL } from './activity-options.js';
 
 const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
+const allocatorMail =
+  proxyLocalActivities<Pick<TemporalActivities, 'tellAllocator'>>(ALLOCATOR_MAIL);
+
+/**
+ * v2: what a workflow tells its allocator (a host's outcome, a slot given back) goes from the
+ * worker, as a local activity within the sender's workflow task. A signal command's result comes
+ * back in a workflow task of its own: a served static TaskRun ran two tasks that did nothing else.
+ */
+export const PATCH_TELL_ALLOCATOR_FROM_WORKER = 'allocator-mail-from-worker';
 
 /** What the allocator said by signal about a request; the family's signal handlers fill it in. */
 export interface SlotMail {
@@ -73,7 +88,22 @@ export async function requestSlot(slot: SlotRequest): Promise<SlotAnswer> {
 
 /** Gives a slot back; best effort: no allocator, no slot held. */
 export async function giveSlotBack(platform: string, requestId: string): Promise<void> {
+  if (tellsAllocatorFromWorker()) return tellAllocator(platform, { releaseSlot: { requestId } });
   await getExternalWorkflowHandle(WORKFLOW_ID.allocator(platform))
     .signal(releaseSlot, { requestId })
     .catch(() => undefined);
+}
+
+/** Whether this run tells its allocator with tellAllocator (v2), or by signal commands. */
+export const tellsAllocatorFromWorker = () => patched(PATCH_TELL_ALLOCATOR_FROM_WORKER);
+
+/**
+ * Tells the platform's allocator a host's outcome or gives a slot back, best effort: an allocator
+ * that cannot be told is rebuilt from the running workflows, or sweeps holders whose run ended.
+ */
+export async function tellAllocator(
+  platform: string,
+  mail: { hostOutcome: { host: string; ok: boolean } } | { releaseSlot: { requestId: string } },
+): Promise<void> {
+  await allocatorMail.tellAllocator({ platform, ...mail }).catch(() => undefined);
 }

@@ -16,11 +16,12 @@ import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import { chooseRequestIds, takeSlot } from './slot.js';
+import { tellAllocator, tellsAllocatorFromWorker } from '../kit/allocator-slot.js';
 import type { TaskRun } from './types.js';
 
 /** See serveFromHostSlots. */
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
-/** v2: a signal to an allocator that is gone is no provisioning failure (see tellAllocator). */
+/** v2: a signal to an allocator that is gone is no provisioning failure (see tellAllocatorBySignal). */
 export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signals-best-effort';
 /** v2: a build on a dynamic pool tries at most MAX_POOL_VMS_TRIED VMs, then gets its answer. */
 export const PATCH_POOL_TRIES_BOUNDED = 'pool-taskrun-tries-bounded';
@@ -96,9 +97,9 @@ export async function serveFromHostSlots(
       continueAsNew: () => continueTaskRun(run, { stage: 'delivering', host, labels }),
     });
     if ('delivered' in result) {
-      await tellAllocator(() =>
-        platformAllocator.signal(hostOutcome, { host: host.name, ok: true }),
-      );
+      const outcome = { host: host.name, ok: true };
+      if (tellsAllocatorFromWorker()) await tellAllocator(input.platform, { hostOutcome: outcome });
+      else await tellAllocatorBySignal(() => platformAllocator.signal(hostOutcome, outcome));
       pool.serving = host;
       status.user = result.delivered.user;
       run.publish('Ready');
@@ -126,11 +127,18 @@ export async function serveFromHostSlots(
     } else {
       pool.skipped.push(host.name);
     }
+    const fromWorker = tellsAllocatorFromWorker();
+    const failed = { host: host.name, ok: false };
+    const release = { requestId: pool.requestId! };
     await Promise.all([
-      hostFailed
-        ? tellAllocator(() => platformAllocator.signal(hostOutcome, { host: host.name, ok: false }))
-        : undefined,
-      tellAllocator(() => platformAllocator.signal(releaseSlot, { requestId: pool.requestId! })),
+      !hostFailed
+        ? undefined
+        : fromWorker
+          ? tellAllocator(input.platform, { hostOutcome: failed })
+          : tellAllocatorBySignal(() => platformAllocator.signal(hostOutcome, failed)),
+      fromWorker
+        ? tellAllocator(input.platform, { releaseSlot: release })
+        : tellAllocatorBySignal(() => platformAllocator.signal(releaseSlot, release)),
       patch(run, {
         labels: { [LABELS.assignedHost]: null },
         ...(hostFailed
@@ -175,7 +183,7 @@ function exhausted(run: TaskRun, labels: Record<string, string>, reason: string)
  * new one rebuilds what it needs, so a failed signal changes nothing for this TaskRun. (Before
  * v2 it counted as a provisioning failure of a build user that had in fact been delivered.)
  */
-async function tellAllocator(send: () => Promise<void>): Promise<void> {
+async function tellAllocatorBySignal(send: () => Promise<void>): Promise<void> {
   try {
     await send();
   } catch (err) {
