@@ -3,8 +3,8 @@
 // non-zero if any failed. BENCH_ONLY=local-burst,static-burst runs a subset. With the original
 // built (HOSTFLOW_PEER_DIR, HOSTFLOW_PEER_HARNESS: see bench/peer.ts) it runs `peer` too. Then,
 // from what ran, one line of hostflow's figures as ratios of the floor's measured in the same run.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runForReport } from './child-report.js';
 
 interface Bench {
   name: string;
@@ -89,28 +89,10 @@ function againstFloor(local: LocalBurstLine, floor: FloorLine) {
 }
 const NAMES = BENCHES.map((b) => b.name);
 
-function runBench({ name, script, env }: Bench): Promise<{ line?: string; error?: string }> {
+async function runBench({ name, script, env }: Bench): Promise<{ line?: string; error?: string }> {
   const path = fileURLToPath(new URL(`./${script ?? name}.js`, import.meta.url));
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', path], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('close', (code) => {
-      const line = stdout
-        .trim()
-        .split('\n')
-        .reverse()
-        .find((l) => l.startsWith('{'));
-      if (code === 0 && line) resolve({ line });
-      else
-        resolve({ error: (stderr.trim().split('\n').pop() ?? '') || `exited with code ${code}` });
-    });
-  });
+  const { line, code, lastError } = await runForReport(['--enable-source-maps', path], env ?? {});
+  return line ? { line } : { error: lastError || `exited with code ${code}` };
 }
 
 async function main(): Promise<number> {

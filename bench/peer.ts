@@ -5,10 +5,10 @@
 // limit lifted, the one line a team would change; BENCH_PEER_SHIPPED=1 adds `bin/controller` as
 // shipped), then with hostflow from this checkout. Prints each run's JSON line, then one line of
 // ratios beside their targets (docs/performance.md, "Against the peer").
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runForReport } from './child-report.js';
 
 /** hostflow's figure over the peer's: what the issue asks of each, in the same run. */
 const TARGETS = { throughputAtLeast: 0.6, p50AtMost: 3 };
@@ -31,26 +31,12 @@ function required(name: string, what: string): string {
   return value;
 }
 
-/** Runs the harness's driver once; its last JSON line. */
-function burst(harness: string, env: Record<string, string>): Promise<BurstLine> {
+/** Runs the harness's driver once; its report. */
+async function burst(harness: string, env: Record<string, string>): Promise<BurstLine> {
   const driver = join(harness, 'burst.mjs');
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [driver], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.on('close', (code) => {
-      const line = stdout
-        .trim()
-        .split('\n')
-        .reverse()
-        .find((l) => l.startsWith('{'));
-      if (code === 0 && line) resolve(JSON.parse(line) as BurstLine);
-      else reject(new Error(`${driver} (${env.SYSTEM}) exited with code ${code}`));
-    });
-  });
+  const { line, code } = await runForReport([driver], env, true);
+  if (!line) throw new Error(`${driver} (${env.SYSTEM}) exited with code ${code}`);
+  return JSON.parse(line) as BurstLine;
 }
 
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
