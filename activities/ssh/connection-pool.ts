@@ -14,7 +14,7 @@
 //   IDLE_CLOSE_MS is closed (timer unref'd), and closeSshConnections() closes all at shutdown.
 // - Whether a failure is the host's is decided by the caller (session.ts): a `reused` lease's
 //   dead connection is retried once on a fresh one; a fresh connection's failure is the host's.
-import { ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import ssh2 from 'ssh2';
 
