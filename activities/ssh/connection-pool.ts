@@ -66,7 +66,7 @@ interface Connection {
   /** The key the host presented at the handshake, re-checked on every checkout. */
   hostKey: Buffer;
   channels: number;
-  /** Lowered when the host refuses a channel below MAX_CHANNELS_PER_CONNECTION. */
+  /** Lowered when the host refuses a channel below MAX_CHANNELS_PER_CONNECTION; restored as they close. */
   capacity: number;
   /** Closed, failed, or taken out of the pool: no new channels. */
   dead: boolean;
@@ -82,8 +82,11 @@ export interface Lease {
   /** Why the connection ended, once it has. */
   error(): Error | undefined;
   dead(): boolean;
-  /** The host refused a channel on a live connection: take no more than it carries now. */
-  full(): void;
+  /**
+   * The host refused a channel on a live connection: take no more than it carries now (each
+   * channel closed gives one back). Returns that number.
+   */
+  full(): number;
   release(): void;
 }
 
@@ -134,17 +137,18 @@ export async function acquire(
   options: { signal?: AbortSignal; fresh?: boolean } = {},
 ): Promise<Lease> {
   const key = poolKey(target);
-  const host = pools.get(key) ?? new HostConnections();
-  pools.set(key, host);
   const { signal } = options;
   for (;;) {
+    // looked up each time round: an emptied pool leaves the map while its waiters sleep
+    const host = pools.get(key) ?? new HostConnections();
+    pools.set(key, host);
     if (signal?.aborted) throw new SshSessionError('cancelled', 'aborted');
     const conn = options.fresh ? undefined : host.open.find((c) => c.channels < c.capacity);
     if (conn) {
       take(conn);
       if (!(await stillTrusted(target, conn))) {
         retire(host, conn);
-        release(key, host, conn);
+        release(key, host, conn, false);
         continue;
       }
       return lease(key, host, conn, true);
@@ -191,24 +195,28 @@ function take(conn: Connection): void {
 
 function lease(key: string, host: HostConnections, conn: Connection, reused: boolean): Lease {
   let released = false;
+  let refused = false;
   return {
     client: conn.client,
     reused,
     error: () => conn.error,
     dead: () => conn.dead,
     full: () => {
-      conn.capacity = Math.max(1, conn.channels - 1);
+      refused = true;
+      return (conn.capacity = conn.channels - 1);
     },
     release: () => {
       if (released) return;
       released = true;
-      release(key, host, conn);
+      release(key, host, conn, !refused);
     },
   };
 }
 
-function release(key: string, host: HostConnections, conn: Connection): void {
+/** `closedChannel`: the slot held a channel, which the host gives back (after a while). */
+function release(key: string, host: HostConnections, conn: Connection, closedChannel = true): void {
   conn.channels--;
+  if (closedChannel) conn.capacity = Math.min(MAX_CHANNELS_PER_CONNECTION, conn.capacity + 1);
   if (conn.channels === 0) {
     if (conn.dead) conn.client.end();
     else conn.idle = setTimeout(() => retire(host, conn, key), IDLE_CLOSE_MS).unref();
@@ -238,6 +246,8 @@ function adopt(
     dead: false,
   };
   host.open.push(conn);
+  // each running command listens for the connection's close
+  conn.client.setMaxListeners(2 * MAX_CHANNELS_PER_CONNECTION + 10);
   // ssh2 emits 'error' at any time; without a listener it would crash the worker
   conn.client.on('error', (err) => (conn.error ??= err));
   conn.client.on('close', () => {

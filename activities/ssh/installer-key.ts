@@ -20,7 +20,6 @@ import { generateEd25519KeyPair } from './keys.js';
 import type { HostKeys } from './host-keys.js';
 import { withSsh } from './session.js';
 
-
 /** Reads stdin's one line and appends it to authorized_keys unless it is there already. */
 const AUTHORIZE =
   'umask 077 && read -r key && mkdir -p "$HOME/.ssh" && touch "$HOME/.ssh/authorized_keys" && ' +

@@ -40,8 +40,11 @@ export interface SshOptions {
 const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 /** Output kept per stream: enough for any diagnostic, bounded against a runaway command. */
 const MAX_OUTPUT = 1 << 20;
-/** Channels refused on live connections (MaxSessions) before giving up: other ones have room. */
-const MAX_CHANNEL_REFUSALS = 3;
+/**
+ * Channels refused on live connections (MaxSessions; sshd frees a session a little after its
+ * channel closes) before giving up: each is one round trip, and a burst meets a few.
+ */
+const MAX_CHANNEL_REFUSALS = 20;
 
 /** The channel never opened, so nothing ran: trying it elsewhere is safe. */
 class ChannelNotOpened extends Error {
@@ -84,8 +87,8 @@ export async function withSsh<T>(
             lease.release();
             lease = await acquire(target, { signal, fresh: true });
           } else {
-            if (++refusals > MAX_CHANNEL_REFUSALS) throw err.underlying;
-            lease.full();
+            // refused with none of ours beside it: the host takes no sessions, nothing to wait for
+            if (lease.full() === 0 || ++refusals > MAX_CHANNEL_REFUSALS) throw err.underlying;
             lease.release();
             lease = await acquire(target, { signal });
           }
