@@ -17,7 +17,7 @@ import {
 } from '../activities/ssh/build-user-names.js';
 import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
 import { createHostKeys } from '../activities/ssh/host-keys.js';
-import { classifySshError, withSsh } from '../activities/ssh/session.js';
+import { classifySshError, closeSshConnections, withSsh } from '../activities/ssh/session.js';
 import {
   createSshActivities,
   listBuildUsers,
@@ -145,6 +145,7 @@ describe('build users on static hosts over SSH', () => {
   }, 60_000);
 
   afterAll(async () => {
+    closeSshConnections();
     await pool?.stop();
     await kube()
       .core.deleteNamespace({ name: keyStoreNamespace })
@@ -519,7 +520,7 @@ describe('build users on static hosts over SSH', () => {
       );
     });
 
-    it('cancellation closes the connection at once', async () => {
+    it('cancellation closes the command at once', async () => {
       const target = adminLogin(h1);
       const abort = new AbortController();
       const t0 = Date.now();
