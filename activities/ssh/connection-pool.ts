@@ -14,40 +14,9 @@
 //   IDLE_CLOSE_MS is closed (timer unref'd), and closeSshConnections() closes all at shutdown.
 // - Whether a failure is the host's is decided by the caller (session.ts): a `reused` lease's
 //   dead connection is retried once on a fresh one; a fresh connection's failure is the host's.
-import type { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
-import ssh2 from 'ssh2';
-
-export interface SshTarget {
-  address: string;
-  /** 22 unless given. */
-  port?: number;
-  user: string;
-  /** OpenSSH or PEM private key. Never logged, never put in a message or a map key. */
-  privateKey: string;
-  /** `ssh-ed25519 AAAA…`: when given, any other host key fails the handshake. */
-  hostKey?: string;
-  /**
-   * Decides on the key the host presents (activities/ssh/host-keys.ts): undefined accepts it, an
-   * ApplicationFailure refuses it, and fails the connection with it. One of this and `hostKey`
-   * is required: no connection goes to an unchecked host.
-   */
-  checkHostKey?: HostKeyCheck;
-}
-
-/** Given the host's key blob (the wire format), undefined to accept, or why it is refused. */
-export type HostKeyCheck = (key: Buffer) => Promise<ApplicationFailure | undefined>;
-
-/** Thrown for timeouts and closes this wrapper itself decides on. */
-export class SshSessionError extends Error {
-  constructor(
-    message: string,
-    readonly kind: 'timeout' | 'closed' | 'aborted',
-  ) {
-    super(message);
-    this.name = 'SshSessionError';
-  }
-}
+import type ssh2 from 'ssh2';
+import { connect, keyBlob, SshSessionError, type SshTarget } from './connect.js';
 
 /** More would mostly queue on the host's CPU; few enough not to look like a flood to sshd. */
 export const MAX_CONNECTIONS_PER_HOST = 4;
@@ -55,11 +24,6 @@ export const MAX_CONNECTIONS_PER_HOST = 4;
 export const MAX_CHANNELS_PER_CONNECTION = 10;
 /** Long enough to carry a burst's calls, short enough that nothing lingers after it. */
 export const IDLE_CLOSE_MS = 30_000;
-/**
- * Connect + handshake + login. 10 s was hit by a healthy host on a loaded 2-core worker (a CI run);
- * a host that does not answer at all still fails at once (refused) or at this bound.
- */
-const READY_TIMEOUT_MS = 20_000;
 
 interface Connection {
   client: ssh2.Client;
@@ -106,12 +70,16 @@ class HostConnections {
   /** Resolves at the next change (a slot freed, a connection opened or gone). */
   changed(signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
-      const onAbort = () => reject(new SshSessionError('cancelled', 'aborted'));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.wakers.push(() => {
+      const wake = () => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
-      });
+      };
+      const onAbort = () => {
+        this.wakers = this.wakers.filter((w) => w !== wake);
+        reject(new SshSessionError('cancelled', 'aborted'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.wakers.push(wake);
     });
   }
 
@@ -122,7 +90,6 @@ class HostConnections {
 
 const pools = new Map<string, HostConnections>();
 
-const keyBlob = (publicKey: string) => Buffer.from(publicKey.split(' ')[1] ?? '', 'base64');
 const digest = (data: string | Buffer) => createHash('sha256').update(data).digest('base64');
 
 /** Digests only: map keys end up in heap snapshots and debuggers. */
@@ -170,11 +137,16 @@ export async function acquire(
       } finally {
         host.connecting--;
         host.notify();
-        if (host.idle()) pools.delete(key);
+        forget(key, host);
       }
     }
     await host.changed(signal);
   }
+}
+
+/** Drops an emptied pool from the map (unless a newer one took its place). */
+function forget(key: string, host: HostConnections): void {
+  if (host.idle() && pools.get(key) === host) pools.delete(key);
 }
 
 /** Whether the target's host-key check still accepts what the connection saw at its handshake. */
@@ -231,7 +203,7 @@ function retire(host: HostConnections, conn: Connection, key?: string): void {
   if (at >= 0) host.open.splice(at, 1);
   if (conn.channels === 0) conn.client.end();
   host.notify();
-  if (key && host.idle()) pools.delete(key);
+  if (key) forget(key, host);
 }
 
 function adopt(
@@ -266,71 +238,4 @@ export function closeSshConnections(): void {
       conn.client.destroy();
     }
   }
-}
-
-/** Connect, handshake and login, checking the host's key; the key it presented. */
-function connect(
-  target: SshTarget,
-  signal?: AbortSignal,
-): Promise<{ client: ssh2.Client; hostKey: Buffer }> {
-  const client = new ssh2.Client();
-  let presented: Buffer | undefined;
-  let refused: Error | undefined;
-  let lastError: Error | undefined;
-  client.on('error', (err) => (lastError = err));
-  const onAbort = () => {
-    lastError ??= new SshSessionError('cancelled', 'aborted');
-    client.destroy();
-  };
-  signal?.addEventListener('abort', onAbort, { once: true });
-  return new Promise<{ client: ssh2.Client; hostKey: Buffer }>((resolve, reject) => {
-    const fail = (err: Error) => {
-      client.destroy();
-      reject(refused ?? err);
-    };
-    client.once('ready', () => {
-      client.off('error', fail);
-      client.off('close', onClose);
-      resolve({ client, hostKey: presented! });
-    });
-    const onClose = () => fail(lastError ?? new SshSessionError('closed', 'closed'));
-    client.once('error', fail);
-    client.once('close', onClose);
-    const expected = target.hostKey ? keyBlob(target.hostKey) : undefined;
-    const check = target.checkHostKey;
-    // the check's refusal (or its own failure) is what the connection fails with, not ssh2's
-    // generic "verification failed"
-    const hostVerifier = (key: Buffer, verify: (ok: boolean) => void) => {
-      presented = key;
-      if (expected) {
-        verify(key.equals(expected));
-        return;
-      }
-      check!(key).then(
-        (refusal) => {
-          refused = refusal;
-          verify(!refusal);
-        },
-        (err: unknown) => {
-          refused = err instanceof Error ? err : new Error(String(err));
-          verify(false);
-        },
-      );
-    };
-    try {
-      client.connect({
-        host: target.address,
-        port: target.port ?? 22,
-        username: target.user,
-        privateKey: target.privateKey,
-        readyTimeout: READY_TIMEOUT_MS,
-        keepaliveInterval: 5_000,
-        keepaliveCountMax: 3,
-        hostVerifier,
-      });
-    } catch (err) {
-      // an unparsable key throws here, synchronously
-      fail(err as Error);
-    }
-  }).finally(() => signal?.removeEventListener('abort', onAbort));
 }

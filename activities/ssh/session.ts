@@ -3,14 +3,11 @@
 // of SSH failures onto Temporal retry semantics.
 import { ApplicationFailure } from '@temporalio/common';
 import type ssh2 from 'ssh2';
-import { acquire, SshSessionError, type Lease, type SshTarget } from './connection-pool.js';
+import { SshSessionError, type SshTarget } from './connect.js';
+import { acquire, type Lease } from './connection-pool.js';
 
-export {
-  closeSshConnections,
-  SshSessionError,
-  type HostKeyCheck,
-  type SshTarget,
-} from './connection-pool.js';
+export { SshSessionError, type HostKeyCheck, type SshTarget } from './connect.js';
+export { closeSshConnections } from './connection-pool.js';
 
 export interface ExecResult {
   /** The remote exit code; -1 when the command died of a signal. */
