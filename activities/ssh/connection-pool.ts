@@ -47,10 +47,10 @@ export interface Lease {
   error(): Error | undefined;
   dead(): boolean;
   /**
-   * The host refused a channel on a live connection: take no more than it carries now (each
-   * channel closed gives one back). Returns that number.
+   * The host refused a channel on a live connection: take no more than it carries now (at least
+   * one; each channel closed gives one back).
    */
-  full(): number;
+  full(): void;
   release(): void;
 }
 
@@ -175,7 +175,7 @@ function lease(key: string, host: HostConnections, conn: Connection, reused: boo
     dead: () => conn.dead,
     full: () => {
       refused = true;
-      return (conn.capacity = conn.channels - 1);
+      conn.capacity = Math.max(1, conn.channels - 1);
     },
     release: () => {
       if (released) return;

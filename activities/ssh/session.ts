@@ -2,6 +2,7 @@
 // (activities/ssh/connection-pool.ts), explicit timeouts that close the channel; and the mapping
 // of SSH failures onto Temporal retry semantics.
 import { ApplicationFailure } from '@temporalio/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import type ssh2 from 'ssh2';
 import { SshSessionError, type SshTarget } from './connect.js';
 import { acquire, type Lease } from './connection-pool.js';
@@ -38,10 +39,12 @@ const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 /** Output kept per stream: enough for any diagnostic, bounded against a runaway command. */
 const MAX_OUTPUT = 1 << 20;
 /**
- * Channels refused on live connections (MaxSessions; sshd frees a session a little after its
- * channel closes) before giving up: each is one round trip, and a burst meets a few.
+ * Channels refused on live connections before giving up. sshd counts a session against
+ * MaxSessions until it has reaped its command, a little after the channel closed, so a burst
+ * meets a few; each try waits a little longer (25 ms more each, about 5 s in all).
  */
 const MAX_CHANNEL_REFUSALS = 20;
+const REFUSAL_BACKOFF_MS = 25;
 
 /** The channel never opened, so nothing ran: trying it elsewhere is safe. */
 class ChannelNotOpened extends Error {
@@ -84,9 +87,12 @@ export async function withSsh<T>(
             lease.release();
             lease = await acquire(target, { signal, fresh: true });
           } else {
-            // refused with none of ours beside it: the host takes no sessions, nothing to wait for
-            if (lease.full() === 0 || ++refusals > MAX_CHANNEL_REFUSALS) throw err.underlying;
+            if (++refusals > MAX_CHANNEL_REFUSALS) throw err.underlying;
+            lease.full();
             lease.release();
+            await delay(REFUSAL_BACKOFF_MS * refusals, undefined, { signal }).catch(() => {
+              throw new SshSessionError('cancelled', 'aborted');
+            });
             lease = await acquire(target, { signal });
           }
         }
