@@ -17,7 +17,7 @@ import {
 } from '../activities/ssh/build-user-names.js';
 import { createAdminKeyReader } from '../activities/kubernetes/admin-keys.js';
 import { createHostKeys } from '../activities/ssh/host-keys.js';
-import { classifySshError, closeSshConnections, withSsh } from '../activities/ssh/session.js';
+import { classifySshError, withSsh } from '../activities/ssh/session.js';
 import {
   createSshActivities,
   listBuildUsers,
@@ -145,7 +145,6 @@ describe('build users on static hosts over SSH', () => {
   }, 60_000);
 
   afterAll(async () => {
-    closeSshConnections();
     await pool?.stop();
     await kube()
       .core.deleteNamespace({ name: keyStoreNamespace })
