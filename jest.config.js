@@ -7,6 +7,7 @@ export default {
   testEnvironment: 'node',
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',
+  setupFilesAfterEnv: ['<rootDir>/test/support/close-ssh.js'],
   testTimeout: 120_000,
   maxWorkers: 2,
   verbose: true,

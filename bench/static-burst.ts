@@ -16,6 +16,7 @@ import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { eventMs } from '../cli/timeline.js';
 import { cpuByProcess, cpuSpent } from './cpu.js';
 import { startBenchStack } from './stack.js';
+import { adminLogins } from './ssh-logins.js';
 import { peakRssMb, perSecond, seconds, summarize } from './stats.js';
 import { benchTaskRun, completeTaskRun } from './taskruns.js';
 
@@ -130,6 +131,7 @@ async function main(): Promise<void> {
     );
 
     const create = pLimit(CREATE_CONCURRENCY);
+    const loginsAtStart = await Promise.all(stack.sshHosts.map(adminLogins));
     const cpuAtStart = cpuByProcess(processes);
     const start = performance.now();
     const creating = Promise.all(
@@ -150,6 +152,10 @@ async function main(): Promise<void> {
     const end = Math.max(...secretAt.values());
     const cpuAtServed = cpuByProcess(processes);
     await until('every Secret to be deleted', () => secretGoneAt.size === COUNT);
+    // New SSH connections (handshakes) each host took for the burst's provisioning and cleanup
+    const logins = (await Promise.all(stack.sshHosts.map(adminLogins))).map(
+      (n, i) => n - loginsAtStart[i]!,
+    );
 
     // Each workflow's whole history: wait for it to finish (the slot release and the CleanedUp
     // Event come after the Secret deletion), then count its events and time its phases.
@@ -218,6 +224,7 @@ async function main(): Promise<void> {
           allocator: allocatorHistory.length,
         },
         leftoverBuildUsers: leftoverUsers.length,
+        sshAdminLoginsPerHost: { max: Math.max(...logins), total: logins.reduce((a, b) => a + b) },
         peakRssMb: {
           worker: peakRssMb(stack.worker.pid),
           bridge: peakRssMb(stack.bridge.pid),

@@ -33,8 +33,9 @@ export interface SshHost {
   /** Runs a command (no shell) as root inside the host's network and mount namespaces. */
   exec(cmd: string[]): Promise<RunResult>;
   /**
-   * Gives the host a new host key, as a reinstall would (or an impostor at its address): sshd
-   * reloads and presents it from then on. Updates `hostPublicKey`; returns the new key.
+   * Gives the host a new host key, as a reinstall would (or an impostor at its address): open
+   * SSH connections end, sshd reloads and presents it from then on. Updates `hostPublicKey`;
+   * returns the new key.
    */
   swapHostKey(): Promise<string>;
   stop(): Promise<void>;
@@ -231,6 +232,18 @@ async function startHost(
       hostPublicKey,
       async swapHostKey() {
         host.hostPublicKey = await newHostKey();
+        // A reinstalled host (or another machine at its address) has none of the old one's
+        // connections: end them, so no pooled connection (activities/ssh/connection-pool.ts)
+        // outlives the key it was made with.
+        for (const pid of await netnsPids(name)) {
+          if (pid !== sshd.pid && /^sshd: /.test(readCmdline(pid))) {
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {
+              // already gone
+            }
+          }
+        }
         // SIGHUP: sshd re-executes itself (same pid), reading its host keys again
         process.kill(sshd.pid, 'SIGHUP');
         const blob = host.hostPublicKey.split(' ')[1]!;
@@ -265,6 +278,15 @@ async function startHost(
     throw new Error(message.startsWith('ssh host') ? message : `ssh host ${name}: ${message}`, {
       cause: err,
     });
+  }
+}
+
+/** A process's command line ('' once it is gone). */
+function readCmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
   }
 }
 

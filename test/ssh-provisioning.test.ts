@@ -519,7 +519,7 @@ describe('build users on static hosts over SSH', () => {
       );
     });
 
-    it('cancellation closes the connection at once', async () => {
+    it('cancellation closes the command at once', async () => {
       const target = adminLogin(h1);
       const abort = new AbortController();
       const t0 = Date.now();

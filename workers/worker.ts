@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../activities/otp-client.js';
+import { closeSshConnections } from '../activities/ssh/connection-pool.js';
 import { cloudGcStart, collectNow, leftoversGcStart } from '../workflows/gc/api.js';
 import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
@@ -97,6 +98,8 @@ export async function createWorker(
     worker,
     client,
     close: async () => {
+      // pooled SSH connections would otherwise keep the process up until they idle out
+      closeSshConnections();
       await Promise.all([connection.close(), clientConnection.close()]);
     },
   };

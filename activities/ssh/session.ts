@@ -1,27 +1,14 @@
-// A small wrapper over ssh2's Client: one connection per call, explicit timeouts, always closed;
-// and the mapping of SSH failures onto Temporal retry semantics.
+// A small wrapper over ssh2: one channel per command on a pooled connection
+// (activities/ssh/connection-pool.ts), explicit timeouts that close the channel; and the mapping
+// of SSH failures onto Temporal retry semantics.
 import { ApplicationFailure } from '@temporalio/common';
-import ssh2 from 'ssh2';
+import { setTimeout as delay } from 'node:timers/promises';
+import type ssh2 from 'ssh2';
+import { SshSessionError, type SshTarget } from './connect.js';
+import { acquire, type Lease } from './connection-pool.js';
 
-export interface SshTarget {
-  address: string;
-  /** 22 unless given. */
-  port?: number;
-  user: string;
-  /** OpenSSH or PEM private key. Never logged, never put in a message. */
-  privateKey: string;
-  /** `ssh-ed25519 AAAA…`: when given, any other host key fails the handshake. */
-  hostKey?: string;
-  /**
-   * Decides on the key the host presents (activities/ssh/host-keys.ts): undefined accepts it, an
-   * ApplicationFailure refuses it, and fails the connection with it. One of this and `hostKey`
-   * is required: no connection goes to an unchecked host.
-   */
-  checkHostKey?: HostKeyCheck;
-}
-
-/** Given the host's key blob (the wire format), undefined to accept, or why it is refused. */
-export type HostKeyCheck = (key: Buffer) => Promise<ApplicationFailure | undefined>;
+export { SshSessionError, type HostKeyCheck, type SshTarget } from './connect.js';
+export { closeSshConnections } from './connection-pool.js';
 
 export interface ExecResult {
   /** The remote exit code; -1 when the command died of a signal. */
@@ -33,8 +20,8 @@ export interface ExecResult {
 export interface ExecOptions {
   stdin?: string;
   /**
-   * Default 60 s; the connection is closed when it passes. 0: no limit (the connection's
-   * keepalive still notices a host that went away).
+   * Default 60 s; the command's channel is closed when it passes (the connection and its other
+   * channels go on). 0: no limit (the connection's keepalive still notices a host that went away).
    */
   timeoutMs?: number;
 }
@@ -44,31 +31,31 @@ export interface SshSession {
 }
 
 export interface SshOptions {
-  /** Closes the connection, failing what runs on it (an activity's cancellation signal). */
+  /** Closes the command's channel, failing it (an activity's cancellation signal). */
   signal?: AbortSignal;
 }
 
-/**
- * Connect + handshake + login. 10 s was hit by a healthy host on a loaded 2-core worker (a CI run);
- * a host that does not answer at all still fails at once (refused) or at this bound.
- */
-const READY_TIMEOUT_MS = 20_000;
 const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
 /** Output kept per stream: enough for any diagnostic, bounded against a runaway command. */
 const MAX_OUTPUT = 1 << 20;
+/**
+ * Channels refused on live connections before giving up. sshd counts a session against
+ * MaxSessions until it has reaped its command, a little after the channel closed, so a burst
+ * meets a few; each try waits a little longer (25 ms more each, about 5 s in all).
+ */
+const MAX_CHANNEL_REFUSALS = 20;
+const REFUSAL_BACKOFF_MS = 25;
 
-/** Thrown for timeouts and closes this wrapper itself decides on. */
-export class SshSessionError extends Error {
+/** The channel never opened, so nothing ran: trying it elsewhere is safe. */
+class ChannelNotOpened extends Error {
   constructor(
-    message: string,
-    readonly kind: 'timeout' | 'closed' | 'aborted',
+    readonly underlying: Error,
+    /** The connection was gone, rather than refusing this one channel. */
+    readonly connectionDead: boolean,
   ) {
-    super(message);
-    this.name = 'SshSessionError';
+    super(underlying.message);
   }
 }
-
-const keyBlob = (publicKey: string) => Buffer.from(publicKey.split(' ')[1] ?? '', 'base64');
 
 export async function withSsh<T>(
   target: SshTarget,
@@ -81,103 +68,110 @@ export async function withSsh<T>(
       'HostKeyUnchecked',
     );
   }
-  const client = new ssh2.Client();
-  // ssh2 emits 'error' at any time; without a listener it would crash the worker
-  let lastError: Error | undefined;
-  client.on('error', (err) => (lastError = err));
-  const onAbort = () => {
-    lastError ??= new SshSessionError('cancelled', 'aborted');
-    client.destroy();
+  const { signal } = options;
+  let lease = await acquire(target, { signal });
+  let retriedDead = false;
+  let refusals = 0;
+  const session: SshSession = {
+    exec: async (command, opts) => {
+      for (;;) {
+        try {
+          return await exec(lease, command, opts, signal);
+        } catch (err) {
+          if (!(err instanceof ChannelNotOpened)) throw err;
+          if (err.connectionDead) {
+            // A pooled connection that died while idle is not the host's failure: one fresh
+            // connection decides. A fresh one that died is the host's, as it always was.
+            if (!lease.reused || retriedDead) throw lease.error() ?? err.underlying;
+            retriedDead = true;
+            lease.release();
+            lease = await acquire(target, { signal, fresh: true });
+          } else {
+            if (++refusals > MAX_CHANNEL_REFUSALS) throw err.underlying;
+            lease.full();
+            lease.release();
+            await delay(REFUSAL_BACKOFF_MS * refusals, undefined, { signal }).catch(() => {
+              throw new SshSessionError('cancelled', 'aborted');
+            });
+            lease = await acquire(target, { signal });
+          }
+        }
+      }
+    },
   };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    if (options.signal?.aborted) throw new SshSessionError('cancelled', 'aborted');
-    await new Promise<void>((resolve, reject) => {
-      client.once('ready', resolve);
-      let refused: Error | undefined;
-      client.once('error', (err) => reject(refused ?? err));
-      client.once('close', () =>
-        reject(refused ?? lastError ?? new SshSessionError('closed', 'closed')),
-      );
-      const expected = target.hostKey ? keyBlob(target.hostKey) : undefined;
-      const check = target.checkHostKey;
-      // the check's refusal (or its own failure) is what the connection fails with, not ssh2's
-      // generic "verification failed"
-      const hostVerifier = expected
-        ? (key: Buffer) => key.equals(expected)
-        : (key: Buffer, verify: (ok: boolean) => void) => {
-            check!(key).then(
-              (refusal) => {
-                refused = refusal;
-                verify(!refusal);
-              },
-              (err: unknown) => {
-                refused = err instanceof Error ? err : new Error(String(err));
-                verify(false);
-              },
-            );
-          };
-      // connect() throws synchronously on an unparsable key: that rejects this promise too
-      client.connect({
-        host: target.address,
-        port: target.port ?? 22,
-        username: target.user,
-        privateKey: target.privateKey,
-        readyTimeout: READY_TIMEOUT_MS,
-        keepaliveInterval: 5_000,
-        keepaliveCountMax: 3,
-        hostVerifier,
-      });
-    });
-    return await fn({ exec: (command, opts) => exec(client, command, opts, () => lastError) });
+    return await fn(session);
   } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-    client.end();
-    client.destroy();
+    lease.release();
   }
 }
 
 function exec(
-  client: ssh2.Client,
+  lease: Lease,
   command: string,
   { stdin, timeoutMs = DEFAULT_EXEC_TIMEOUT_MS }: ExecOptions = {},
-  lastError: () => Error | undefined,
+  signal: AbortSignal | undefined,
 ): Promise<ExecResult> {
+  const { client } = lease;
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
     let code = -1;
+    let stream: ssh2.ClientChannel | undefined;
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
       if (timer) clearTimeout(timer);
       client.off('close', onClientClose);
+      signal?.removeEventListener('abort', onAbort);
       fn();
+    };
+    // Only this command's channel closes: the connection carries other calls' channels.
+    const giveUp = (err: SshSessionError) => {
+      settle(() => reject(err));
+      stream?.close();
     };
     const timer =
       timeoutMs > 0
-        ? setTimeout(() => {
-            settle(() =>
-              reject(new SshSessionError(`no answer within ${timeoutMs} ms`, 'timeout')),
-            );
-            client.destroy();
-          }, timeoutMs)
+        ? setTimeout(
+            () => giveUp(new SshSessionError(`no answer within ${timeoutMs} ms`, 'timeout')),
+            timeoutMs,
+          )
         : undefined;
+    const onAbort = () => giveUp(new SshSessionError('cancelled', 'aborted'));
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const closed = () => lease.error() ?? new SshSessionError('connection closed', 'closed');
     const onClientClose = () =>
-      settle(() => reject(lastError() ?? new SshSessionError('connection closed', 'closed')));
+      settle(() => reject(stream ? closed() : new ChannelNotOpened(closed(), true)));
+    if (lease.dead()) return onClientClose();
     client.on('close', onClientClose);
 
-    client.exec(command, (err, stream) => {
-      if (err) return settle(() => reject(err));
+    const opened = (err: Error | undefined, channel: ssh2.ClientChannel) => {
+      if (err) {
+        // ssh2 gives a `reason` when the host refused the channel on a live connection
+        const refused = typeof (err as { reason?: unknown }).reason === 'number';
+        const dead = lease.dead() || /^(No response from server|Not connected)$/.test(err.message);
+        if (!refused && !dead) return settle(() => reject(err)); // e.g. the exec request refused
+        return settle(() => reject(new ChannelNotOpened(err, dead)));
+      }
+      if (settled) return channel.close(); // timed out or cancelled while opening
+      stream = channel;
       const append = (current: string, d: Buffer) =>
         current.length < MAX_OUTPUT ? current + d.toString('utf8') : current;
-      stream.on('data', (d: Buffer) => (stdout = append(stdout, d)));
-      stream.stderr.on('data', (d: Buffer) => (stderr = append(stderr, d)));
-      stream.on('exit', (exitCode: number | null) => (code = exitCode ?? -1));
-      stream.on('close', () => settle(() => resolve({ code, stdout, stderr })));
-      stream.end(stdin);
-    });
+      channel.on('data', (d: Buffer) => (stdout = append(stdout, d)));
+      channel.stderr.on('data', (d: Buffer) => (stderr = append(stderr, d)));
+      channel.on('exit', (exitCode: number | null) => (code = exitCode ?? -1));
+      channel.on('close', () => settle(() => resolve({ code, stdout, stderr })));
+      channel.end(stdin);
+    };
+    try {
+      client.exec(command, opened);
+    } catch (err) {
+      // "Not connected": the socket went before ssh2 told anyone
+      settle(() => reject(new ChannelNotOpened(err as Error, true)));
+    }
   });
 }
 

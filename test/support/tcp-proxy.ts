@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net';
 export interface TcpProxy {
   /** host:port to dial instead of the server. */
   address: string;
+  /** Connections accepted so far (for SSH: handshakes made through it). */
+  readonly connections: number;
   cut(): void;
   restore(): void;
   close(): Promise<void>;
@@ -18,7 +20,9 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const port = Number(target.slice(colon + 1));
   const open = new Set<Socket>();
   let cut = false;
+  let connections = 0;
   const server = createServer((client) => {
+    connections++;
     if (cut) {
       client.destroy();
       return;
@@ -41,6 +45,9 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    get connections() {
+      return connections;
+    },
     cut() {
       cut = true;
       open.forEach((socket) => socket.destroy());
