@@ -8,6 +8,7 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',
   setupFilesAfterEnv: ['<rootDir>/test/support/close-ssh.js'],
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   testTimeout: 120_000,
   maxWorkers: 2,
   verbose: true,
