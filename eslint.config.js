@@ -2,7 +2,6 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 import { builtinModules } from 'node:module';
-import familyContracts from './eslint-rules/family-contracts.js';
 import noImportCycle from './eslint-rules/no-import-cycle.js';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
@@ -72,20 +71,9 @@ const locksImports = (files, inLocks) =>
     const js = file.replace(/\.ts$/, '.js');
     return [`**/locks/${js}`, ...(inLocks ? [`./${js}`] : [])];
   });
-/**
- * A family's contract, workflows/<family>/api.ts, sits as low as shared/: every layer above
- * shared/ may import it (hostflow/family-contracts guards what it imports, and that nothing
- * else in workflows/ is reached from outside).
- */
-const reachesContracts = (layer) => !['shared', 'platform-config'].includes(layer);
-/** Gitignore patterns: a folder's files are re-included only if the folder itself is not excluded. */
-const folderPatterns = (layer, above) =>
-  above === 'workflows' && reachesContracts(layer)
-    ? ['**/workflows/*.js', '**/workflows/*/*', '!**/workflows/*/api.js']
-    : [`**/${above}`, `**/${above}/**`];
 const layerPattern = (layer, inLocks = false) => ({
   group: [
-    ...FORBIDDEN[layer].flatMap((above) => folderPatterns(layer, above)),
+    ...FORBIDDEN[layer].flatMap((above) => [`**/${above}`, `**/${above}/**`]),
     ...locksImports(locksFilesIn(FORBIDDEN[layer]), inLocks),
   ],
   message:
@@ -103,18 +91,9 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   prettier,
   {
-    plugins: {
-      hostflow: {
-        rules: { 'no-import-cycle': noImportCycle, 'family-contracts': familyContracts },
-      },
-    },
+    plugins: { hostflow: { rules: { 'no-import-cycle': noImportCycle } } },
     rules: {
       'hostflow/no-import-cycle': 'error',
-      // What may import inside a family: the workflow layer, and the tests and benches.
-      'hostflow/family-contracts': [
-        'error',
-        { mayReachIn: [...filesOf('workflows'), 'test/', 'bench/'] },
-      ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
     },

@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { OtpClientError, type OtpClient } from './otp-client.js';
 import { SECRET_KEYS } from '../platform-config/contract.js';
 import type { Host } from '../platform-config/host.js';
-import type { TaskRunRef } from '../workflows/taskrun/api.js';
+import type { TaskRunRef } from '../shared/contracts/taskrun.js';
 import type { KubernetesActivities } from './kubernetes/taskruns.js';
 import { provisionBuildUser, type SshDeps } from './ssh/build-users.js';
 

@@ -12,7 +12,7 @@ import pLimit from 'p-limit';
 import { createTemporalActivities } from '../activities/temporal/workflows.js';
 import { TASK_QUEUE } from '../shared/task-queue.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { releaseSlot } from '../workflows/allocator/api.js';
+import { releaseSlot } from '../shared/contracts/allocator.js';
 import { slotRequestId, workflowIdOfRequest } from '../shared/slot-requests.js';
 import { startBenchStack } from './stack.js';
 import { perSecond, summarize } from './stats.js';

@@ -11,7 +11,7 @@ import {
 } from '../shared/bpa-api.js';
 import { MACHINE_API } from '../shared/machine-api.js';
 import { MACHINE_CONFIG_POOL_API } from '../shared/mco-api.js';
-import { taskRunStatus, type TaskRunStatus } from '../workflows/taskrun/api.js';
+import { taskRunStatus, type TaskRunStatus } from '../shared/contracts/taskrun.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import type { Fact } from './description.js';

@@ -1,6 +1,6 @@
 // What `hostflow status` finds: printed as JSON (`-o json`) or by status-text.ts. Its own file
 // so that status.ts, which finds it, and status-text.ts, which shows it, both import it downward.
-import type { AllocationSummary } from '../workflows/allocator/api.js';
+import type { AllocationSummary } from '../shared/contracts/allocator.js';
 import type { PlatformKind } from './platforms.js';
 
 export interface PlatformStatus {

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { checkPlatform } from '../platform-config/platform.js';
-import { setHostDrained, type HostDrainOutcome } from '../workflows/allocator/api.js';
+import { setHostDrained, type HostDrainOutcome } from '../shared/contracts/allocator.js';
 import { updateRefusal, withTemporal } from './oncall.js';
 
 export const HOST_USAGE = `

@@ -13,7 +13,7 @@ import {
 import { secretNameFor } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
-import { retryTaskRun, type TaskRunRetryOutcome } from '../workflows/taskrun/api.js';
+import { retryTaskRun, type TaskRunRetryOutcome } from '../shared/contracts/taskrun.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { loadKubeConfig } from '../runtime/settings.js';
 import { updateRefusal, withTemporal } from './oncall.js';

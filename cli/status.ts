@@ -4,10 +4,10 @@
 // no TaskRun has asked for yet.
 import type { Client } from '@temporalio/client';
 import { parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
-import { allocatorState } from '../workflows/allocator/api.js';
+import { allocatorState } from '../shared/contracts/allocator.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { VM_SLOTS_HOST, workflowIdOfRequest } from '../shared/slot-requests.js';
-import type { AllocationSummary } from '../workflows/allocator/api.js';
+import type { AllocationSummary } from '../shared/contracts/allocator.js';
 import { UsageError, quoted, type TemporalContext, reportCommand } from './oncall.js';
 import { readDeclaredPlatforms, type DeclaredPlatforms, type PlatformKind } from './platforms.js';
 import { waitingFor } from './progress.js';

@@ -18,9 +18,9 @@ import {
   bpaClusterObserved,
   bpaClusterStart,
   type BpaClusterObservation,
-} from '../workflows/bpa-cluster/api.js';
-import { provisioningObserved, provisioningStart } from '../workflows/provisioning/api.js';
-import { softwareObserved, softwareStart, type ClusterView } from '../workflows/software/api.js';
+} from '../shared/contracts/bpa-cluster.js';
+import { provisioningObserved, provisioningStart } from '../shared/contracts/provisioning.js';
+import { softwareObserved, softwareStart, type ClusterView } from '../shared/contracts/software.js';
 import {
   clusterView,
   provisioningObservation,

@@ -6,8 +6,8 @@ import {
   type ProvisioningSpec,
   type SoftwareSpec,
 } from '../shared/bpa-api.js';
-import type { ProvisioningObservation } from '../workflows/provisioning/api.js';
-import type { ClusterView, SoftwareObservation } from '../workflows/software/api.js';
+import type { ProvisioningObservation } from '../shared/contracts/provisioning.js';
+import type { ClusterView, SoftwareObservation } from '../shared/contracts/software.js';
 import type { NamespacedObject } from './resource-watch.js';
 
 export interface ProvisioningObject extends NamespacedObject {

@@ -3,7 +3,7 @@
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { hostConfigObserved, hostConfigStart } from '../workflows/host-config/api.js';
+import { hostConfigObserved, hostConfigStart } from '../shared/contracts/host-config.js';
 import { Ingest, type IngestOptions } from './ingest.js';
 import { ListWatch } from './list-watch.js';
 

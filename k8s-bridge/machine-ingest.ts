@@ -8,7 +8,7 @@ import {
   machineObserved,
   machineStart,
   type MachineObservation,
-} from '../workflows/machine/api.js';
+} from '../shared/contracts/machine.js';
 import { Ingest, type IngestOptions } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 

@@ -17,7 +17,7 @@ import {
   type MachineConfigPoolSpec,
   type MachineConfigSpec,
 } from '../shared/mco-api.js';
-import { poolObserved, rolloutStart, type PoolObservation } from '../workflows/rollout/api.js';
+import { poolObserved, rolloutStart, type PoolObservation } from '../shared/contracts/rollout.js';
 import { effectiveOsImage } from '../shared/os-image.js';
 import { Ingest, type IngestOptions, type WorkflowMessage } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
-import { taskRunObserved, taskRunStart, type TaskRunState } from '../workflows/taskrun/api.js';
+import { taskRunObserved, taskRunStart, type TaskRunState } from '../shared/contracts/taskrun.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { ListWatch } from './list-watch.js';
 import {

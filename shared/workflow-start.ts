@@ -1,5 +1,5 @@
 // How a workflow is started, by the bridge, the worker, an activity or a parent workflow: one
-// shape for every family. Each family's api.ts builds its own, typed by the workflow's signature,
+// shape for every family. Each family's contract (shared/contracts/) builds its own, typed by the workflow's signature,
 // so its arguments are checked where it is started and its id and search attributes are the same
 // from every starter (docs/architecture.md, "Workflow families").
 import type {

@@ -16,7 +16,7 @@ import {
   type AllocationState,
 } from '../workflows/allocator/allocation.js';
 import type { Host } from '../platform-config/host.js';
-import type { RequestOutcome } from '../workflows/allocator/api.js';
+import type { RequestOutcome } from '../shared/contracts/allocator.js';
 import { seededRandom } from '../shared/seeded-random.js';
 
 const slotHost = (name: string, concurrency = 2): Host => ({

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { hostConfigChanged } from '../workflows/allocator/api.js';
+import { hostConfigChanged } from '../shared/contracts/allocator.js';
 import { createWorkerIdentity, type WorkerIdentity } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 

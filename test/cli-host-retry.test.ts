@@ -10,7 +10,7 @@ import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import { ANNOTATIONS, LABELS } from '../platform-config/contract.js';
-import type { HostDrainOutcome } from '../workflows/allocator/api.js';
+import type { HostDrainOutcome } from '../shared/contracts/allocator.js';
 import {
   applyHosts,
   emptyState,

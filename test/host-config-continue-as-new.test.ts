@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { hostConfigObserved, type HostConfigWorkflow } from '../workflows/host-config/api.js';
+import { hostConfigObserved, type HostConfigWorkflow } from '../shared/contracts/host-config.js';
 import { startWorker, type EngineProcess } from './support/engine.js';
 import { createScope, type TestScope } from './support/scope.js';
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, PolicyV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { setHostDrained } from '../workflows/allocator/api.js';
+import { setHostDrained } from '../shared/contracts/allocator.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API } from '../locks/api.js';
 import {

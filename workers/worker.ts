@@ -7,7 +7,7 @@ import { createActivities } from '../activities/index.js';
 import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../activities/otp-client.js';
 import { closeSshConnections } from '../activities/ssh/connection-pool.js';
-import { cloudGcStart, collectNow, leftoversGcStart } from '../workflows/gc/api.js';
+import { cloudGcStart, collectNow, leftoversGcStart } from '../shared/contracts/gc.js';
 import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
 import { serveHealth, type HealthChecks } from '../runtime/health-server.js';

@@ -1,22 +1,22 @@
 // Workflow bundle entry: every workflow type the worker serves.
-import type { AllocatorWorkflow } from './allocator/api.js';
+import type { AllocatorWorkflow } from '../shared/contracts/allocator.js';
 import type { allocatorWorkflow } from './allocator/allocator.js';
-import type { BpaClusterWorkflow } from './bpa-cluster/api.js';
+import type { BpaClusterWorkflow } from '../shared/contracts/bpa-cluster.js';
 import type { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
-import type { CloudGcWorkflow, LeftoversGcWorkflow } from './gc/api.js';
+import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/contracts/gc.js';
 import type { cloudGcWorkflow } from './gc/cloud-gc.js';
 import type { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
-import type { HostConfigWorkflow } from './host-config/api.js';
+import type { HostConfigWorkflow } from '../shared/contracts/host-config.js';
 import type { hostConfigWorkflow } from './host-config/host-config.js';
-import type { MachineWorkflow } from './machine/api.js';
+import type { MachineWorkflow } from '../shared/contracts/machine.js';
 import type { machineWorkflow } from './machine/machine.js';
-import type { ProvisioningWorkflow } from './provisioning/api.js';
+import type { ProvisioningWorkflow } from '../shared/contracts/provisioning.js';
 import type { provisioningWorkflow } from './provisioning/provisioning.js';
-import type { RolloutWorkflow } from './rollout/api.js';
+import type { RolloutWorkflow } from '../shared/contracts/rollout.js';
 import type { rolloutWorkflow } from './rollout/rollout.js';
-import type { SoftwareWorkflow } from './software/api.js';
+import type { SoftwareWorkflow } from '../shared/contracts/software.js';
 import type { softwareWorkflow } from './software/software.js';
-import type { TaskRunWorkflow } from './taskrun/api.js';
+import type { TaskRunWorkflow } from '../shared/contracts/taskrun.js';
 import type { taskRunWorkflow } from './taskrun/taskrun.js';
 
 export { taskRunWorkflow } from './taskrun/taskrun.js';

@@ -27,7 +27,7 @@ import {
   readCheckout,
   type KubesprayCheckout,
 } from './kubespray-release.js';
-import type { Playbook, ProvisioningRef } from '../../workflows/provisioning/api.js';
+import type { Playbook, ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { ansibleEnvironment } from './environment.js';
 import { knownHostsFor } from './known-hosts.js';
 import { PlaybookProgress, type HostRecap } from './progress.js';

@@ -20,7 +20,7 @@ import { innermostMessage } from '../../shared/failures.js';
 import { isCompleted, type TaskRunObject } from '../../platform-config/taskrun-contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { Host } from '../../platform-config/host.js';
-import type { TaskRunRef } from '../../workflows/taskrun/api.js';
+import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { isConflict, isNotFound, rethrowKube } from '../kubernetes/errors.js';
 import type { createLockActivities } from '../../locks/adapter.js';
 import { warnOnHostConfig } from '../kubernetes/events.js';

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { CLUSTER_LABEL, PROVISIONING_API } from '../../shared/bpa-api.js';
 import { markedFor, markedForAnyone, ownershipMark, type Owner } from '../../shared/ownership.js';
 import { rethrowKube } from './errors.js';
-import type { ProvisioningRef } from '../../workflows/provisioning/api.js';
+import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 
 export function provisioningOwner(ref: ProvisioningRef): Owner {
   return {

@@ -5,7 +5,7 @@ import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import { recordObjectEvent } from './object-events.js';
 import { customRef } from './object-ref.js';
-import type { TaskRunRef } from '../../workflows/taskrun/api.js';
+import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
 import type { KubeClients } from './clients.js';
 
 export interface TaskRunEvent extends TaskRunRef {

@@ -15,7 +15,7 @@ import {
 } from '../../platform-config/resolve.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { Host } from '../../platform-config/host.js';
-import type { EarlierDelivery, TaskRunRef } from '../../workflows/taskrun/api.js';
+import type { EarlierDelivery, TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { isNotFound, rethrowKube } from './errors.js';
 import { recordEvent } from './object-events.js';
 import type { KubeClients } from './clients.js';

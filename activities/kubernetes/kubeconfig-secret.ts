@@ -15,7 +15,7 @@ import {
   provisioningOwner,
 } from './cluster-outputs.js';
 import { createOrReplaceIfOurs } from './owned-objects.js';
-import type { ProvisioningRef } from '../../workflows/provisioning/api.js';
+import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 
 export const KUBECONFIG_KEY = 'value';
 

@@ -17,7 +17,7 @@ import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './error
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { setObjectFinalizer } from './object-finalizers.js';
 import { customRef } from './object-ref.js';
-import type { MachineRef } from '../../workflows/machine/api.js';
+import type { MachineRef } from '../../shared/contracts/machine.js';
 import { writeObjectStatus } from './object-status.js';
 import { deleteIfOurs } from './owned-objects.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';

@@ -15,7 +15,7 @@ import { setObjectFinalizer, setSecretFinalizer } from './object-finalizers.js';
 import { customRef } from './object-ref.js';
 import { writeObjectStatus } from './object-status.js';
 import { createOrReplaceIfOurs, deleteIfOurs } from './owned-objects.js';
-import type { ProvisioningRef } from '../../workflows/provisioning/api.js';
+import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 
 export function createProvisioningActivities({
   core,

@@ -11,7 +11,7 @@ import {
   type Owner,
 } from '../../shared/ownership.js';
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
-import type { EarlierDelivery, TaskRunRef } from '../../workflows/taskrun/api.js';
+import type { EarlierDelivery, TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import type { KubeClients } from './clients.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';

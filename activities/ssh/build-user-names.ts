@@ -7,7 +7,7 @@
 // login shell). Nothing is ever interpolated into script text.
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
-import type { TaskRunRef } from '../../workflows/taskrun/api.js';
+import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { generateEd25519KeyPair } from './keys.js';
 
 export const BUILD_USER_PATTERN = /^u-[0-9a-f]{12}$/;

@@ -32,7 +32,7 @@ import {
   type SshOptions,
 } from './session.js';
 import type { Host } from '../../platform-config/host.js';
-import type { TaskRunRef } from '../../workflows/taskrun/api.js';
+import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
 
 /** What connecting to a host needs: its build-user settings (concurrency, sudo) aside. */
 export type HostRef = Pick<Host, 'name' | 'address' | 'user' | 'secret' | 'port' | 'hostKey'>;

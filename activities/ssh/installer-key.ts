@@ -15,7 +15,7 @@ import {
 import { setSecretFinalizer } from '../kubernetes/object-finalizers.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from '../kubernetes/errors.js';
 import { warnNotOwned } from '../kubernetes/owned-objects.js';
-import type { KeyHost, ProvisioningRef } from '../../workflows/provisioning/api.js';
+import type { KeyHost, ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { generateEd25519KeyPair } from './keys.js';
 import type { HostKeys } from './host-keys.js';
 import { withSsh } from './session.js';

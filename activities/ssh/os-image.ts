@@ -5,7 +5,7 @@ import { heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { parseImageReference } from '../../shared/image-reference.js';
-import type { NodeHost } from '../../workflows/rollout/api.js';
+import type { NodeHost } from '../../shared/contracts/rollout.js';
 import { createAdminKeyReader } from '../kubernetes/admin-keys.js';
 import type { HostKeys } from './host-keys.js';
 import { classifySshError, SshSessionError, withSsh, type ExecResult } from './session.js';

@@ -11,8 +11,8 @@ import {
   requestSlot,
   type RequestOutcome,
   type SlotRequestInput,
-} from '../../workflows/allocator/api.js';
-import type { TaskRunRef } from '../../workflows/taskrun/api.js';
+} from '../../shared/contracts/allocator.js';
+import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
 
 export interface TemporalDeps {

@@ -11,7 +11,7 @@ import { waitFor } from '../../local-stack/process.js';
 import { secretNameFor } from '../../platform-config/contract.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { statusCode } from '../../shared/kube-errors.js';
-import { taskRunStatus } from '../../workflows/taskrun/api.js';
+import { taskRunStatus } from '../../shared/contracts/taskrun.js';
 import { OTP_LABEL } from '../../otp-server/store.js';
 import { refuse } from '../support/refusals.js';
 import { createStaticPool, type StaticPool } from '../support/static-pool.js';

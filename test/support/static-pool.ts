@@ -5,8 +5,8 @@ import { startOtpService, type OtpService } from '../../local-stack/otp-service.
 import { freePort } from '../../local-stack/ports.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { allocatorState } from '../../workflows/allocator/api.js';
-import type { AllocationSummary } from '../../workflows/allocator/api.js';
+import { allocatorState } from '../../shared/contracts/allocator.js';
+import type { AllocationSummary } from '../../shared/contracts/allocator.js';
 import { startBridge, startWorker, type EngineProcess } from './engine.js';
 import { testEnv, uniqueSuffix } from './env.js';
 import { diagnoseWorkflow } from './workflow-diagnosis.js';

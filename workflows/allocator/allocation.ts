@@ -7,7 +7,7 @@
 // holds at most one slot, waiters are served first come first served, and every waiter is either
 // servable eventually or told it is exhausted.
 import type { Host } from '../../platform-config/host.js';
-import type { AllocationSummary, RequestOutcome } from './api.js';
+import type { AllocationSummary, RequestOutcome } from '../../shared/contracts/allocator.js';
 import { rebuiltHolder, runIdOfRequest, workflowIdOfRequest } from '../../shared/slot-requests.js';
 
 export interface SlotRequest {

@@ -23,7 +23,7 @@ import {
   slotExhausted,
   slotGranted,
   type AllocatorInput,
-} from './api.js';
+} from '../../shared/contracts/allocator.js';
 import {
   VM_SLOTS_HOST,
   rebuiltHolder,

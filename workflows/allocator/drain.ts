@@ -4,7 +4,7 @@
 // unlike a removed one it stays configured, so undraining serves waiters on it at once. The
 // drain lives in the allocator's state, so it is carried across continue-as-new with the rest.
 import { ApplicationFailure, condition, patched, setHandler } from '@temporalio/workflow';
-import { setHostDrained, type HostDrainOutcome } from './api.js';
+import { setHostDrained, type HostDrainOutcome } from '../../shared/contracts/allocator.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import { isDrained, setDrained, summary, type AllocationState } from './allocation.js';
 

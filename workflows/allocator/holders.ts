@@ -4,7 +4,7 @@
 // ones that were waiting to ask again; and a holder whose run ended without giving its slot
 // back (terminated by hand) is found and freed within the sweep period.
 import { getExternalWorkflowHandle, patched, sleep, workflowInfo } from '@temporalio/workflow';
-import { askForSlotAgain } from './api.js';
+import { askForSlotAgain } from '../../shared/contracts/allocator.js';
 import {
   VM_SLOTS_HOST,
   rebuiltHolder,

@@ -1,5 +1,5 @@
 // A BPA Cluster's status from its members' phases: the Provisioning first, then the Software.
-import type { BpaClusterObservation } from './api.js';
+import type { BpaClusterObservation } from '../../shared/contracts/bpa-cluster.js';
 import type { Condition } from '../provisioning/resource-report.js';
 
 export interface ClusterStatus {

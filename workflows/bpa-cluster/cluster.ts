@@ -18,14 +18,22 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { BpaRef } from '../../shared/bpa-api.js';
-import { type BpaClusterInput, bpaClusterObserved, type BpaClusterObservation } from './api.js';
+import {
+  type BpaClusterInput,
+  bpaClusterObserved,
+  type BpaClusterObservation,
+} from '../../shared/contracts/bpa-cluster.js';
 import type { BpaResourceActivities } from '../../activities/kubernetes/bpa-resources.js';
 import {
   provisioningObserved,
   provisioningStart,
   type ProvisioningWorkflow,
-} from '../provisioning/api.js';
-import { softwareObserved, softwareStart, type SoftwareWorkflow } from '../software/api.js';
+} from '../../shared/contracts/provisioning.js';
+import {
+  softwareObserved,
+  softwareStart,
+  type SoftwareWorkflow,
+} from '../../shared/contracts/software.js';
 import type { WorkflowStart } from '../../shared/workflow-start.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { BpaStatus } from '../provisioning/resource-report.js';

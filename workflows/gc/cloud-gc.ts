@@ -11,7 +11,7 @@ import {
   setCurrentDetails,
 } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import type { CloudGcInput } from './api.js';
+import type { CloudGcInput } from '../../shared/contracts/gc.js';
 import { cloudGc, hostConfigApi, temporalApi } from './activities.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';

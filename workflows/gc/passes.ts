@@ -1,7 +1,7 @@
 // How a garbage-collection workflow runs its passes: one at start, then one every interval, and
 // one whenever a worker starts (signal collectNow); a run continues as new after PASSES_PER_RUN.
 import { condition, setHandler } from '@temporalio/workflow';
-import { collectNow } from './api.js';
+import { collectNow } from '../../shared/contracts/gc.js';
 
 const PASSES_PER_RUN = 200;
 

@@ -5,7 +5,7 @@
 // Runs at each worker start and every interval (the engine's resync period by default).
 import { continueAsNew, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import type { LeftoversGcInput } from './api.js';
+import type { LeftoversGcInput } from '../../shared/contracts/gc.js';
 import { leftoversGc } from './activities.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';

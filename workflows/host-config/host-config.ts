@@ -13,7 +13,10 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { hostConfigObserved, type HostConfigWorkflowInput } from './api.js';
+import {
+  hostConfigObserved,
+  type HostConfigWorkflowInput,
+} from '../../shared/contracts/host-config.js';
 import type { HostConfigActivities } from '../../activities/kubernetes/host-config.js';
 import type { TemporalActivities } from '../../activities/temporal/workflows.js';
 import { metrics } from '../metrics.js';

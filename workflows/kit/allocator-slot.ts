@@ -4,7 +4,7 @@
 // was lost and rebuilt itself asks its waiters to ask again (same request id), so nobody waits on
 // an allocator that no longer exists. And giving the slot back.
 import type { Host } from '../../platform-config/host.js';
-import { releaseSlot, type SlotRequestInput } from '../allocator/api.js';
+import { releaseSlot, type SlotRequestInput } from '../../shared/contracts/allocator.js';
 import {
   condition,
   getExternalWorkflowHandle,

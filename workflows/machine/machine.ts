@@ -12,8 +12,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
-import { askForSlotAgain, slotExhausted, slotGranted } from '../allocator/api.js';
-import { machineObserved, type MachineObservation } from './api.js';
+import { askForSlotAgain, slotExhausted, slotGranted } from '../../shared/contracts/allocator.js';
+import { machineObserved, type MachineObservation } from '../../shared/contracts/machine.js';
 import { SA } from '../../shared/search-attributes.js';
 import { machineApi } from './activities.js';
 import type { SlotMail } from '../kit/allocator-slot.js';

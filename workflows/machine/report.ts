@@ -2,7 +2,7 @@
 // stands), the v1beta1 conditions (Ready first, a False one of severity Info), lastUpdated when
 // the phase moves, failureReason and failureMessage. The kit's resource status writes them, sends
 // each Event once, and keeps the Phase search attribute.
-import type { MachineRef } from './api.js';
+import type { MachineRef } from '../../shared/contracts/machine.js';
 import {
   CONDITION,
   type MachineCondition,

@@ -1,7 +1,7 @@
 // What every step of one Machine's workflow shares (machine.ts builds it; provision.ts,
 // running.ts and deletion.ts take it). Its own file so that the steps import it downward
 // instead of from the workflow that calls them. Types only.
-import type { MachineRef, MachineObservation } from './api.js';
+import type { MachineRef, MachineObservation } from '../../shared/contracts/machine.js';
 import type { SlotMail } from '../kit/allocator-slot.js';
 import type { MachineInfra } from './infrastructure.js';
 import type { MachineReport } from './report.js';

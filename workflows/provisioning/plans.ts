@@ -3,7 +3,7 @@
 // for workers dropped, the key and scale.yml for workers added). Pure: the workflow carries a plan
 // out step by step, and a retry resumes a failed plan at the step that failed.
 import type { ProvisioningSpec } from '../../shared/bpa-api.js';
-import type { KeyHost } from './api.js';
+import type { KeyHost } from '../../shared/contracts/provisioning.js';
 import type { ProvisioningNode } from './nodes.js';
 
 /** A cluster as installed: what a later spec is compared with. */

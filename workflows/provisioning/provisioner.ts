@@ -3,7 +3,11 @@
 // step says where it is (status, details, Events), and a failing step leaves the plan resumable.
 // While it holds hosts it locks them against deletion, and while kubespray runs, its own spec.
 import { isCancellation, log, patched } from '@temporalio/workflow';
-import type { Playbook, ProvisioningRef, ProvisioningObservation } from './api.js';
+import type {
+  Playbook,
+  ProvisioningRef,
+  ProvisioningObservation,
+} from '../../shared/contracts/provisioning.js';
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import {
   BAREMETALHOST_API,

@@ -6,7 +6,7 @@ import {
   provisioningObserved,
   type ProvisioningObservation,
   type ProvisioningInput,
-} from './api.js';
+} from '../../shared/contracts/provisioning.js';
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { installerKey, kubespray, provisioningApi } from './activities.js';

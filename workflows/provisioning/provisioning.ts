@@ -19,7 +19,7 @@ import {
   provisioningObserved,
   type ProvisioningObservation,
   type ProvisioningInput,
-} from './api.js';
+} from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activities.js';
 import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';

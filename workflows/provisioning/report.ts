@@ -2,7 +2,7 @@
 // the Ready condition for the generation being handled, Events deduplicated per spec generation
 // and try. The kit's resource status writes them and keeps the Phase and ClusterName search
 // attributes.
-import type { ProvisioningRef } from './api.js';
+import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activities.js';
 import {
   ResourceStatus,

@@ -10,7 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { NodeHost } from './api.js';
+import type { NodeHost } from '../../shared/contracts/rollout.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';

@@ -15,7 +15,7 @@ import {
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
-import { poolObserved, type PoolObservation } from './api.js';
+import { poolObserved, type PoolObservation } from '../../shared/contracts/rollout.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
 import { poolApi } from './activities.js';
 import { nodeUpdateWorkflow, type NodeUpdateResult } from './node-update.js';

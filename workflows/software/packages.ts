@@ -3,7 +3,7 @@
 // host's command line. What each node gets is the lists of its roles; what it still needs is
 // what it wants less what it already has.
 import type { SoftwarePackage, SoftwareSpec } from '../../shared/bpa-api.js';
-import type { ClusterNode } from './api.js';
+import type { ClusterNode } from '../../shared/contracts/software.js';
 
 /** Debian policy §5.6.1 (names) and §5.6.12 (versions: epoch, upstream, revision). */
 const NAME = /^[a-z0-9][a-z0-9+.-]+$/;

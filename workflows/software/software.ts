@@ -19,7 +19,7 @@ import {
   softwareObserved,
   type ClusterNode,
   type SoftwareObservation,
-} from './api.js';
+} from '../../shared/contracts/software.js';
 import { BpaStatus, type Condition } from '../provisioning/resource-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
 import { MAX_HISTORY } from '../history-limit.js';

@@ -3,7 +3,7 @@
 // TaskRun gets a Warning Event saying why.
 import { workflowInfo } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
-import type { TaskRunOutcome } from './api.js';
+import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';

@@ -6,7 +6,7 @@ import { patched } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { ANNOTATIONS, LABELS, TASKRUN_TAG_KEY } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
-import type { TaskRunOutcome } from './api.js';
+import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { bootTimedOut, launchVm, waitForBoot } from '../kit/vm-launch.js';
 import { terminateUntilGone } from '../kit/vm-terminate.js';
 import { answerWithError } from './answer.js';

@@ -6,7 +6,11 @@ import { allHandlersFinished, condition, continueAsNew, patched } from '@tempora
 import { historyFull as overLimit } from '../history-limit.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { Host } from '../../platform-config/host.js';
-import type { TaskRunStatus, TaskRunOutcome, TaskRunWorkflow } from './api.js';
+import type {
+  TaskRunStatus,
+  TaskRunOutcome,
+  TaskRunWorkflow,
+} from '../../shared/contracts/taskrun.js';
 import type { PoolRun, TaskRun } from './types.js';
 
 /** v2: a TaskRun workflow continues as new before its history limit (see Carried). */

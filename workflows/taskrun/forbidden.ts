@@ -7,7 +7,7 @@ import { log } from '@temporalio/workflow';
 import { LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
-import type { TaskRunOutcome } from './api.js';
+import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { boundedCleanup } from './activities.js';
 import { answerWithError, warnUnanswerable } from './answer.js';
 import { giveBackSlot } from './slot.js';

@@ -6,8 +6,8 @@ import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporal
 import { ANNOTATIONS, LABELS } from '../../platform-config/contract.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import type { Host } from '../../platform-config/host.js';
-import { hostOutcome, releaseSlot } from '../allocator/api.js';
-import type { TaskRunOutcome } from './api.js';
+import { hostOutcome, releaseSlot } from '../../shared/contracts/allocator.js';
+import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { metrics } from '../metrics.js';
 import { answerWithError } from './answer.js';
 import { continueTaskRun } from './continue.js';

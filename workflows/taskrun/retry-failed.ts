@@ -5,7 +5,7 @@
 // refuses everything else with the reason, so on-call hears it at once and history stays clean.
 import { patched, setHandler } from '@temporalio/workflow';
 import { ANNOTATIONS } from '../../platform-config/contract.js';
-import { retryTaskRun, type TaskRunRetryOutcome } from './api.js';
+import { retryTaskRun, type TaskRunRetryOutcome } from '../../shared/contracts/taskrun.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import { giveBackSlot } from './slot.js';

@@ -14,7 +14,7 @@ import {
 import { LABELS, LOCALHOST, platformLabel } from '../../platform-config/contract.js';
 import { checkPlatform } from '../../platform-config/platform.js';
 import { checkTaskRunInput } from '../../platform-config/taskrun-input.js';
-import { askForSlotAgain, slotExhausted, slotGranted } from '../allocator/api.js';
+import { askForSlotAgain, slotExhausted, slotGranted } from '../../shared/contracts/allocator.js';
 import {
   TASKRUN_STATE_ORDER,
   taskRunObserved,
@@ -24,7 +24,7 @@ import {
   type TaskRunStatus,
   type TaskRunOutcome,
   type TaskRunWorkflowInput,
-} from './api.js';
+} from '../../shared/contracts/taskrun.js';
 import { SA } from '../../shared/search-attributes.js';
 import { adoptEarlierRun } from './adopt.js';
 import { answerUnexpected, answerWithError, warnUnanswerable } from './answer.js';

@@ -1,7 +1,12 @@
 // What the TaskRun workflow's steps share.
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { Host } from '../../platform-config/host.js';
-import type { Phase, TaskRunStatus, TaskRunRef, TaskRunWorkflowInput } from './api.js';
+import type {
+  Phase,
+  TaskRunStatus,
+  TaskRunRef,
+  TaskRunWorkflowInput,
+} from '../../shared/contracts/taskrun.js';
 import type { SlotMail } from '../kit/allocator-slot.js';
 
 /**

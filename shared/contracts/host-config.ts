@@ -2,9 +2,9 @@
 // the bridge sends for each version of the ConfigMap, and how it is started.
 import { defineSignal } from '@temporalio/workflow';
 import { HOST_CONFIG_NAME } from '../../platform-config/contract.js';
-import { KIND } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
+import { KIND } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
 export interface HostConfigWorkflowInput {
   engineNamespace: string;

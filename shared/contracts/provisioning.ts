@@ -3,10 +3,10 @@
 // BPA Cluster's child.
 import { defineSignal } from '@temporalio/workflow';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
-import type { ProvisioningSpec } from '../../shared/bpa-api.js';
-import { KIND } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
+import type { ProvisioningSpec } from '../bpa-api.js';
+import { KIND } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
 /** Which Provisioning: its uid tells it apart from a same-named successor. */
 export interface ProvisioningRef {

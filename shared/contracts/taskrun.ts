@@ -4,9 +4,9 @@
 // "Workflow families").
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { clipBytes, printable } from '../../platform-config/platform.js';
-import { KIND, SA } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
+import { KIND, SA } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
 /** Which TaskRun: its uid tells it apart from a same-named successor. */
 export interface TaskRunRef {

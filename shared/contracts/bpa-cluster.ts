@@ -1,12 +1,12 @@
 // The BPA Cluster workflow's contract (`bpa-cluster/<ns>/<name>`): its input, what the bridge
 // tells it of the Cluster and of the members it names, and how it is started.
 import { defineSignal } from '@temporalio/workflow';
-import type { BpaClusterSpec } from '../../shared/bpa-api.js';
-import { KIND } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
-import type { ProvisioningObservation } from '../provisioning/api.js';
-import type { SoftwareObservation } from '../software/api.js';
+import type { BpaClusterSpec } from '../bpa-api.js';
+import { KIND } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
+import type { ProvisioningObservation } from './provisioning.js';
+import type { SoftwareObservation } from './software.js';
 
 /** What a starter passes; a run carries more across continue-as-new. */
 export interface BpaClusterInput {

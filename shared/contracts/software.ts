@@ -1,10 +1,10 @@
 // The Software workflow's contract (`software/<ns>/<name>`): its input, what the bridge tells it
 // (with the cluster it installs on), and how it is started, by the bridge or as a Cluster's child.
 import { defineSignal } from '@temporalio/workflow';
-import type { SoftwareSpec } from '../../shared/bpa-api.js';
-import { KIND } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
+import type { SoftwareSpec } from '../bpa-api.js';
+import { KIND } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
 /** What a starter passes; a run carries more across continue-as-new. */
 export interface SoftwareInput {

@@ -1,9 +1,9 @@
 // The garbage collectors' contract (`cloud-gc/<engine namespace>`, `taskrun-gc/<engine
 // namespace>`): their inputs, the signal that asks for a pass now, and how each is started.
 import { defineSignal } from '@temporalio/workflow';
-import { KIND, SA } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import type { WorkflowStart } from '../../shared/workflow-start.js';
+import { KIND, SA } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import type { WorkflowStart } from '../workflow-start.js';
 
 export interface CloudGcInput {
   intervalSeconds: number;

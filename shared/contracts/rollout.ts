@@ -1,11 +1,11 @@
 // The rollout workflow's contract (`rollout/<pool>`): what starters pass, what the bridge tells
 // it of its MachineConfigPool, the node its activities log in to, and how it is started.
 import { defineSignal } from '@temporalio/workflow';
-import type { MachineConfigPoolSpec } from '../../shared/mco-api.js';
-import type { OsImageSource } from '../../shared/os-image.js';
-import { KIND } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
+import type { MachineConfigPoolSpec } from '../mco-api.js';
+import type { OsImageSource } from '../os-image.js';
+import { KIND } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
 /** What a starter passes; a run carries more across continue-as-new (rollout.ts). */
 export interface RolloutStartInput {

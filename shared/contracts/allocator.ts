@@ -3,10 +3,10 @@
 // Imported by activities and the CLI as well as the workflows, so it imports nothing of theirs.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Host } from '../../platform-config/host.js';
-import { KIND, SA } from '../../shared/search-attributes.js';
-import { ALLOCATOR_PRIORITY } from '../../shared/task-queue.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import type { WorkflowStart } from '../../shared/workflow-start.js';
+import { KIND, SA } from '../search-attributes.js';
+import { ALLOCATOR_PRIORITY } from '../task-queue.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import type { WorkflowStart } from '../workflow-start.js';
 
 export interface AllocatorInput {
   platform: string;

@@ -1,10 +1,10 @@
 // The Machine workflow's contract (`machine/<ns>/<name>`): what starters pass, what the bridge
 // tells it, what its activities are asked about, and how it is started.
 import { defineSignal } from '@temporalio/workflow';
-import type { MachineSpec } from '../../shared/machine-api.js';
-import { KIND } from '../../shared/search-attributes.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
-import { objectAttributes, type WorkflowStart } from '../../shared/workflow-start.js';
+import type { MachineSpec } from '../machine-api.js';
+import { KIND } from '../search-attributes.js';
+import { WORKFLOW_ID } from '../workflow-ids.js';
+import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
 /** Which Machine: its uid tells it apart from a same-named successor. */
 export interface MachineRef {
