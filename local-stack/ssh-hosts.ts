@@ -3,6 +3,10 @@
 // /home, /root, /tmp, /var/tmp, /dev/shm, /run, /var/mail, /var/log and /var/spool (at and cron
 // jobs), so users created on one host exist nowhere else, nor do their files; and in its own IPC
 // namespace, so are their SysV IPC objects and POSIX message queues. Each runs atd, as a host does.
+// The hosts share one kernel, which real hosts never do: so that no host's uid or subordinate
+// uid is also another's, each gives out ids from a block of its own (ID_BLOCK, by its address
+// slot). Else one host's clean-up would take another's processes, under the same number in a
+// user namespace of their own, for its own user's.
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { writeFileSync } from 'node:fs';
@@ -64,6 +68,8 @@ export interface SshHostsOptions {
 const SSHD = '/usr/sbin/sshd';
 /** Where a host sees its own state dir (host key, sshd_config, pid file). */
 const STATE_MOUNT = 'hostflow-host';
+/** Ids per host: its uids, gids and subordinate ranges all lie in [slot × ID_BLOCK, + ID_BLOCK). */
+const ID_BLOCK = 65_536;
 const IN_HOST = `/run/${STATE_MOUNT}`;
 /**
  * The apt-get stand-in (local-stack/apt-stand-in), copied into each host's state dir: the
@@ -97,9 +103,10 @@ const TOOLS: Array<[string, string]> = [
 ];
 
 // Runs as root inside the host's network namespace, in a fresh private mount namespace: makes
-// the private filesystem, the admin user, then becomes sshd. Args: state dir, name, address, admin.
+// the private filesystem, the admin user, then becomes sshd. Args: state dir, name, address, admin,
+// the first id of the host's block.
 const BOOT = `set -eu
-S=$1 NAME=$2 ADDR=$3 ADMIN=$4
+S=$1 NAME=$2 ADDR=$3 ADMIN=$4 IDS=$5
 # The host's own /run, carrying the state dir along: mounted inside $S, then moved over /run, so
 # the state dir stays reachable wherever it is (even under /tmp or /run, which get covered).
 mount -n -t tmpfs -o mode=755 tmpfs "$S/run"
@@ -121,6 +128,14 @@ mount -n -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -n -t tmpfs -o mode=2775 tmpfs /var/mail && chgrp mail /var/mail
 mkdir -p -m 755 /run/sshd && mkdir -p -m 1777 /run/lock
 hostname "$NAME"
+# useradd's ids from the host's block: users from +1000, subordinate ranges of 1024 from +8192
+sed -i -E '/^[[:space:]]*(UID|GID|SUB_UID|SUB_GID)_(MIN|MAX|COUNT)[[:space:]]/d' /etc/login.defs
+for k in UID GID; do
+  printf '%s_MIN %s\\n%s_MAX %s\\n' $k $((IDS + 1000)) $k $((IDS + 4999)) >> /etc/login.defs
+done
+for k in SUB_UID SUB_GID; do
+  printf '%s_MIN %s\\n%s_MAX %s\\n%s_COUNT 1024\\n' $k $((IDS + 8192)) $k $((IDS + ${ID_BLOCK} - 1)) $k >> /etc/login.defs
+done
 # The host's at daemon, running the jobs in its own /var/spool (a restarted sshd finds it still
 # there). No cron daemon: it would run the machine's system jobs once per host; crontabs are
 # checked in the spool.
@@ -208,7 +223,8 @@ async function startHost(
 
     const args = ['netns', 'exec', name, 'unshare', '--mount', '--uts', '--ipc'];
     args.push('--propagation', 'private');
-    args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser);
+    const ids = String(net.slot * ID_BLOCK);
+    args.push('--', 'sh', '-c', BOOT, 'boot', dir, name, net.address, adminUser, ids);
     const sshd = spawnManaged(`ssh host ${name}: sshd`, 'ip', args, {
       logFile: join(dir, 'sshd.log'),
       restart,

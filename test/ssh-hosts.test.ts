@@ -65,6 +65,23 @@ describe('SSH test hosts', () => {
     expect(existsSync(`/home/${user}`)).toBe(false);
   });
 
+  it("gives a user on each host a uid and subordinate ids that are no other host's", async () => {
+    // One kernel under every host: a shared number would let one host's clean-up take another's
+    // processes for its own user's.
+    const user = `ids-${process.pid}`;
+    const ids = async (host: SshHost) => {
+      expect((await sshExec(host, `sudo -n useradd ${user}`)).code).toBe(0);
+      const uid = Number((await host.exec(['id', '-u', user])).stdout);
+      const line = (await host.exec(['grep', `^${user}:`, '/etc/subuid'])).stdout.trim();
+      const [, first, count] = line.split(':').map(Number);
+      return { uid, first: first!, last: first! + count! - 1 };
+    };
+    const [a, b] = [await ids(h1), await ids(h2)];
+    expect(a.uid).not.toBe(b.uid);
+    expect(a.last < b.first || b.last < a.first).toBe(true);
+    for (const { uid, first, last } of [a, b]) expect(uid < first || uid > last).toBe(true);
+  });
+
   it("keeps each host's build-user state and lock (/var/lib/hostflow) its own", async () => {
     // Shared, one host's provisioning lock would hold up every other host's.
     const marker = `/var/lib/hostflow/probe-${process.pid}`;
