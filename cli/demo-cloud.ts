@@ -2,6 +2,7 @@
 // (local-stack/ec2-vms.ts), with a dynamic platform (one VM per TaskRun) and a dynamic pool
 // configured on it in host-config. Other host-config keys are the operator's and are left alone.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { isConflict } from '../activities/kubernetes/errors.js';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
 import { startMoto } from '../local-stack/moto.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
@@ -38,9 +39,14 @@ export async function startDemoCloud(options: {
       [CREDENTIALS]: { 'access-key-id': 'demo', 'secret-access-key': 'demo' },
       [SSH_SECRET]: { id_rsa: vms.adminPrivateKey }, // fresh each start
     };
+    // Written in place, not deleted and made again: while the last start's VMs may live, the
+    // allocator Locks these Secrets against deletion (locks/platform-secrets.ts), never updates.
     for (const [name, stringData] of Object.entries(secrets)) {
-      await core.deleteNamespacedSecret({ name, namespace }).catch(() => undefined);
-      await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData } });
+      const body = { metadata: { name }, stringData };
+      await core.createNamespacedSecret({ namespace, body }).catch(async (err: unknown) => {
+        if (!isConflict(err)) throw err;
+        await core.replaceNamespacedSecret({ name, namespace, body });
+      });
     }
     const platform = (cfg: string, tag: string, extra: Record<string, string>) => ({
       [`dynamic.${cfg}.type`]: 'aws',
