@@ -47,11 +47,33 @@ async function listed(query: string): Promise<void> {
   );
 }
 
-/** Opens the listed workflow (the UI lands on the tab last used) and shows the tab `tab`. */
+/**
+ * Opens the listed workflow (the UI lands on the tab last used) and shows the tab `tab`. On a
+ * loaded machine the page can come up without its tabs, its first fetches having failed: it is
+ * reloaded, as an operator would, for up to a minute; then a screenshot shows what it showed.
+ */
 async function open(tab: 'Timeline' | 'User Metadata'): Promise<void> {
   await ui.page.getByRole('link', { name: workflowId, exact: true }).first().click();
   await ui.page.waitForURL((url) => url.pathname.includes(encodeURIComponent(workflowId)));
-  await ui.page.getByRole('tab', { name: tab }).click();
+  const tabLink = ui.page.getByRole('tab', { name: tab });
+  try {
+    await waitFor(
+      `the workflow's page to show its ${tab} tab`,
+      async () => {
+        const shown = await tabLink.waitFor({ timeout: 15_000 }).then(
+          () => true,
+          () => undefined,
+        );
+        if (!shown) await ui.page.reload();
+        return shown;
+      },
+      { timeoutMs: 60_000, intervalMs: 0 },
+    );
+  } catch (err) {
+    await keep(`ui-open-${tab.replace(/\W/g, '-').toLowerCase()}-failed`);
+    throw err;
+  }
+  await tabLink.click();
 }
 
 async function keep(name: string): Promise<void> {
