@@ -52,7 +52,7 @@ export interface ActivityDeps {
 
 export function createActivities(deps: ActivityDeps) {
   const kubernetes = createKubernetesActivities(deps.kube);
-  const hostConfig = createHostConfigActivities(deps.kube, kubernetes.earlierDelivery);
+  const hostConfig = createHostConfigActivities(deps.kube, kubernetes);
   const temporal = createTemporalActivities(deps.temporal);
   const hostKeys = createHostKeys(deps.kube);
   const ssh = { adminKey: createAdminKeyReader(deps.kube), hostKeys };

@@ -223,7 +223,7 @@ describe('Kubernetes refusing writes', () => {
     );
   };
 
-  it('a TaskRun whose labels are refused is still served, and says the labels could not be written', async () => {
+  it('a TaskRun whose labels are refused is still served, and says the labels could not be written: on a host and locally', async () => {
     const { scope } = pool;
     await scope.taskRuns.create({ name: 'label-probe', platform: 'none/none', mountSecret: false });
     const lift = await refuse(
@@ -233,7 +233,7 @@ describe('Kubernetes refusing writes', () => {
         resource: 'taskruns',
         operations: ['UPDATE'],
         namespace: scope.namespace,
-        names: ['no-labels', 'label-probe'],
+        names: ['no-labels', 'no-labels-local', 'label-probe'],
         reason: 'Invalid',
         message: 'labels are managed by the cluster admin here',
       },
@@ -248,6 +248,15 @@ describe('Kubernetes refusing writes', () => {
       );
       await scope.taskRuns.complete(tr.name);
       await scope.taskRuns.waitForSecretGone(tr.name);
+
+      // served on the cluster itself, in the one call that resolves its platform
+      const local = await scope.taskRuns.create({ name: 'no-labels-local', platform: 'local' });
+      expect(await scope.taskRuns.waitForSecret(local.name, 60_000)).toEqual({ host: 'localhost' });
+      expect((await eventNamed(local.uid, 'MetadataNotWritten')).message).toMatch(
+        /labels are managed by the cluster admin here/,
+      );
+      await scope.taskRuns.complete(local.name);
+      await scope.taskRuns.waitForSecretGone(local.name);
     } finally {
       await lift();
     }

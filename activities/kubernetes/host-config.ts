@@ -45,23 +45,38 @@ export async function readHostConfig(
   }
 }
 
+/** What resolving a TaskRun's platform may do beside: look for its earlier Secret, answer it. */
+export interface TaskRunAnswers {
+  earlierDelivery(taskRun: TaskRunRef): Promise<EarlierDelivery | undefined>;
+  answerLocalTaskRun(input: TaskRunRef & { labels: Record<string, string> }): Promise<LocalAnswer>;
+}
+
+/** A local TaskRun answered while its platform was resolved. */
+export interface LocalAnswer {
+  /** Why its labels were refused for good; its Secret was written all the same. */
+  labelsNotWritten?: string;
+}
+
 export function createHostConfigActivities(
   { core, engineNamespace }: KubeClients,
-  earlierDelivery?: (taskRun: TaskRunRef) => Promise<EarlierDelivery | undefined>,
+  taskRuns?: TaskRunAnswers,
 ) {
   const readConfig = () => readHostConfig(core, engineNamespace);
 
   return {
     /**
      * How the TaskRun's platform is served. Given the TaskRun (`name`, `uid`), a platform served
-     * from hosts also says whether the TaskRun already has a served Secret (`earlier`).
+     * from hosts also says whether the TaskRun already has a served Secret (`earlier`); asked to
+     * (`answerLocally`, its labels), a local platform is answered in the same call (`answered`),
+     * saving the workflow a round of local activities on the path most TaskRuns take.
      */
     async resolveTaskRunPlatform(input: {
       namespace: string;
       platform: string;
       name?: string;
       uid?: string;
-    }): Promise<PlatformResolution & { earlier?: EarlierDelivery }> {
+      answerLocally?: { labels: Record<string, string> };
+    }): Promise<PlatformResolution & { earlier?: EarlierDelivery; answered?: LocalAnswer }> {
       const read = await readConfig();
       if (!read.found)
         return {
@@ -74,12 +89,15 @@ export function createHostConfigActivities(
         input.namespace,
         engineNamespace,
       );
-      if (resolution.kind === 'error' || resolution.kind === 'local') return resolution;
-      if (input.name === undefined || input.uid === undefined || !earlierDelivery) {
-        return resolution;
-      }
+      if (resolution.kind === 'error') return resolution;
+      if (input.name === undefined || input.uid === undefined || !taskRuns) return resolution;
       const ref = { namespace: input.namespace, name: input.name, uid: input.uid };
-      const earlier = await earlierDelivery(ref);
+      if (resolution.kind === 'local') {
+        if (!input.answerLocally) return resolution;
+        const { labels } = input.answerLocally;
+        return { ...resolution, answered: await taskRuns.answerLocalTaskRun({ ...ref, labels }) };
+      }
+      const earlier = await taskRuns.earlierDelivery(ref);
       return earlier ? { ...resolution, earlier } : resolution;
     },
 

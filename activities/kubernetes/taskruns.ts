@@ -1,6 +1,12 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
 import { ApplicationFailure } from '@temporalio/common';
-import { ANNOTATIONS, LABELS, SECRET_KEYS, secretNameFor } from '../../platform-config/contract.js';
+import {
+  ANNOTATIONS,
+  LABELS,
+  LOCALHOST,
+  SECRET_KEYS,
+  secretNameFor,
+} from '../../platform-config/contract.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite, statusCode } from './errors.js';
 import { deleteIfOurs, warnNotOwned } from './owned-objects.js';
 import {
@@ -102,7 +108,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     return own.includes(user) ? { user, address: served.host.slice(at + 1) } : undefined;
   }
 
-  return {
+  const activities = {
     readServedSecret,
     earlierDelivery,
 
@@ -212,6 +218,28 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
       );
     },
 
+    /**
+     * Answers a TaskRun served on the cluster itself: its Secret says `localhost`, its labels the
+     * platform and host. Labels refused for good (say by a policy) do not stop the build: they
+     * are returned as a reason, for a Warning Event. Idempotent, as both writes are.
+     */
+    async answerLocalTaskRun(
+      input: TaskRunRef & { labels: Record<string, string> },
+    ): Promise<{ labelsNotWritten?: string }> {
+      const { labels, ...ref } = input;
+      const [, labelled] = await Promise.all([
+        activities.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),
+        activities
+          .patchTaskRunMetadata({ ...ref, labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } })
+          .then(() => undefined)
+          .catch((err: unknown) => {
+            if (err instanceof ApplicationFailure && err.nonRetryable) return err.message;
+            throw err;
+          }),
+      ]);
+      return labelled === undefined ? {} : { labelsNotWritten: labelled };
+    },
+
     /** Merge-patches labels/annotations; the uid in the patch makes it fail on a successor. */
     async patchTaskRunMetadata(input: TaskRunMetadataPatch): Promise<'patched' | 'gone'> {
       try {
@@ -236,6 +264,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
       }
     },
   };
+  return activities;
 }
 
 /** The TaskRun's Secret as the engine writes it: owned by the TaskRun, marked as the engine's. */

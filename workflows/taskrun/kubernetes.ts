@@ -32,9 +32,14 @@ export function taskRunKube(run: TaskRun) {
       },
     });
   return {
-    resolvePlatform: () =>
-      waitedOut('read host-config', () =>
-        taskRunApi.resolveTaskRunPlatform({ ...run.ref, platform: run.input.platform }),
+    /** Given `answerLocally`, a local platform's answer is written in the same call. */
+    resolvePlatform: (answerLocally?: { labels: Record<string, string> }) =>
+      waitedOut(answerLocally ? 'read host-config and answer' : 'read host-config', () =>
+        taskRunApi.resolveTaskRunPlatform({
+          ...run.ref,
+          platform: run.input.platform,
+          ...(answerLocally ? { answerLocally } : {}),
+        }),
       ),
     patchMetadata: (metadata: Metadata): Promise<unknown> =>
       waitedOut('label the TaskRun', () =>
@@ -42,17 +47,17 @@ export function taskRunKube(run: TaskRun) {
       ).catch((err: unknown) => {
         if (isNoLongerWanted(err)) return undefined; // nobody looks at an ended TaskRun's labels
         if (blameOf(err) !== 'final' || !patched(PATCH_METADATA_BEST_EFFORT)) throw err;
-        return note(
-          run,
-          'Warning',
-          'MetadataNotWritten',
-          `Could not write the TaskRun's labels and annotations: ${innermostMessage(err)}`,
-          'metadata',
-        );
+        return noteMetadataNotWritten(run, innermostMessage(err));
       }),
     writeSecret: (data: Record<string, string>) =>
       waitedOut('write its Secret', () => taskRunApi.writeTaskRunSecret({ ...run.ref, data })),
     deleteSecret: () =>
       waitedOut('delete its Secret', () => taskRunApi.deleteTaskRunSecret(run.ref), false),
   };
+}
+
+/** Labels and annotations refused for good: a Warning Event, and the build is served all the same. */
+export function noteMetadataNotWritten(run: TaskRun, reason: string): Promise<void> {
+  const message = `Could not write the TaskRun's labels and annotations: ${reason}`;
+  return note(run, 'Warning', 'MetadataNotWritten', message, 'metadata');
 }

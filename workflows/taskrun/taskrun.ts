@@ -38,7 +38,7 @@ import {
 } from './continue.js';
 import { serveFromOwnVm } from './cloud-vm.js';
 import { serveFromHostSlots } from './host-slot.js';
-import { taskRunKube } from './kubernetes.js';
+import { noteMetadataNotWritten, taskRunKube } from './kubernetes.js';
 import { forgetFailure, handleRetries, retryPending } from './retry-failed.js';
 import { isNoLongerWanted } from '../kit/retry.js';
 import type { TaskRun } from './types.js';
@@ -47,6 +47,8 @@ import type { TaskRun } from './types.js';
 export const PATCH_CHECK_INPUT_FIRST = 'taskrun-check-input-first';
 /** v2: a failure nothing else handled still answers the build with an error Secret. */
 export const PATCH_ALWAYS_ANSWER = 'taskrun-always-answer';
+/** v3: a local TaskRun is answered in the call that resolves its platform: one local activity. */
+export const PATCH_LOCAL_ANSWERED_ON_RESOLVE = 'taskrun-local-answered-on-resolve';
 
 export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<TaskRunOutcome> {
   const status: TaskRunStatus = { phase: 'Allocating', observed: 'active', failedHosts: [] };
@@ -144,10 +146,11 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
     `Resolving platform ${input.platform} for TaskRun ${input.namespace}/${input.name}.`,
   );
   const k8s = taskRunKube(run);
-  const resolution = await k8s.resolvePlatform();
   const labels: Record<string, string> = {};
   if (checkPlatform(input.platform).ok)
     labels[LABELS.targetPlatform] = platformLabel(input.platform);
+  const answerLocally = patched(PATCH_LOCAL_ANSWERED_ON_RESOLVE) ? { labels } : undefined;
+  const resolution = await k8s.resolvePlatform(answerLocally);
 
   if (resolution.kind !== 'error' && resolution.kind !== 'local' && resolution.earlier) {
     const cloud = resolution.kind === 'static' ? undefined : resolution.cloud;
@@ -170,10 +173,14 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
       run.cloud = resolution.cloud;
       return serveFromOwnVm(run, resolution.cloud, resolution.additionalTags, labels);
     case 'local':
-      await Promise.all([
-        k8s.writeSecret({ host: LOCALHOST }),
-        k8s.patchMetadata({ labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } }),
-      ]);
+      if (resolution.answered?.labelsNotWritten !== undefined) {
+        await noteMetadataNotWritten(run, resolution.answered.labelsNotWritten);
+      } else if (!resolution.answered) {
+        await Promise.all([
+          k8s.writeSecret({ host: LOCALHOST }),
+          k8s.patchMetadata({ labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } }),
+        ]);
+      }
       status.host = LOCALHOST;
       publish(status, 'Ready');
       return { served: 'local' };
