@@ -249,7 +249,12 @@ describe('a Software', () => {
       'masterSoftware[1]: "htop; rm -rf /" is not a package name (lower case letters, digits, + - .); ' +
         'workerSoftware[0]: curl: "1.0 && reboot" is not a package version',
     );
-    expect(await eventsOf('bad', 'Refused')).toHaveLength(1);
+    // The Event is recorded beside the status, and may show a moment after it: one, not two.
+    const events = await waitFor('its Refused Event', async () => {
+      const found = await eventsOf('bad', 'Refused');
+      return found.length > 0 ? found : undefined;
+    });
+    expect(events).toHaveLength(1);
   });
 });
 

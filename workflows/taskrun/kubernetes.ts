@@ -34,7 +34,7 @@ export function taskRunKube(run: TaskRun) {
   return {
     /** Given `answerLocally`, a local platform's answer is written in the same call. */
     resolvePlatform: (answerLocally?: { labels: Record<string, string> }) =>
-      waitedOut(answerLocally ? 'read host-config and answer' : 'read host-config', () =>
+      waitedOut(answerLocally ? 'read host-config and write its Secret' : 'read host-config', () =>
         taskRunApi.resolveTaskRunPlatform({
           ...run.ref,
           platform: run.input.platform,
