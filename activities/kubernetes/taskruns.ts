@@ -20,6 +20,7 @@ import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { EarlierDelivery, TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import type { KubeClients } from './clients.js';
+import type { LocalAnswer } from './host-config.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
 export type { KubeClients };
@@ -225,7 +226,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
      */
     async answerLocalTaskRun(
       input: TaskRunRef & { labels: Record<string, string> },
-    ): Promise<{ labelsNotWritten?: string }> {
+    ): Promise<LocalAnswer> {
       const { labels, ...ref } = input;
       const [, labelled] = await Promise.all([
         activities.writeTaskRunSecret({ ...ref, data: { host: LOCALHOST } }),
