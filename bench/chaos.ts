@@ -6,7 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
+import { ensureNamespace } from '../local-stack/cluster-setup.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { startMoto } from '../local-stack/moto.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
@@ -29,14 +29,18 @@ async function main(): Promise<void> {
   process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
   try {
     const [kube, temporal, moto] = await Promise.all([
-      startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir }),
+      startKubeApiServer({
+        stateDir: join(dir, 'kube'),
+        ephemeral: true,
+        logDir,
+        resourcesFor: LOCAL_ADMIN_USER,
+      }),
       startTemporalDevServer({ persist: false, fixedPorts: false, logDir }),
       startMoto({ logDir }),
     ]);
     stops.push(kube.stop, temporal.stop, moto.stop);
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
-    await installClusterResources(kc, LOCAL_ADMIN_USER);
     await ensureNamespace(kc, 'chaos');
     await ensureNamespace(kc, 'chaos-engine', { engineNamespace: true });
     const stack = await startChaosStack({

@@ -5,7 +5,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureNamespace, installClusterResources } from '../local-stack/cluster-setup.js';
+import { ensureNamespace } from '../local-stack/cluster-setup.js';
 import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
@@ -122,13 +122,20 @@ export async function startBenchStack(
   try {
     const [kube, temporal] = await step(
       settled(
-        track(INFRA, startKubeApiServer({ stateDir: join(dir, 'kube'), ephemeral: true, logDir })),
+        track(
+          INFRA,
+          startKubeApiServer({
+            stateDir: join(dir, 'kube'),
+            ephemeral: true,
+            logDir,
+            resourcesFor: LOCAL_ADMIN_USER,
+          }),
+        ),
         track(INFRA, startTemporalDevServer({ persist: false, fixedPorts: false, logDir })),
       ),
     );
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
-    await step(installClusterResources(kc, LOCAL_ADMIN_USER));
     const namespace = 'bench';
     const engineNamespace = 'bench-engine';
     await step(ensureNamespace(kc, namespace));

@@ -10,11 +10,7 @@ import {
   HOST_CONFIG_NAME,
   LABELS,
 } from '../platform-config/contract.js';
-import {
-  ensureNamespace,
-  installClusterResources,
-  waitForLockPolicy,
-} from '../local-stack/cluster-setup.js';
+import { ensureNamespace, waitForLockPolicy } from '../local-stack/cluster-setup.js';
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { engineCommand } from '../local-stack/engine.js';
 import { LOCAL_ENGINE_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
@@ -150,6 +146,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         logDir,
         restart: true,
         audit: lockAudit.sink,
+        resourcesFor: LOCAL_ENGINE_USER,
       });
       stops.push(kube.stop);
       kubeconfigPath = kube.kubeconfigPath;
@@ -254,11 +251,10 @@ export async function runStart(options: StartOptions): Promise<number> {
   return stopped;
 }
 
-/** A fresh local cluster gets the TaskRun CRD, the engine namespace and a demo host-config. */
+/** A fresh local cluster (its CRDs installed as it started) gets the engine namespace and a demo host-config. */
 async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: string): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  await installClusterResources(kc, LOCAL_ENGINE_USER);
   await ensureNamespace(kc, engineNamespace, { engineNamespace: true });
   await waitForLockPolicy(kc, engineNamespace);
   const core = kc.makeApiClient(CoreV1Api);

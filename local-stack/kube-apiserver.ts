@@ -6,8 +6,10 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { httpsOk } from './https-get.js';
+import { installClusterResources } from './cluster-setup.js';
 import { startKubeControllerManager } from './kube-controller-manager.js';
 import { ensureCa, ensureCert } from './pki.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
@@ -45,6 +47,13 @@ export interface KubeApiServerOptions {
   restart?: boolean;
   /** Send audit events (deploy/locks/audit-policy.yaml) here: hostflow's lock-audit receiver. */
   audit?: LockAuditSink;
+  /**
+   * Installs the cluster's resources (cluster-setup.ts), exempting this engine identity from its
+   * Locks, before the controller-manager starts. Its garbage collector learns new kinds only every
+   * 30 s: until then it cannot resolve a TaskRun as an owner and backs off, for minutes, from the
+   * Secrets a TaskRun owns and from a TaskRun deleted with orphan propagation.
+   */
+  resourcesFor: string;
 }
 
 export interface LockAuditSink {
@@ -210,6 +219,9 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
       async () => ((await get('/api/v1/namespaces/default')) ? true : undefined),
       { timeoutMs: 90_000, intervalMs: 250, process: server },
     );
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath);
+    await installClusterResources(kc, options.resourcesFor);
     controllers = await startKubeControllerManager({
       bin,
       apiUrl: url,

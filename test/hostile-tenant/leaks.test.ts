@@ -18,7 +18,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLockActivities } from '../../locks/adapter.js';
 import { LockStatusWriter } from '../../locks/status.js';
-import { installClusterResources } from '../../local-stack/cluster-setup.js';
 import {
   LOCAL_ENGINE_USER,
   startKubeApiServer,
@@ -175,6 +174,7 @@ describe('a Node Lock on the local cluster as npm start builds it', () => {
       stateDir: mkdtempSync(join(tmpdir(), 'hostflow-leaks-kube-')),
       logDir,
       ephemeral: true,
+      resourcesFor: LOCAL_ENGINE_USER, // as cli/start.ts does
     });
   }, 180_000);
   afterAll(async () => {
@@ -186,7 +186,6 @@ describe('a Node Lock on the local cluster as npm start builds it', () => {
     admin.loadFromFile(kube.kubeconfigPath);
     const engine = new KubeConfig(); // the worker's and the bridge's
     engine.loadFromFile(kube.engineKubeconfigPath);
-    await installClusterResources(admin, LOCAL_ENGINE_USER); // as cli/start.ts does
     const kubectl = admin.makeApiClient(CoreV1Api);
     await kubectl.createNode({ body: { metadata: { name: 'worker-1' } } });
     // The Lock a Machine's drain takes, through the engine's own activity and identity.

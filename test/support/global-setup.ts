@@ -5,11 +5,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  ensureNamespace,
-  installClusterResources,
-  waitForLockPolicy,
-} from '../../local-stack/cluster-setup.js';
+import { ensureNamespace, waitForLockPolicy } from '../../local-stack/cluster-setup.js';
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
 import { freePort } from '../../local-stack/ports.js';
@@ -46,6 +42,7 @@ export default async function globalSetup(): Promise<void> {
         ephemeral: true,
         logDir,
         audit: lockAudit.sink,
+        resourcesFor: LOCAL_ADMIN_USER,
       }).then(track),
       startTemporalDevServer({ persist: false, fixedPorts: false, logDir }).then(track),
       startMoto({ logDir }).then(track),
@@ -66,7 +63,6 @@ export default async function globalSetup(): Promise<void> {
     valueOf(bridgeBundleStart);
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
-    await installClusterResources(kc, LOCAL_ADMIN_USER);
     // Until the Lock policy applies, writes in lockable namespaces are refused (fail closed).
     await ensureNamespace(kc, 'hostflow-lock-probe', { engineNamespace: true });
     await waitForLockPolicy(kc, 'hostflow-lock-probe');
