@@ -155,6 +155,29 @@ export default tseslint.config(
       })),
     ]),
   {
+    // The workflow bundle's modules (workflows/ and what it imports from the layers below) are
+    // evaluated once per workflow thread and shared by every workflow (workers/workflow-code.ts):
+    // state kept at module scope would leak from one workflow into another.
+    files: [...filesOf('workflows'), ...filesOf('shared'), ...filesOf('platform-config')],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...[
+          'Program > VariableDeclaration[kind!="const"]',
+          'Program > ExportNamedDeclaration > VariableDeclaration[kind!="const"]',
+          'Program > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Weak)?(Map|Set)$/]',
+          'Program > ExportNamedDeclaration > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Weak)?(Map|Set)$/]',
+          'PropertyDefinition[static=true][readonly!=true]',
+        ].map((selector) => ({
+          selector,
+          message:
+            'Workflow modules are shared by every workflow on a worker thread: keep no mutable ' +
+            'state at module scope (docs/architecture.md, "Shared workflow modules").',
+        })),
+      ],
+    },
+  },
+  {
     // A new file in locks/ is placed in a layer before it lints.
     files: ['locks/**/*.ts'],
     ignores: Object.keys(LOCKS_LAYERS).map((file) => `locks/${file}`),

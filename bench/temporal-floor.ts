@@ -43,7 +43,10 @@ async function main(): Promise<void> {
   try {
     const bundle = join(dir, 'floor-workflow-bundle.js');
     const workflowsPath = fileURLToPath(new URL('./floor/workflow.js', import.meta.url));
-    writeFileSync(bundle, (await bundleWorkflowCode({ workflowsPath })).code);
+    writeFileSync(
+      bundle,
+      (await bundleWorkflowCode({ workflowsPath, preloadModules: [workflowsPath] })).code,
+    );
 
     const served = new Map<string, number>();
     const ended = new Map<string, number>();

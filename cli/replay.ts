@@ -4,7 +4,7 @@
 import { WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
-import { WORKFLOWS_PATH } from '../workers/worker.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../workers/workflow-code.js';
 import { UsageError, parseCommandArgs, runCommand, withTemporal } from './oncall.js';
 import { waitingFor } from './progress.js';
 
@@ -50,7 +50,7 @@ export async function runReplay(
   const history = file ? parseHistoryFile(file) : await fetchHistory(workflowId, runId);
   const workflowBundle = process.env.HOSTFLOW_WORKFLOW_BUNDLE
     ? { workflowBundle: { codePath: process.env.HOSTFLOW_WORKFLOW_BUNDLE } }
-    : { workflowsPath: WORKFLOWS_PATH };
+    : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS };
   Runtime.install({ logger: new DefaultLogger('WARN') });
   try {
     await waitingFor(COMMAND, `${workflowId} to replay`, () =>

@@ -1,7 +1,7 @@
 // PLATFORM param validation (docs/architecture.md, "host-config"). Pure: used by the workflow itself.
 
 /** Accepted without any config lookup, as the original did. */
-const ALWAYS_VALID = new Set(['local', 'localhost', 'linux/x86_64']);
+const ALWAYS_VALID: readonly string[] = ['local', 'localhost', 'linux/x86_64'];
 const RFC1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** The platform with `/` as `-` is the target-platform label value: at most 63 characters. */
 const MAX_LABEL_VALUE = 63;
@@ -9,7 +9,7 @@ const MAX_LABEL_VALUE = 63;
 export type PlatformCheck = { ok: true } | { ok: false; reason: string };
 
 export function checkPlatform(platform: string): PlatformCheck {
-  if (ALWAYS_VALID.has(platform)) return { ok: true };
+  if (ALWAYS_VALID.includes(platform)) return { ok: true };
   const parts = platform.split('/');
   if (parts.length !== 2) {
     return {

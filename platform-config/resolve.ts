@@ -20,7 +20,7 @@ export type PlatformResolution =
   | { kind: 'error'; message: string };
 
 /** Platforms that mean "run in the pod" without appearing in `local-platforms`. */
-const IMPLICITLY_LOCAL = new Set(['local', 'localhost']);
+const IMPLICITLY_LOCAL: readonly string[] = ['local', 'localhost'];
 
 export function resolvePlatform(
   config: HostConfig,
@@ -46,7 +46,7 @@ export function resolvePlatform(
   }
   const globalProblems = config.problems.filter((p) => p.platform === undefined);
   const ownProblems = config.problems.filter((p) => p.platform === platform);
-  if (IMPLICITLY_LOCAL.has(platform) || config.localPlatforms.includes(platform)) {
+  if (IMPLICITLY_LOCAL.includes(platform) || config.localPlatforms.includes(platform)) {
     return { kind: 'local' };
   }
   if (ownProblems.length > 0) {

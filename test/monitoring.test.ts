@@ -101,11 +101,9 @@ const missing = (used: Map<string, string[]>, known: Map<string, MetricType>) =>
 
 /** The workflow metrics as declared for the worker's Temporal runtime. */
 const declared = new Map<string, MetricType>(
-  [
-    ...read('workflows/metrics.ts').matchAll(
-      /metricMeter\.create(Histogram|Counter|Gauge)\(\s*'([\w:]+)'/g,
-    ),
-  ].map((m) => [m[2]!, m[1]!.toLowerCase() as MetricType]),
+  [...read('workflows/metrics.ts').matchAll(/\b(histogram|counter|gauge)\(\s*'([\w:]+)'/g)].map(
+    (m) => [m[2]!, m[1]!.toLowerCase() as MetricType],
+  ),
 );
 
 /** Workflow metrics this suite cannot produce here: VMs need a cloud (whose test subnets are all

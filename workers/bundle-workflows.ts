@@ -4,10 +4,14 @@
 import { bundleWorkflowCode, type Logger } from '@temporalio/worker';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { WORKFLOWS_PATH } from './worker.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-code.js';
 
 export async function bundleWorkflows(logger?: Logger): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    ...WORKFLOW_BUNDLER_OPTIONS,
+    logger,
+  });
   return code;
 }
 

@@ -19,8 +19,7 @@ import {
   type Settings,
 } from '../runtime/settings.js';
 import { temporalLogger } from './temporal-logger.js';
-
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-code.js';
 
 /**
  * Bucket edges for the engine's histograms (workflows/metrics.ts), in seconds. The SDK's
@@ -90,7 +89,7 @@ export async function createWorker(
     maxCachedWorkflows: settings.HOSTFLOW_MAX_CACHED_WORKFLOWS,
     ...(settings.HOSTFLOW_WORKFLOW_BUNDLE
       ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
-      : { workflowsPath: WORKFLOWS_PATH }),
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
   });
   await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE, log);
   await startGarbageCollection(client, settings);
