@@ -51,9 +51,10 @@ export interface KubeApiServerOptions {
    * Installs the cluster's resources (cluster-setup.ts), exempting this engine identity from its
    * Locks, before the controller-manager starts. Its garbage collector learns new kinds only every
    * 30 s: until then it cannot resolve a TaskRun as an owner and backs off, for minutes, from the
-   * Secrets a TaskRun owns and from a TaskRun deleted with orphan propagation.
+   * Secrets a TaskRun owns and from a TaskRun deleted with orphan propagation. Without it (the
+   * peer bench's harness, which installs only the CRDs it needs), the cluster starts bare.
    */
-  resourcesFor: string;
+  resourcesFor?: string;
 }
 
 export interface LockAuditSink {
@@ -219,9 +220,11 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
       async () => ((await get('/api/v1/namespaces/default')) ? true : undefined),
       { timeoutMs: 90_000, intervalMs: 250, process: server },
     );
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfigPath);
-    await installClusterResources(kc, options.resourcesFor);
+    if (options.resourcesFor !== undefined) {
+      const kc = new KubeConfig();
+      kc.loadFromFile(kubeconfigPath);
+      await installClusterResources(kc, options.resourcesFor);
+    }
     controllers = await startKubeControllerManager({
       bin,
       apiUrl: url,
