@@ -30,10 +30,10 @@ case "$1" in
     echo "$1" > $S/staged
     echo "Staging deployment... done" ;;
   status)
-    booted=$(cat $S/booted)
-    printf '{"deployments":[{"booted":true,"container-image-reference":"%s"}' "$booted"
-    [ -f $S/staged ] && printf ',{"booted":false,"container-image-reference":"%s"}' "$(cat $S/staged)"
-    printf ']}\\n' ;;
+    # As rpm-ostree orders them: the staged deployment first, then the booted one.
+    printf '{"deployments":['
+    [ -f $S/staged ] && printf '{"booted":false,"staged":true,"container-image-reference":"%s"},' "$(cat $S/staged)"
+    printf '{"booted":true,"staged":false,"container-image-reference":"%s"}]}\\n' "$(cat $S/booted)" ;;
   *) echo "rpm-ostree stand-in: $1 is not supported" >&2; exit 1 ;;
 esac
 `;

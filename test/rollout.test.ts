@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PolicyV1Api } from '@kubernetes/client-node';
 import { join } from 'node:path';
+import { createHostKeys } from '../activities/ssh/host-keys.js';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
+import { createOsImageActivities } from '../activities/ssh/os-image.js';
 import { waitFor } from '../local-stack/process.js';
 import { pushImage, startRegistry, type Registry } from '../local-stack/registry.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
@@ -412,6 +414,46 @@ describe('a MachineConfigPool of five nodes', () => {
     for await (const w of scope.temporal.client.workflow.list({ query })) runs.push(w.workflowId);
     expect(runs).toHaveLength(5); // one update per node, none repeated
     expect(new Set(runs.map((id) => id.split('/')[2])).size).toBe(5);
+  }, 180_000);
+
+  it('reboots a node only into a staged deployment: a reboot retried after the boot leaves it up', async () => {
+    // What the worker's reboot step does, called as a retry would call it after its worker was
+    // lost once the node had rebooted: nothing is staged any more, so the node must stay up.
+    const { host, node } = nodes.nodes[1]!;
+    const os = createOsImageActivities({
+      core: scope.kube.core,
+      engineNamespace: scope.engineNamespace,
+      hostKeys: createHostKeys({ core: scope.kube.core, engineNamespace: scope.engineNamespace }),
+    });
+    const target = {
+      name: node,
+      address: host.address,
+      user: host.adminUser,
+      keySecret: 'machine-config-ssh',
+    };
+    const booted = await nodes.bootedImage(node);
+    const readyOf = async () =>
+      (await scope.kube.core.readNode({ name: node })).status?.conditions?.find(
+        (c) => c.type === 'Ready',
+      )?.status;
+    await os.rebootNode({ host: target });
+    for (let i = 0; i < 8; i++) {
+      // the stand-in looks for a reboot request every 300 ms
+      await new Promise((r) => setTimeout(r, 250));
+      expect(await readyOf()).toBe('True');
+      expect(await nodes.bootedImage(node)).toBe(booted);
+    }
+    // With an image staged, the same call reboots the node into it.
+    await os.rebaseOsImage({ host: target, image: booted });
+    await os.rebootNode({ host: target });
+    await waitFor(`${node} to reboot`, async () => (await readyOf()) === 'False' || undefined, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
+    await waitFor(`${node} to be back`, async () => (await readyOf()) === 'True' || undefined, {
+      timeoutMs: 90_000,
+    });
+    expect(await nodes.bootedImage(node)).toBe(booted);
   }, 180_000);
 
   it('refuses in preflight what no node could run, touching nothing; warns of a tag', async () => {

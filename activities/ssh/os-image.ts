@@ -16,7 +16,7 @@ const HEARTBEAT_MS = 5_000;
 const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
 
 interface RpmOstreeStatus {
-  deployments?: Array<{ booted?: boolean; 'container-image-reference'?: string }>;
+  deployments?: Array<{ booted?: boolean; staged?: boolean; 'container-image-reference'?: string }>;
 }
 
 export function createOsImageActivities(deps: {
@@ -48,6 +48,25 @@ export function createOsImageActivities(deps: {
     });
   }
 
+  /** `rpm-ostree status --json`: the node's deployments, booted and staged. */
+  async function readStatus(host: NodeHost): Promise<RpmOstreeStatus> {
+    const result = await run(host, 'rpm-ostree status --json');
+    if (result.code !== 0) {
+      throw ApplicationFailure.retryable(
+        `rpm-ostree status on ${host.name} failed (exit ${result.code}): ${lastLine(result.stderr)}`,
+        'OsStatusFailed',
+      );
+    }
+    try {
+      return JSON.parse(result.stdout) as RpmOstreeStatus;
+    } catch {
+      throw ApplicationFailure.nonRetryable(
+        `rpm-ostree status --json on ${host.name} did not print JSON`,
+        'OsStatusUnreadable',
+      );
+    }
+  }
+
   return {
     /** Stages `image` as the next boot's deployment. Retryable: the pull may fail for a while. */
     async rebaseOsImage(input: { host: NodeHost; image: string }): Promise<void> {
@@ -67,8 +86,15 @@ export function createOsImageActivities(deps: {
       }
     },
 
-    /** Asks the node to reboot; the connection dropping under it is what success looks like. */
+    /**
+     * Asks the node to reboot into its staged deployment; the connection dropping under it is what
+     * success looks like. With nothing staged it leaves the node running: the staged image has
+     * booted already, which is what a retry finds when its worker was lost after the reboot it
+     * asked for (MCO's daemon reboots only into a pending deployment too).
+     */
     async rebootNode(input: { host: NodeHost }): Promise<void> {
+      const { deployments = [] } = await readStatus(input.host);
+      if (!deployments.some((d) => d.staged)) return;
       const result = await run(input.host, 'systemctl reboot', true);
       if (result.code !== 0 && result.code !== -1) {
         throw ApplicationFailure.retryable(
@@ -80,22 +106,7 @@ export function createOsImageActivities(deps: {
 
     /** The image the node booted, from `rpm-ostree status --json` (undefined: not an image). */
     async bootedOsImage(input: { host: NodeHost }): Promise<string | undefined> {
-      const result = await run(input.host, 'rpm-ostree status --json');
-      if (result.code !== 0) {
-        throw ApplicationFailure.retryable(
-          `rpm-ostree status on ${input.host.name} failed (exit ${result.code}): ${lastLine(result.stderr)}`,
-          'OsStatusFailed',
-        );
-      }
-      let status: RpmOstreeStatus;
-      try {
-        status = JSON.parse(result.stdout) as RpmOstreeStatus;
-      } catch {
-        throw ApplicationFailure.nonRetryable(
-          `rpm-ostree status --json on ${input.host.name} did not print JSON`,
-          'OsStatusUnreadable',
-        );
-      }
+      const status = await readStatus(input.host);
       const booted = status.deployments?.find((d) => d.booted)?.['container-image-reference'];
       return booted?.startsWith(OSTREE_IMAGE_PREFIX)
         ? booted.slice(OSTREE_IMAGE_PREFIX.length)
