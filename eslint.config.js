@@ -163,10 +163,9 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         ...[
-          'Program > VariableDeclaration[kind!="const"]',
-          'Program > ExportNamedDeclaration > VariableDeclaration[kind!="const"]',
-          'Program > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Weak)?(Map|Set)$/]',
-          'Program > ExportNamedDeclaration > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Weak)?(Map|Set)$/]',
+          // at module scope, exported or not
+          ':matches(Program, Program > ExportNamedDeclaration) > VariableDeclaration[kind!="const"]',
+          ':matches(Program, Program > ExportNamedDeclaration) > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Weak)?(Map|Set)$/]',
           'PropertyDefinition[static=true][readonly!=true]',
         ].map((selector) => ({
           selector,

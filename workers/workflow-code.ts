@@ -8,9 +8,9 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', imp
 /**
  * The workflow modules are evaluated once per workflow thread and shared by every workflow, not
  * once for each new workflow as the SDK does by default: in the local burst that is about 8 % of
- * the worker's CPU and 85 MB at its peak, since every cached workflow held a copy of each module. Safe because the modules
- * keep no mutable state at module scope, which a lint rule enforces (docs/architecture.md,
- * "Shared workflow modules").
+ * the worker's CPU and 85 MB at its peak, since every cached workflow held a copy of each module.
+ * Safe because the modules keep no mutable state at module scope, which a lint rule enforces
+ * (docs/architecture.md, "Shared workflow modules").
  */
 export const WORKFLOW_BUNDLER_OPTIONS = {
   preloadModules: [WORKFLOWS_PATH],
