@@ -11,7 +11,13 @@ import { REAL_KUBESPRAY, REPO_ROOT } from './paths.js';
 export const KUBESPRAY_STAND_IN = join(REPO_ROOT, 'local-stack/kubespray-stand-in');
 
 /** The release's entry points the stand-in replaces (the ones hostflow runs). */
-const ENTRY_POINTS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'];
+const ENTRY_POINTS = [
+  'cluster.yml',
+  'scale.yml',
+  'remove-node.yml',
+  'reset.yml',
+  'upgrade-cluster.yml',
+];
 /** In the overlay, the stand-in's checks are kubespray's. */
 const CHECKS = 'validate.yml';
 const REAL_CHECKS = 'real-checks.yml';

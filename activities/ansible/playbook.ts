@@ -1,5 +1,5 @@
-// Runs a kubespray playbook (cluster.yml, scale.yml, remove-node.yml, reset.yml) against a
-// Provisioning's inventory: ansible-playbook -i <dir>/inventory.ini <kubespray>/<playbook>
+// Runs a kubespray playbook (cluster.yml, scale.yml, remove-node.yml, reset.yml, and an
+// operation's upgrade-cluster.yml) against a Provisioning's inventory: ansible-playbook -i <dir>/inventory.ini <kubespray>/<playbook>
 // --become. Heartbeats with the play and task it is at; a failure names the host and the task.
 //
 // Never two runs for one cluster at once: the run holds an exclusive flock on the cluster's
@@ -79,6 +79,11 @@ export interface PlaybookInput {
   kubesprayRelease?: string;
   /** Host keys the nodes were given (their BareMetalHosts'), by address: no first use for them. */
   hostKeys?: Record<string, GivenHostKey>;
+  /**
+   * A ClusterOperation's variables (`kube_version`…), checked by checkOperationSpec: plain JSON
+   * values, no name hostflow sets itself. Passed with the run's own in one JSON argument.
+   */
+  extraVars?: Record<string, unknown>;
 }
 
 export interface KubesprayCheck {
@@ -98,6 +103,8 @@ export interface PlaybookOutcome {
 const HEARTBEAT_MS = 5_000;
 /** flock's exit code when another run holds the cluster's lock. */
 const LOCKED = 75;
+/** A cancelled run has this long to stop on SIGTERM before it is killed. */
+const CANCEL_GRACE_MS = 10_000;
 
 export function createPlaybookActivities(deps: PlaybookDeps) {
   let ansibleCore: Promise<string> | undefined;
@@ -209,7 +216,7 @@ const ASKS_FIRST: readonly Playbook[] = ['reset.yml', 'remove-node.yml'];
 /** The per-playbook arguments: which nodes, and the confirmation a prompt would wait for. */
 function playbookVars(input: PlaybookInput): string[] {
   const nodes = input.limit ?? [];
-  const vars: Record<string, unknown> = {};
+  const vars: Record<string, unknown> = { ...input.extraVars };
   if (ASKS_FIRST.includes(input.playbook)) vars.skip_confirmation = true;
   if (input.playbook === 'remove-node.yml' && nodes.length) vars.node = nodes.join(',');
   const limit = input.playbook !== 'remove-node.yml' && nodes.length;
@@ -251,8 +258,11 @@ function runAnsible(
     keyFile,
     ...playbookVars(input),
   ];
+  // Its own process group: a cancel stops ansible-playbook and the forks that run each host's
+  // task, which hold its output open until their task ends (a slow one, for minutes).
   const child = spawn('setpriv', args, {
     cwd: dir,
+    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...ansibleEnvironment(process.env),
@@ -275,11 +285,23 @@ function runAnsible(
     if (progress.describe() !== before) onProgress(progress.describe());
   });
   child.stderr.on('data', (chunk: Buffer) => out.write(chunk));
-  const onCancel = () => child.kill('SIGTERM');
+  const signalRun = (signal: NodeJS.Signals) => {
+    try {
+      if (child.pid) process.kill(-child.pid, signal);
+    } catch {
+      // the run has ended meanwhile
+    }
+  };
+  let kill: NodeJS.Timeout | undefined;
+  const onCancel = () => {
+    signalRun('SIGTERM');
+    kill = setTimeout(() => signalRun('SIGKILL'), CANCEL_GRACE_MS);
+  };
   cancelled.addEventListener('abort', onCancel);
   return new Promise((resolve, reject) => {
     child.on('error', (err) => reject(new Error(`cannot run ansible-playbook: ${err.message}`)));
     child.on('close', (code) => {
+      clearTimeout(kill);
       cancelled.removeEventListener('abort', onCancel);
       out.end(() => resolve(code));
     });

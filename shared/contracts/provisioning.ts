@@ -54,8 +54,14 @@ export interface KeyHost {
   hostKey?: GivenHostKey;
 }
 
-/** The kubespray entry points a Provisioning runs. */
-export const PLAYBOOKS = ['cluster.yml', 'scale.yml', 'remove-node.yml', 'reset.yml'] as const;
+/** The kubespray entry points hostflow runs: a Provisioning's own, and its operations' upgrade. */
+export const PLAYBOOKS = [
+  'cluster.yml',
+  'scale.yml',
+  'remove-node.yml',
+  'reset.yml',
+  'upgrade-cluster.yml',
+] as const;
 export type Playbook = (typeof PLAYBOOKS)[number];
 
 export function provisioningStart(
