@@ -6,6 +6,7 @@ import { createDhcpActivities } from './dhcp/leases.js';
 import { createBareMetalHostActivities } from './kubernetes/baremetalhosts.js';
 import { createKubeconfigStore } from './kubernetes/kubeconfig-secret.js';
 import { createProvisioningActivities } from './kubernetes/provisionings.js';
+import { createClusterOperationActivities } from './kubernetes/cluster-operations.js';
 import { createInstallerKeyActivities } from './ssh/installer-key.js';
 import { createPackageActivities } from './ssh/packages.js';
 import { createBootstrapActivities } from './ssh/bootstrap.js';
@@ -81,6 +82,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
     ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh, locks }),
     ...createProvisioningActivities(deps.kube),
+    ...createClusterOperationActivities(deps.kube),
     ...createBareMetalHostActivities({
       ...deps.kube,
       allowedNamespaces: deps.provisioning?.bareMetalNamespaces ?? [],

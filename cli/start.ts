@@ -293,6 +293,7 @@ Try cloud TaskRuns on the demo cloud (moto EC2; each instance boots into an sshd
 Try a Provisioning on the demo hosts (registered as BareMetalHosts; kubespray's stand-in runs):
   kubectl apply -f ${examples}/provisioning.yaml && kubectl -n demo get bpa -w
   kubectl -n demo get secret cluster-demo-kubeconfig -o jsonpath='{.data.value}' | base64 -d
+  kubectl apply -f ${examples}/cluster-operation.yaml && kubectl -n demo get clusterop -w   # once Ready: an upgrade
   kubectl -n demo delete bpa demo-cluster     # resets and releases the hosts
 Or a Cluster: a Provisioning and a Software (packages per role) as one:
   kubectl apply -f ${examples}/cluster.yaml && kubectl -n demo get cl -w

@@ -32,6 +32,11 @@ export interface IngestOptions {
 /** The workflow a message goes to, and how log lines name its object. */
 export interface IngestTarget {
   workflowId: string;
+  /**
+   * What sends are compared and retried by (the workflow id when unset): objects that each tell
+   * the same workflow, as ClusterOperations tell their Provisioning's, keep their own.
+   */
+  key?: string;
   /** E.g. `Machine ns/name`. */
   subject: string;
   /** Extra log fields, to search the bridge's and the worker's lines at once. */
@@ -120,11 +125,11 @@ export class Ingest {
     await this.limit(() => undefined); // let queued calls drain
   }
 
-  /** Records that `workflowId` is sent `arg`; false when that is what it was sent last, unless `anyway`. */
-  changed(workflowId: string, arg: unknown, anyway: boolean): boolean {
+  /** Records that `key` (a workflow id, or a target's key) is sent `arg`; false when that is what it was sent last, unless `anyway`. */
+  changed(key: string, arg: unknown, anyway: boolean): boolean {
     const text = JSON.stringify(arg);
-    if (!anyway && this.sent.get(workflowId) === text) return false;
-    this.sent.set(workflowId, text);
+    if (!anyway && this.sent.get(key) === text) return false;
+    this.sent.set(key, text);
     return true;
   }
 
@@ -138,18 +143,18 @@ export class Ingest {
     compose: () => WorkflowMessage<A> | Promise<WorkflowMessage<A>>,
     options: SendOptions = {},
   ): Promise<Outcome> {
-    const { workflowId } = target;
-    const pending = this.failures.get(workflowId);
+    const key = target.key ?? target.workflowId;
+    const pending = this.failures.get(key);
     clearTimeout(pending?.timer);
     if (pending) pending.timer = undefined;
     let outcome: Outcome;
     try {
       const message = await compose();
-      if (options.dedupe !== false && !this.changed(workflowId, message.arg, !!options.anyway))
+      if (options.dedupe !== false && !this.changed(key, message.arg, !!options.anyway))
         return 'unchanged';
-      if (options.forget) this.sent.delete(workflowId);
+      if (options.forget) this.sent.delete(key);
       outcome = await this.limit(() => this.deliver(target, message));
-      this.failures.delete(workflowId);
+      this.failures.delete(key);
     } catch (err) {
       this.retryLater(target, compose, options, err);
       outcome = 'failed';
@@ -189,10 +194,11 @@ export class Ingest {
     err: unknown,
   ): void {
     const { workflowId, subject, logFields } = target;
-    this.sent.delete(workflowId); // whatever comes next is sent
-    const failed = this.failures.get(workflowId) ?? { count: 0 };
+    const key = target.key ?? workflowId;
+    this.sent.delete(key); // whatever comes next is sent
+    const failed = this.failures.get(key) ?? { count: 0 };
     failed.count++;
-    this.failures.set(workflowId, failed);
+    this.failures.set(key, failed);
     // Told again soon, not only at the next change or relist (minutes away).
     const delayMs = Math.min(RETRY_LONGEST_MS, RETRY_FIRST_MS * 2 ** (failed.count - 1));
     this.log(

@@ -13,6 +13,8 @@ export const SA = {
   /** A Machine's spec.clusterName and spec.providerID. */
   clusterName: defineSearchAttributeKey('ClusterName', SearchAttributeType.KEYWORD),
   providerId: defineSearchAttributeKey('ProviderID', SearchAttributeType.KEYWORD),
+  /** A ClusterOperation's action (`upgrade-cluster.yml`). */
+  action: defineSearchAttributeKey('Action', SearchAttributeType.KEYWORD),
 } as const;
 
 export const KIND = {
@@ -27,6 +29,7 @@ export const KIND = {
   machine: 'machine',
   rollout: 'rollout',
   rolloutNode: 'rollout-node',
+  clusterOperation: 'cluster-operation',
 } as const;
 
 /** The type names `temporal operator search-attribute create --type` takes. */

@@ -7,6 +7,8 @@ export const WORKFLOW_ID = {
   allocator: (platform: string) => `allocator/${platform}`,
   provisioning: (namespace: string, name: string) => `provisioning/${namespace}/${name}`,
   software: (namespace: string, name: string) => `software/${namespace}/${name}`,
+  /** A ClusterOperation's runs, children of its Provisioning's workflow. */
+  clusterOperation: (namespace: string, name: string) => `cluster-operation/${namespace}/${name}`,
   bpaCluster: (namespace: string, name: string) => `bpa-cluster/${namespace}/${name}`,
   machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
   rollout: (pool: string) => `rollout/${pool}`,

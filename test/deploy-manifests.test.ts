@@ -77,6 +77,7 @@ describe('the example overlay', () => {
     );
     const crds = ofKind(objects, 'CustomResourceDefinition').map((c) => c.metadata.name);
     expect(crds.sort()).toEqual([
+      'clusteroperations.hostflow.dev',
       'clusters.bpa.akraino.org',
       'hostflowmachines.infrastructure.hostflow.dev',
       'locks.kotas.tech',

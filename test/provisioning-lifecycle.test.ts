@@ -25,7 +25,7 @@ import { startBridge, startWorker, type EngineProcess, tearDown } from './suppor
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
-import { refuse } from './support/refusals.js';
+import { answer, refuse } from './support/refusals.js';
 import { tenantIdentity } from './support/service-account.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 
@@ -154,14 +154,6 @@ const events = async (name: string, reason: string) =>
   );
 
 /** The answer to a person's request: `allowed`, or the API server's refusal. */
-async function answer(request: Promise<unknown>): Promise<string> {
-  try {
-    await request;
-    return 'allowed';
-  } catch (err) {
-    return `${statusCode(err)}: ${(err as { body?: string }).body ?? (err as Error).message}`;
-  }
-}
 
 const deleteHost = (index: number) =>
   answer(

@@ -4,6 +4,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
+import { clusterOperationIngest } from '../k8s-bridge/cluster-operation-ingest.js';
 import { BpaIngest } from '../k8s-bridge/bpa-ingest.js';
 import { machineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
@@ -51,6 +52,7 @@ async function main(logger: Logger): Promise<void> {
       provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
     }),
     machineIngest({ ...common, watchNamespace }),
+    clusterOperationIngest({ ...common, watchNamespace }),
     new RolloutIngest({ ...common, core, engineNamespace }),
   ];
   ingests.forEach((ingest) => ingest.start());

@@ -3,6 +3,7 @@
 // policy, 403 Forbidden for one that models missing permissions). No mock involved.
 import { AdmissionregistrationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { waitFor } from '../../local-stack/process.js';
+import { statusCode } from '../../shared/kube-errors.js';
 import { uniqueSuffix } from './env.js';
 
 export interface Refusal {
@@ -101,4 +102,14 @@ export async function refuse(
     throw err;
   }
   return lift;
+}
+
+/** How the API server answered a request: `allowed`, or `<code>: <body>` when it refused it. */
+export async function answer(request: Promise<unknown>): Promise<string> {
+  try {
+    await request;
+    return 'allowed';
+  } catch (err) {
+    return `${statusCode(err)}: ${(err as { body?: string }).body ?? (err as Error).message}`;
+  }
 }

@@ -9,6 +9,7 @@ import type {
   ProvisioningObservation,
 } from '../../shared/contracts/provisioning.js';
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
+import type { OperationCluster } from '../../shared/contracts/cluster-operation.js';
 import {
   BAREMETALHOST_API,
   installerKeySecretName,
@@ -269,6 +270,33 @@ export class Provisioner {
       });
   }
 
+  /** Installed: its cluster takes operations. */
+  get isInstalled(): boolean {
+    return this.installed !== undefined;
+  }
+
+  /** Where an operation's playbooks reach the cluster as installed; none before the install. */
+  operationTarget(): OperationCluster | undefined {
+    const installed = this.installed;
+    if (!installed) return undefined;
+    const { cluster, nodes, podSubnet, plugins, kubesprayRelease } = installed;
+    return {
+      cluster,
+      provisioning: this.ref,
+      inventory: renderInventory(nodes),
+      groupVars: renderGroupVars({ cluster, ...(podSubnet ? { podSubnet } : {}), plugins }),
+      sshUser: 'root',
+      sshKeySecret: installerKeySecretName(cluster),
+      ...(kubesprayRelease ? { kubesprayRelease } : {}),
+      ...givenHostKeys(nodes),
+    };
+  }
+
+  /** Locks its spec and itself against deletion while an operation runs (`why`); or lets go. */
+  holdForOperation(why?: string): Promise<void> {
+    return this.lock(why, ['UPDATE', 'DELETE']);
+  }
+
   /** Lets go of every Lock, one try (a cancelled run's non-cancellable clean-up). */
   async unlockAll(): Promise<void> {
     await releaseLocks({ alsoIn: this.lockedInSorted(), waitsOut: () => false });
@@ -492,10 +520,13 @@ export class Provisioner {
   }
 
   /**
-   * Locks the hosts it holds against deletion, and its spec while `running` says why. A Lock that
-   * cannot be written never stops the work: it protects, it does not gate.
+   * Locks the hosts it holds against deletion, and its spec (`operations`) while `running` says
+   * why. A Lock that cannot be written never stops the work: it protects, it does not gate.
    */
-  private async lock(running?: string): Promise<void> {
+  private async lock(
+    running?: string,
+    operations: LockTarget['operations'] = ['UPDATE'],
+  ): Promise<void> {
     const wanted: LockTarget[] = this.held.map(({ host, label }) => ({
       ...host,
       resource: BAREMETALHOST_API.plural,
@@ -509,7 +540,7 @@ export class Provisioner {
         name: this.ref.name,
         resource: PROVISIONING_API.plural,
         apiGroup: PROVISIONING_API.group,
-        operations: ['UPDATE'],
+        operations,
         reason: running,
       });
     }

@@ -20,10 +20,12 @@ import {
   type ProvisioningObservation,
   type ProvisioningInput,
 } from '../../shared/contracts/provisioning.js';
+import { clusterOperationObserved } from '../../shared/contracts/cluster-operation.js';
 import { provisioningApi } from './activities.js';
 import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';
 import type { Plan } from './plans.js';
+import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
 import { Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
 
@@ -56,6 +58,7 @@ interface Carried {
   latest: ProvisioningObservation;
   stuck?: Stuck;
   provisioner: ProvisionerState;
+  operations?: OperationsState;
 }
 
 /** How often it looked again for free hosts, when it waits for one (else undefined). */
@@ -83,6 +86,17 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   const provisioner = new Provisioner(ref, latest!.cluster ?? '', carried?.provisioner);
   const { report } = provisioner;
   let stuck: Stuck | undefined = carried?.stuck;
+  // Decided once per run: runs recorded before v9 take no ClusterOperations.
+  const operations = patched(PATCH_OPERATIONS)
+    ? new Operations(ref, carried?.operations)
+    : undefined;
+  setHandler(clusterOperationObserved, async (seen) => {
+    const ahead = operations?.observe(seen);
+    if (ahead !== undefined)
+      await operations!.sayQueued(seen, ahead, `cluster ${provisioner.cluster || name}`);
+  });
+  // An operation runs on the cluster as installed, and not while a failed step waits for on-call.
+  const operationDue = () => !!operations?.waiting && provisioner.isInstalled && !stuck;
   const retryAsked = () => stuck !== undefined && latest!.retry !== stuck.retry;
   const changed = () =>
     latest!.deleting || latest!.generation !== provisioner.generation || retryAsked();
@@ -93,18 +107,23 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       const looks = lookingForHosts(stuck);
       const moved =
         looks === undefined
-          ? await condition(() => changed() || full()).then(() => true)
+          ? await condition(() => changed() || full() || operationDue()).then(() => true)
           : await condition(
-              () => changed() || full(),
+              () => changed() || full() || operationDue(),
               backoffMs(looks + 1, HOST_LOOK_MAX_MS, HOST_LOOK_FIRST_MS),
             );
       // Refused for want of a free host, and nothing changed: plan the same spec again.
       const lookAgain = !moved && !changed();
       if (!changed() && !lookAgain) {
+        if (operationDue()) {
+          await operations!.runNext(provisioner);
+          continue;
+        }
         // Nothing to do but wait: the next run waits on, knowing all this one knew.
         await condition(allHandlersFinished);
         const next: Carried = { latest: latest!, provisioner: provisioner.state() };
         if (stuck) next.stuck = stuck;
+        if (operations) next.operations = operations.state();
         return await continueAsNew<typeof provisioningWorkflow>({ ...input, carried: next });
       }
       const seen = latest!;
@@ -127,6 +146,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       stuck = undefined;
       if (plan === 'gone') {
         // Gone without us (its finalizer removed by hand): free what it held all the same.
+        await operations?.dropAll('its Provisioning is gone');
         await provisioner.tearDown();
         return;
       }
@@ -138,6 +158,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       const failedAt = await provisioner.carryOut(plan, from, () => !latest!.deleting);
       if (failedAt !== undefined) stuck = { plan, at: failedAt, retry: seen.retry };
     }
+    await operations?.dropAll('its Provisioning is being deleted');
     await provisioner.tearDown();
     await provisioningApi.removeProvisioningFinalizer(ref);
     setCurrentDetails(`**${namespace}/${name}**: deleted; hosts released.`);

@@ -1,0 +1,326 @@
+// ClusterOperations end to end: real bridge and worker processes, a Provisioning installed on real
+// SSH hosts registered as metal3 BareMetalHosts, real ansible-playbook, real Locks enforced. The
+// playbooks are the project's stand-in for kubespray (local-stack/kubespray-stand-in), laid over
+// the real release so kubespray's own checks run first: real kubespray cannot upgrade Kubernetes on
+// hosts that share this machine's kernel and have no systemd. The stand-in's upgrade-cluster.yml
+// writes each node's version marker, batch by batch. A file on a host breaks or slows that node.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { waitFor } from '../local-stack/process.js';
+import { LOCKABLE_LABEL } from '../locks/api.js';
+import { PROVISIONING_API, type ProvisioningSpec } from '../shared/bpa-api.js';
+import {
+  CLUSTER_OPERATION_API,
+  type ClusterOperationSpec,
+} from '../shared/cluster-operation-api.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
+import { kube, uniqueSuffix } from './support/env.js';
+import { kubesprayWorkerEnv } from './support/kubespray.js';
+import { answer } from './support/refusals.js';
+import { createScope, type TestScope } from './support/scope.js';
+import { tenantIdentity } from './support/service-account.js';
+
+const sfx = uniqueSuffix();
+const CLUSTER = 'cluster-ops';
+let scope: TestScope;
+let metal: BareMetalHosts;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+/** A person who may edit Provisionings in the test's namespace (Locks apply to people). */
+let clusterAdmin: CustomObjectsApi;
+
+interface OperationStatus {
+  phase?: string;
+  currentStep?: string;
+  message?: string;
+  queuePosition?: number;
+  startTime?: string;
+  completionTime?: string;
+  failedStep?: string;
+  failedHost?: string;
+  failedTask?: string;
+  log?: string;
+  steps?: Array<{ name: string; action: string; phase: string; log?: string }>;
+}
+
+beforeAll(async () => {
+  scope = await createScope('clop');
+  metal = await registerBareMetalHosts(scope, { count: 2, sfx, lockable: true });
+  await scope.kube.core.patchNamespace(
+    {
+      name: scope.namespace,
+      body: { metadata: { labels: { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value } } },
+    },
+    MERGE_PATCH,
+  );
+  const { kc } = kube();
+  clusterAdmin = (
+    await tenantIdentity(kc as KubeConfig, scope.namespace, [
+      { apiGroups: [PROVISIONING_API.group], resources: [PROVISIONING_API.plural], verbs: ['*'] },
+    ])
+  ).makeApiClient(CustomObjectsApi);
+  worker = await startWorker(scope, {
+    ...kubesprayWorkerEnv(sfx),
+    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
+  });
+  bridge = await startBridge(scope);
+  await scope.kube.custom.createNamespacedCustomObject({
+    ...PROVISIONING_API,
+    namespace: scope.namespace,
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Provisioning',
+      metadata: { name: 'ops', labels: { cluster: CLUSTER } },
+      spec: {
+        masters: [{ master: { 'mac-address': metal.macs[0]! } }],
+        workers: [{ worker: { 'mac-address': metal.macs[1]! } }],
+      } satisfies ProvisioningSpec,
+    },
+  });
+  await waitFor(
+    'the cluster to be installed',
+    async () => ((await provisioning())?.phase === 'Ready' ? true : undefined),
+    { timeoutMs: 120_000 },
+  );
+}, 240_000);
+
+afterAll(() => tearDown([bridge, worker], metal, scope));
+
+const provisioning = async () =>
+  (
+    (await scope.kube.custom.getNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'ops',
+    })) as {
+      status?: {
+        phase?: string;
+        kubeVersion?: string;
+        lastOperation?: Record<string, string>;
+      };
+    }
+  ).status;
+
+async function operate(name: string, spec: Omit<ClusterOperationSpec, 'provisioning'>) {
+  await scope.kube.custom.createNamespacedCustomObject({
+    ...CLUSTER_OPERATION_API,
+    namespace: scope.namespace,
+    body: {
+      apiVersion: 'hostflow.dev/v1alpha1',
+      kind: 'ClusterOperation',
+      metadata: { name },
+      spec: { provisioning: 'ops', ...spec },
+    },
+  });
+}
+
+const status = async (name: string): Promise<OperationStatus> =>
+  (
+    (await scope.kube.custom.getNamespacedCustomObject({
+      ...CLUSTER_OPERATION_API,
+      namespace: scope.namespace,
+      name,
+    })) as { status?: OperationStatus }
+  ).status ?? {};
+
+/** The operation's status once it has ended. */
+const ended = (name: string, timeoutMs = 120_000) =>
+  waitFor(
+    `ClusterOperation ${name} to end`,
+    async () => {
+      const found = await status(name);
+      return ['Succeeded', 'Failed', 'Cancelled'].includes(found.phase ?? '') ? found : undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+
+/** Each node's version marker, as upgrade-cluster.yml left it ('' when none). */
+const versions = () =>
+  Promise.all(
+    metal.pool.hosts.map(async (host) =>
+      (
+        await host.exec(['sh', '-c', 'cat /var/tmp/hostflow-stand-in-kube-version || true'])
+      ).stdout.trim(),
+    ),
+  );
+
+const onNode = (index: number, command: string) =>
+  metal.pool.hosts[index]!.exec(['sh', '-c', command]);
+
+describe('a ClusterOperation', () => {
+  it('upgrades the cluster: its hooks and action in order, and the version before and after', async () => {
+    expect(await versions()).toEqual(['', '']);
+    await operate('upgrade-1', {
+      action: 'upgrade-cluster.yml',
+      extraVars: { kube_version: '1.35.1' },
+      preHook: [{ action: 'cluster.yml' }],
+      postHook: [{ action: 'scale.yml' }],
+    });
+    const done = await ended('upgrade-1');
+    expect(done).toMatchObject({ phase: 'Succeeded', currentStep: 'postHook[0]' });
+    expect(done.steps!.map((s) => [s.name, s.action, s.phase])).toEqual([
+      ['preHook[0]', 'cluster.yml', 'Succeeded'],
+      ['action', 'upgrade-cluster.yml', 'Succeeded'],
+      ['postHook[0]', 'scale.yml', 'Succeeded'],
+    ]);
+    expect(done.steps![1]!.log).toMatch(/upgrade-cluster\.[0-9a-f]+\.log$/);
+    expect(await versions()).toEqual(['1.35.1', '1.35.1']);
+    expect(await provisioning()).toMatchObject({
+      phase: 'Ready',
+      kubeVersion: '1.35.1',
+      lastOperation: {
+        name: 'upgrade-1',
+        phase: 'Succeeded',
+        kubeVersionBefore: 'as installed',
+        kubeVersionAfter: '1.35.1',
+      },
+    });
+    // On-call finds it by cluster, action and phase, as a child of its Provisioning's workflow.
+    const query =
+      `HostflowKind = 'cluster-operation' AND ClusterName = '${CLUSTER}' AND ` +
+      `Action = 'upgrade-cluster.yml' AND Phase = 'Succeeded'`;
+    const found = await waitFor(`a workflow where ${query}`, async () => {
+      const runs = [];
+      for await (const w of scope.temporal.client.workflow.list({ query })) runs.push(w);
+      return runs.length ? runs : undefined;
+    });
+    expect(found.map((w) => [w.workflowId, w.parentExecution?.workflowId])).toEqual([
+      [`cluster-operation/${scope.namespace}/upgrade-1`, `provisioning/${scope.namespace}/ops`],
+    ]);
+  }, 180_000);
+
+  it('stops at a failed pre-hook: the action never runs, a post-hook marked always does', async () => {
+    await onNode(1, 'echo "disk /dev/sdb is read-only" > /var/tmp/hostflow-stand-in-broken');
+    try {
+      await operate('upgrade-2', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.2' },
+        preHook: [{ action: 'cluster.yml' }],
+        postHook: [{ action: 'scale.yml' }, { action: 'cluster.yml', always: true }],
+      });
+      const done = await ended('upgrade-2');
+      expect(done.steps!.map((s) => [s.name, s.phase])).toEqual([
+        ['preHook[0]', 'Failed'],
+        ['action', 'Skipped'],
+        ['postHook[0]', 'Skipped'],
+        ['postHook[1]', 'Failed'], // ran, and met the same broken node
+      ]);
+      // The first failure is the operation's: which step, host and task, and where the log is.
+      expect(done).toMatchObject({
+        phase: 'Failed',
+        failedStep: 'preHook[0]',
+        failedHost: 'worker',
+        failedTask: 'Check the node',
+      });
+      expect(done.message).toContain('disk /dev/sdb is read-only');
+      expect(done.log).toMatch(/cluster\.[0-9a-f]+\.log$/);
+      expect(await versions()).toEqual(['1.35.1', '1.35.1']);
+      expect((await provisioning())?.lastOperation).toMatchObject({
+        name: 'upgrade-2',
+        phase: 'Failed',
+      });
+    } finally {
+      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
+    }
+  }, 180_000);
+
+  it('runs one at a time in creation order, with the Provisioning locked while one runs', async () => {
+    await onNode(0, 'echo 4 > /var/tmp/hostflow-stand-in-slow');
+    try {
+      await operate('first', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.2' },
+      });
+      await operate('second', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.3' },
+      });
+      const waiting = await waitFor('the second to wait in line', async () => {
+        const found = await status('second');
+        return found.phase === 'Pending' && (await status('first')).phase === 'Running'
+          ? found
+          : undefined;
+      });
+      expect(waiting.queuePosition).toBe(1);
+      expect(waiting.message).toContain(`Waiting for its turn on cluster ${CLUSTER}`);
+      // Neither a spec change nor a deletion while an operation runs.
+      const spec = { PodSubnet: '10.9.0.0/16' };
+      const refused =
+        /^403: .*is locked by Lock .*ClusterOperation first \(upgrade-cluster\.yml\) is running/;
+      expect(
+        await answer(
+          clusterAdmin.patchNamespacedCustomObject(
+            { ...PROVISIONING_API, namespace: scope.namespace, name: 'ops', body: { spec } },
+            MERGE_PATCH,
+          ),
+        ),
+      ).toMatch(refused);
+      expect(
+        await answer(
+          clusterAdmin.deleteNamespacedCustomObject({
+            ...PROVISIONING_API,
+            namespace: scope.namespace,
+            name: 'ops',
+          }),
+        ),
+      ).toMatch(refused);
+      const [first, second] = [await ended('first'), await ended('second')];
+      expect([first.phase, second.phase]).toEqual(['Succeeded', 'Succeeded']);
+      expect(Date.parse(second.startTime!)).toBeGreaterThanOrEqual(
+        Date.parse(first.completionTime!),
+      );
+      expect(await versions()).toEqual(['1.35.3', '1.35.3']);
+      expect((await provisioning())?.lastOperation).toMatchObject({
+        name: 'second',
+        kubeVersionBefore: '1.35.2',
+        kubeVersionAfter: '1.35.3',
+      });
+    } finally {
+      await onNode(0, 'rm -f /var/tmp/hostflow-stand-in-slow');
+    }
+  }, 240_000);
+
+  it('refuses what ansible would run on the engine, and stops a step at its deadline', async () => {
+    await operate('templated', {
+      action: 'upgrade-cluster.yml',
+      extraVars: { kube_version: "{{ lookup('pipe', 'id') }}" },
+    });
+    const refused = await ended('templated');
+    expect(refused.phase).toBe('Failed');
+    expect(refused.message).toMatch(/^Nothing was run: spec.extraVars: .* holds a template/);
+    expect(refused.steps ?? []).toEqual([]);
+    // kubespray's own checks run before the stand-in: a version it does not support stops there.
+    await operate('unsupported', {
+      action: 'upgrade-cluster.yml',
+      extraVars: { kube_version: '1.30.0' },
+    });
+    const unsupported = await ended('unsupported');
+    expect(unsupported).toMatchObject({
+      phase: 'Failed',
+      failedStep: 'action',
+      failedTask: 'validate_inventory : Stop if unsupported version of Kubernetes',
+    });
+
+    await onNode(1, 'echo 300 > /var/tmp/hostflow-stand-in-slow');
+    try {
+      await operate('slow', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.4' },
+        activeDeadlineSeconds: 30,
+      });
+      const done = await ended('slow', 90_000);
+      expect(done).toMatchObject({ phase: 'Failed', failedStep: 'action' });
+      expect(done.message).toBe(
+        'action failed: activeDeadlineSeconds (30) passed during action: its playbook was ' +
+          'stopped, and the hosts are as it left them',
+      );
+      expect(done.steps!.map((s) => s.phase)).toEqual(['Cancelled']);
+      // The worker was still waiting (its node slowed) when the playbook was stopped.
+      expect((await versions())[1]).toBe('1.35.3');
+    } finally {
+      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
+    }
+  }, 180_000);
+});

@@ -1,0 +1,24 @@
+// A ClusterOperation workflow's activity proxies, each with its timeout and retries.
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
+import type { PlaybookActivities } from '../../activities/ansible/playbook.js';
+import type { ClusterOperationActivities } from '../../activities/kubernetes/cluster-operations.js';
+import { RESOURCE_CALL } from '../kit/activity-options.js';
+
+/** Its status and Events. */
+export const operationApi = proxyLocalActivities<ClusterOperationActivities>(RESOURCE_CALL);
+
+/**
+ * A step's playbook. A failed run is the operation's answer (PlaybookFailed is not retried); a
+ * lost worker is noticed by the heartbeat and the run starts again on another. A cancel waits
+ * until ansible-playbook has been stopped, so the status never says Cancelled while it runs.
+ */
+export const operationPlaybooks = proxyActivities<Pick<PlaybookActivities, 'runPlaybook'>>({
+  startToCloseTimeout: '6 hours',
+  heartbeatTimeout: '30 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
+});

@@ -1,0 +1,177 @@
+// One ClusterOperation (`cluster-operation/<ns>/<name>`), kubean's ClusterOperation as a narrative,
+// run by its Provisioning's workflow when its turn comes: check the spec, run the pre-hooks in
+// order, then the action, then the post-hooks. A failed step stops what follows, except post-hooks
+// marked `always`. A cancel (the operation deleted) or its deadline stops the running playbook, and
+// the status says that the hosts are as it left them.
+import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
+import { checkOperationSpec, type OperationStep } from '../../shared/cluster-operation-api.js';
+import type {
+  ClusterOperationInput,
+  ClusterOperationOutcome,
+} from '../../shared/contracts/cluster-operation.js';
+import { innermostMessage } from '../../shared/failures.js';
+import { failureDetails } from '../provisioning/report.js';
+import { operationPlaybooks } from './activities.js';
+import { OperationReport } from './report.js';
+
+/** How a step ended that stops the steps after it. */
+type Stop = { failed: string; step: string; details: Record<string, string> } | { cancelled: true };
+
+export async function clusterOperationWorkflow(
+  input: ClusterOperationInput,
+): Promise<ClusterOperationOutcome> {
+  const { namespace, name, uid, spec, target } = input;
+  const report = new OperationReport({ namespace, name, uid }, target.cluster);
+  const checked = checkOperationSpec(spec);
+  if (!checked.ok) {
+    const message = `Nothing was run: ${checked.problems.join('; ')}`;
+    await report.publish('Failed', '', message, { completionTime: now() });
+    await report.event('Warning', 'Refused', message);
+    return { phase: 'Failed', message };
+  }
+  const { steps } = checked;
+  for (const step of steps)
+    report.steps.push({ name: step.name, action: step.playbook, phase: 'Pending' });
+  const startTime = now();
+  await report.publish('Running', steps[0]!.name, 'Started.', { startTime });
+  await report.event('Normal', 'Started', `${spec.action} on cluster ${target.cluster}`);
+
+  let stop: Stop | undefined;
+  let deadlinePassed = false;
+  const deadline = spec.activeDeadlineSeconds;
+  const running = new CancellationScope();
+  if (deadline) {
+    // The deadline cancels the steps' scope as a deletion would; the outcome then says which.
+    void CancellationScope.nonCancellable(() => sleep(deadline * 1000)).then(() => {
+      deadlinePassed = true;
+      running.cancel();
+    });
+  }
+  for (const [index, step] of steps.entries()) {
+    const result = report.steps[index]!;
+    if (stop && !step.always) {
+      result.phase = 'Skipped';
+      continue;
+    }
+    result.phase = 'Running';
+    result.startTime = now();
+    await report.publish('Running', step.name, `Running ${step.name}: ${step.playbook}.`, {
+      startTime,
+    });
+    try {
+      const outcome = await running.run(() => runStep(input, step));
+      Object.assign(result, { phase: 'Succeeded', completionTime: now(), log: outcome.log });
+    } catch (err) {
+      if (!isCancellation(err) && !running.consideredCancelled) {
+        const details = failureDetails(err);
+        const message = innermostMessage(err);
+        Object.assign(result, {
+          phase: 'Failed',
+          completionTime: now(),
+          message,
+          ...pick(details),
+        });
+        // A failed post-hook marked `always` after a failure does not hide the first failure.
+        stop ??= { failed: message, step: step.name, details };
+        log.warn('cluster operation step failed', { step: step.name, error: message });
+        continue;
+      }
+      // Deleted, or past its deadline: nothing more runs.
+      Object.assign(result, { phase: 'Cancelled', completionTime: now() });
+      for (const later of report.steps.slice(index + 1)) later.phase = 'Skipped';
+      const why: Stop = deadlinePassed
+        ? { failed: deadlineMessage(deadline!, step), step: step.name, details: {} }
+        : { cancelled: true };
+      return CancellationScope.nonCancellable(() =>
+        end(report, input, step, why, startTime, deadlinePassed),
+      );
+    }
+  }
+  return CancellationScope.nonCancellable(() =>
+    end(report, input, steps.at(-1)!, stop, startTime, deadlinePassed),
+  );
+}
+
+function runStep(input: ClusterOperationInput, step: OperationStep) {
+  const { target } = input;
+  return operationPlaybooks.runPlaybook.executeWithOptions(
+    { summary: `${step.name}: kubespray ${step.playbook} on cluster ${target.cluster}` },
+    [
+      {
+        namespace: input.namespace,
+        cluster: target.cluster,
+        playbook: step.playbook,
+        inventory: target.inventory,
+        groupVars: target.groupVars,
+        sshUser: target.sshUser,
+        sshKeySecret: target.sshKeySecret,
+        owner: target.provisioning,
+        extraVars: step.extraVars,
+        ...(target.kubesprayRelease ? { kubesprayRelease: target.kubesprayRelease } : {}),
+        ...(target.hostKeys ? { hostKeys: target.hostKeys } : {}),
+      },
+    ],
+  );
+}
+
+/** The final status and Event; what the Provisioning's workflow is told. */
+async function end(
+  report: OperationReport,
+  input: ClusterOperationInput,
+  last: OperationStep,
+  stop: Stop | undefined,
+  startTime: string,
+  deadlinePassed: boolean,
+): Promise<ClusterOperationOutcome> {
+  const { spec, target } = input;
+  const completionTime = now();
+  if (!stop) {
+    const version =
+      spec.action === 'upgrade-cluster.yml' ? spec.extraVars?.kube_version : undefined;
+    const message = `${spec.action} on cluster ${target.cluster} succeeded.`;
+    await report.publish('Succeeded', last.name, message, { startTime, completionTime });
+    await report.event('Normal', 'Succeeded', message);
+    return {
+      phase: 'Succeeded',
+      message,
+      ...(typeof version === 'string' ? { kubeVersion: version } : {}),
+    };
+  }
+  if ('cancelled' in stop) {
+    const message =
+      `Cancelled during ${last.name}: its playbook was stopped, and the hosts of cluster ` +
+      `${target.cluster} are as it left them.`;
+    await report.publish('Cancelled', last.name, message, { startTime, completionTime });
+    await report.event('Warning', 'Cancelled', message);
+    return { phase: 'Cancelled', message, failedStep: last.name };
+  }
+  const message = `${stop.step} failed: ${stop.failed}`;
+  await report.publish('Failed', stop.step, message, {
+    startTime,
+    completionTime,
+    failedStep: stop.step,
+    ...pick(stop.details),
+  });
+  await report.event('Warning', deadlinePassed ? 'DeadlineExceeded' : 'Failed', message);
+  return { phase: 'Failed', message, failedStep: stop.step };
+}
+
+function deadlineMessage(seconds: number, step: OperationStep): string {
+  return (
+    `activeDeadlineSeconds (${seconds}) passed during ${step.name}: its playbook was stopped, ` +
+    'and the hosts are as it left them'
+  );
+}
+
+/** The host, task and log of a failed playbook, as status fields. */
+function pick(details: Record<string, string>): Record<string, string> {
+  const { failedHost, failedTask, log: logFile } = details;
+  return {
+    ...(failedHost ? { failedHost } : {}),
+    ...(failedTask ? { failedTask } : {}),
+    ...(logFile ? { log: logFile } : {}),
+  };
+}
+
+/** Workflow time (deterministic in a workflow), as Kubernetes writes times. */
+const now = () => new Date().toISOString();

@@ -1,0 +1,59 @@
+// How a ClusterOperation says where it is: its phase, the step it is at, each step's result, and
+// where a failure was (step, host, task, log), in its status; Events at its start and end; the
+// Phase search attribute and the UI's details through the kit's resource status.
+import type { CustomResourceRef } from '../../activities/kubernetes/object-ref.js';
+import type { OperationPhase } from '../../shared/contracts/cluster-operation.js';
+import { ResourceStatus } from '../kit/resource-status.js';
+import { operationApi } from './activities.js';
+
+export interface StepReport {
+  name: string;
+  action: string;
+  phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Skipped' | 'Cancelled';
+  startTime?: string;
+  completionTime?: string;
+  message?: string;
+  log?: string;
+}
+
+export class OperationReport {
+  readonly steps: StepReport[] = [];
+  private readonly status: ResourceStatus;
+  private readonly where: string;
+
+  constructor(
+    ref: CustomResourceRef,
+    private readonly cluster: string,
+  ) {
+    this.where = `ClusterOperation ${ref.namespace}/${ref.name}`;
+    this.status = new ResourceStatus(
+      {
+        where: this.where,
+        writeStatus: (status) => operationApi.writeClusterOperationStatus({ ref, status }),
+        recordEvent: (event) => operationApi.recordClusterOperationEvent({ ref, ...event }),
+      },
+      { failedWrite: 'wait-out', failedEvent: 'log', phaseAttribute: 'always' },
+    );
+  }
+
+  /** Writes the phase, the current step and every step's result, with `extra` fields. */
+  async publish(
+    phase: OperationPhase,
+    currentStep: string,
+    message: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<void> {
+    this.status.enter(phase);
+    await this.status.publish(`**${this.where}** (cluster ${this.cluster}): ${phase}. ${message}`, {
+      phase,
+      currentStep,
+      message,
+      steps: this.steps,
+      ...extra,
+    });
+  }
+
+  async event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    await this.status.event({ type, reason, message, dedupKey: reason });
+  }
+}

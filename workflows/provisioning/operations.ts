@@ -1,0 +1,184 @@
+// The ClusterOperations of one Provisioning: queued in creation order as the bridge reports them,
+// run one at a time as this workflow's children, never beside a change of the Provisioning's own
+// spec (the workflow's loop does one thing at a time), with the Provisioning locked against
+// updates and deletion while one runs (docs/provisionings.md, "Day-2 operations").
+import {
+  CancellationScope,
+  ChildWorkflowCancellationType,
+  executeChild,
+  isCancellation,
+} from '@temporalio/workflow';
+import {
+  clusterOperationStart,
+  type ClusterOperationObservation,
+  type ClusterOperationOutcome,
+} from '../../shared/contracts/cluster-operation.js';
+import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
+import { innermostMessage } from '../../shared/failures.js';
+import { operationApi } from '../cluster-operation/activities.js';
+import type { clusterOperationWorkflow } from '../cluster-operation/operation.js';
+import { provisioningApi } from './activities.js';
+import type { Provisioner } from './provisioner.js';
+
+/** v9: the Provisioning's workflow runs its ClusterOperations. */
+export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
+
+/** Operations that ended, remembered so a relist that still shows one running does not rerun it. */
+const ENDED_KEPT = 50;
+
+/** What the next run picks up. */
+export interface OperationsState {
+  queued: ClusterOperationObservation[];
+  ended: string[];
+  /** The `kube_version` the last upgrade set. */
+  kubeVersion?: string;
+}
+
+export class Operations {
+  private queued: ClusterOperationObservation[];
+  private ended: string[];
+  private kubeVersion: string | undefined;
+  private running: { uid: string; scope: CancellationScope } | undefined;
+
+  constructor(
+    private readonly ref: ProvisioningRef,
+    carried?: OperationsState,
+  ) {
+    this.queued = carried?.queued ?? [];
+    this.ended = carried?.ended ?? [];
+    this.kubeVersion = carried?.kubeVersion;
+  }
+
+  state(): OperationsState {
+    return {
+      queued: this.queued,
+      ended: this.ended,
+      ...(this.kubeVersion ? { kubeVersion: this.kubeVersion } : {}),
+    };
+  }
+
+  /** One is waiting for its turn. */
+  get waiting(): boolean {
+    return this.queued.length > 0;
+  }
+
+  /**
+   * Takes in what the bridge saw: queues a new operation (its place in line, to say), forgets a
+   * deleted one that waits, and cancels a deleted one that runs.
+   */
+  observe(seen: ClusterOperationObservation): number | undefined {
+    const { uid } = seen;
+    if (seen.deleting) {
+      if (this.running?.uid === uid) this.running.scope.cancel();
+      this.queued = this.queued.filter((op) => op.uid !== uid);
+      return undefined;
+    }
+    const known =
+      this.ended.includes(uid) ||
+      this.running?.uid === uid ||
+      this.queued.some((op) => op.uid === uid);
+    if (known || seen.ended) return undefined;
+    this.queued.push(seen);
+    this.queued.sort(
+      (a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name),
+    );
+    return this.queued.findIndex((op) => op.uid === uid);
+  }
+
+  /** Says in a queued operation's status where it is in line, and what it waits for. */
+  async sayQueued(
+    seen: ClusterOperationObservation,
+    ahead: number,
+    waitsFor: string,
+  ): Promise<void> {
+    await operationApi.writeClusterOperationStatus({
+      ref: this.operationRef(seen),
+      status: {
+        phase: 'Pending',
+        queuePosition: ahead + 1,
+        message: `Waiting for its turn on ${waitsFor}: ${ahead} operation(s) ahead of it.`,
+      },
+    });
+  }
+
+  /** Runs the first in line as this workflow's child, with the Provisioning locked meanwhile. */
+  async runNext(provisioner: Provisioner): Promise<void> {
+    const seen = this.queued.shift()!;
+    const target = provisioner.operationTarget()!;
+    const scope = new CancellationScope();
+    this.running = { uid: seen.uid, scope };
+    const start = clusterOperationStart({
+      namespace: this.ref.namespace,
+      name: seen.name,
+      uid: seen.uid,
+      spec: seen.spec,
+      target,
+    });
+    await provisioner.holdForOperation(
+      `ClusterOperation ${seen.name} (${seen.spec.action}) is running on cluster ` +
+        `${target.cluster}: change or delete the Provisioning when it has ended`,
+    );
+    let outcome: ClusterOperationOutcome;
+    try {
+      outcome = await scope.run(() =>
+        executeChild<typeof clusterOperationWorkflow>(start.workflowType, {
+          ...start,
+          // A deleted operation's playbook is stopped, and its status written, before it ends.
+          cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+        }),
+      );
+    } catch (err) {
+      // Its workflow ended without an outcome (terminated by hand, or a cancel it did not see).
+      const message = `its workflow ended without an outcome: ${innermostMessage(err)}`;
+      outcome = { phase: isCancellation(err) ? 'Cancelled' : 'Failed', message };
+      await CancellationScope.nonCancellable(() =>
+        operationApi.writeClusterOperationStatus({
+          ref: this.operationRef(seen),
+          status: { phase: outcome.phase, message },
+        }),
+      );
+    } finally {
+      this.running = undefined;
+      this.ended = [...this.ended, seen.uid].slice(-ENDED_KEPT);
+      await CancellationScope.nonCancellable(() => provisioner.holdForOperation());
+    }
+    await this.note(seen, outcome);
+  }
+
+  /** Operations still waiting when the Provisioning goes: said in each one's status. */
+  async dropAll(why: string): Promise<void> {
+    for (const seen of this.queued) {
+      await operationApi.writeClusterOperationStatus({
+        ref: this.operationRef(seen),
+        status: { phase: 'Failed', message: `Nothing was run: ${why}.` },
+      });
+      this.ended = [...this.ended, seen.uid].slice(-ENDED_KEPT);
+    }
+    this.queued = [];
+  }
+
+  /** The Provisioning's status keeps the last operation, and the version an upgrade set. */
+  private async note(seen: ClusterOperationObservation, outcome: ClusterOperationOutcome) {
+    const before = this.kubeVersion;
+    if (outcome.kubeVersion) this.kubeVersion = outcome.kubeVersion;
+    await provisioningApi.writeProvisioningStatus({
+      ref: this.ref,
+      status: {
+        lastOperation: {
+          name: seen.name,
+          action: seen.spec.action,
+          phase: outcome.phase,
+          message: outcome.message,
+          ...(outcome.kubeVersion
+            ? { kubeVersionBefore: before ?? 'as installed', kubeVersionAfter: outcome.kubeVersion }
+            : {}),
+        },
+        ...(this.kubeVersion ? { kubeVersion: this.kubeVersion } : {}),
+      },
+    });
+  }
+
+  private operationRef(seen: ClusterOperationObservation) {
+    return { namespace: this.ref.namespace, name: seen.name, uid: seen.uid };
+  }
+}
