@@ -5,6 +5,8 @@
 // hosts that share this machine's kernel and have no systemd. The stand-in's upgrade-cluster.yml
 // writes each node's version marker, batch by batch. A file on a host breaks or slows that node.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
 import { LOCKABLE_LABEL } from '../locks/api.js';
@@ -22,12 +24,17 @@ import { answer } from './support/refusals.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { tenantIdentity } from './support/service-account.js';
 
+const run = promisify(execFile);
 const sfx = uniqueSuffix();
 const CLUSTER = 'cluster-ops';
 let scope: TestScope;
 let metal: BareMetalHosts;
 let worker: EngineProcess;
 let bridge: EngineProcess;
+const workerEnv = () => ({
+  ...kubesprayWorkerEnv(sfx),
+  HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
+});
 /** A person who may edit Provisionings in the test's namespace (Locks apply to people). */
 let clusterAdmin: CustomObjectsApi;
 
@@ -61,10 +68,7 @@ beforeAll(async () => {
       { apiGroups: [PROVISIONING_API.group], resources: [PROVISIONING_API.plural], verbs: ['*'] },
     ])
   ).makeApiClient(CustomObjectsApi);
-  worker = await startWorker(scope, {
-    ...kubesprayWorkerEnv(sfx),
-    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
-  });
+  worker = await startWorker(scope, workerEnv());
   bridge = await startBridge(scope);
   await scope.kube.custom.createNamespacedCustomObject({
     ...PROVISIONING_API,
@@ -146,6 +150,39 @@ const versions = () =>
     ),
   );
 
+/** The Provisioning's status once it notes `name` as its last operation (after the operation's own). */
+const noted = (name: string) =>
+  waitFor(`the Provisioning to note ${name}`, async () => {
+    const found = await provisioning();
+    return found?.lastOperation?.name === name ? found : undefined;
+  });
+
+/** The operation's Events of `reason`, once there is one. */
+const eventOf = (name: string, reason: string) =>
+  waitFor(`a ${reason} Event on ${name}`, async () => {
+    const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace });
+    return events.items.find((e) => e.involvedObject.name === name && e.reason === reason);
+  });
+
+/** Whether an ansible-playbook runs for the test's cluster (its command names the cluster's directory). */
+const playbookRuns = async () =>
+  (
+    await run('pgrep', ['-f', `ansible-playbook.*/${scope.namespace}/${CLUSTER}/`]).then(
+      ({ stdout }) => stdout.trim().split('\n').filter(Boolean),
+      () => [],
+    )
+  ).length > 0;
+
+/** Waits until the operation's action runs and ansible-playbook has started it. */
+async function actionRunning(name: string): Promise<void> {
+  await waitFor(`${name}'s action to run`, async () => {
+    const found = await status(name);
+    return found.phase === 'Running' && found.currentStep === 'action' && (await playbookRuns())
+      ? true
+      : undefined;
+  });
+}
+
 const onNode = (index: number, command: string) =>
   metal.pool.hosts[index]!.exec(['sh', '-c', command]);
 
@@ -167,7 +204,7 @@ describe('a ClusterOperation', () => {
     ]);
     expect(done.steps![1]!.log).toMatch(/upgrade-cluster\.[0-9a-f]+\.log$/);
     expect(await versions()).toEqual(['1.35.1', '1.35.1']);
-    expect(await provisioning()).toMatchObject({
+    expect(await noted('upgrade-1')).toMatchObject({
       phase: 'Ready',
       kubeVersion: '1.35.1',
       lastOperation: {
@@ -217,10 +254,7 @@ describe('a ClusterOperation', () => {
       expect(done.message).toContain('disk /dev/sdb is read-only');
       expect(done.log).toMatch(/cluster\.[0-9a-f]+\.log$/);
       expect(await versions()).toEqual(['1.35.1', '1.35.1']);
-      expect((await provisioning())?.lastOperation).toMatchObject({
-        name: 'upgrade-2',
-        phase: 'Failed',
-      });
+      expect((await noted('upgrade-2')).lastOperation).toMatchObject({ phase: 'Failed' });
     } finally {
       await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
     }
@@ -272,8 +306,7 @@ describe('a ClusterOperation', () => {
         Date.parse(first.completionTime!),
       );
       expect(await versions()).toEqual(['1.35.3', '1.35.3']);
-      expect((await provisioning())?.lastOperation).toMatchObject({
-        name: 'second',
+      expect((await noted('second')).lastOperation).toMatchObject({
         kubeVersionBefore: '1.35.2',
         kubeVersionAfter: '1.35.3',
       });
@@ -323,4 +356,50 @@ describe('a ClusterOperation', () => {
       await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
     }
   }, 180_000);
+  it('is cancelled when deleted: its playbook stops, and it says the hosts are as it left them', async () => {
+    await onNode(1, 'echo 300 > /var/tmp/hostflow-stand-in-slow');
+    try {
+      await operate('deleted', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.4' },
+      });
+      await actionRunning('deleted');
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...CLUSTER_OPERATION_API,
+        namespace: scope.namespace,
+        name: 'deleted',
+      });
+      const cancelled = await eventOf('deleted', 'Cancelled');
+      expect(cancelled.message).toBe(
+        'Cancelled during action: its playbook was stopped, and the hosts of cluster ' +
+          `${CLUSTER} are as it left them.`,
+      );
+      await waitFor('ansible-playbook to stop', async () =>
+        (await playbookRuns()) ? undefined : true,
+      );
+      expect((await noted('deleted')).lastOperation).toMatchObject({ phase: 'Cancelled' });
+      expect((await versions())[1]).toBe('1.35.3');
+    } finally {
+      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
+    }
+  }, 180_000);
+
+  it('survives its worker killed mid-operation: the step runs again on the next worker', async () => {
+    await onNode(1, 'echo 10 > /var/tmp/hostflow-stand-in-slow');
+    try {
+      await operate('survivor', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.4' },
+      });
+      await actionRunning('survivor');
+      process.kill(worker.pid, 'SIGKILL');
+      await worker.exited;
+      worker = await startWorker(scope, workerEnv());
+      const done = await ended('survivor', 180_000);
+      expect(done).toMatchObject({ phase: 'Succeeded', currentStep: 'action' });
+      expect(await versions()).toEqual(['1.35.4', '1.35.4']);
+    } finally {
+      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
+    }
+  }, 300_000);
 });

@@ -173,6 +173,8 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
         if (code! !== LOCKED) renameSync(inventory, join(dir, 'inventory.ini'));
         else rmSync(inventory, { force: true });
       }
+      // Stopped because the run was cancelled: that is the outcome, not the exit code it left.
+      context.cancellationSignal.throwIfAborted();
       if (code === LOCKED) {
         throw ApplicationFailure.retryable(
           `another ${input.playbook} run for cluster ${input.cluster} is still going; waiting for it`,

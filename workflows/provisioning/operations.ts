@@ -128,15 +128,22 @@ export class Operations {
         }),
       );
     } catch (err) {
-      // Its workflow ended without an outcome (terminated by hand, or a cancel it did not see).
-      const message = `its workflow ended without an outcome: ${innermostMessage(err)}`;
-      outcome = { phase: isCancellation(err) ? 'Cancelled' : 'Failed', message };
-      await CancellationScope.nonCancellable(() =>
-        operationApi.writeClusterOperationStatus({
+      if (isCancellation(err)) {
+        // Deleted while it ran: its workflow stopped the playbook and said so before it ended.
+        outcome = {
+          phase: 'Cancelled',
+          message:
+            'deleted while it ran: its playbook was stopped, and the hosts are as it left them',
+        };
+      } else {
+        // Its workflow ended without an outcome (terminated by hand, say).
+        const message = `its workflow ended without an outcome: ${innermostMessage(err)}`;
+        outcome = { phase: 'Failed', message };
+        await operationApi.writeClusterOperationStatus({
           ref: this.operationRef(seen),
           status: { phase: outcome.phase, message },
-        }),
-      );
+        });
+      }
     } finally {
       this.running = undefined;
       this.ended = [...this.ended, seen.uid].slice(-ENDED_KEPT);
