@@ -17,8 +17,8 @@ commands:
   describe an object's workflow: phase, facts, steps and last error (taskrun, provisioning,
            software, cluster, machine NS/NAME; pool NAME)
   replay   replay a workflow history (from a file or the server) against this code
-  retry    resume a Failed Provisioning at the step that failed, or a Failed Software
-           (or TaskRun)
+  retry    resume a Failed Provisioning or ClusterOperation at the step that failed, or a
+           Failed Software (or TaskRun)
   host     drain a static host for maintenance, or undrain it
 ${START_USAGE}
 ${STATUS_USAGE}

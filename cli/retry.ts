@@ -1,11 +1,13 @@
-// `hostflow retry provisioning|software|taskrun <ns>/<name>`: on-call resumes a Failed Provisioning from
-// the step that failed, or has a Software install again where it failed, once the cause is fixed
+// `hostflow retry provisioning|software|operation|taskrun <ns>/<name>`: on-call resumes a Failed
+// Provisioning or ClusterOperation from the step that failed, or has a Software install again
+// where it failed, once the cause is fixed
 // (or has a Refused one looked at again). It writes the
 // retry annotation, as `kubectl annotate` would, so the request is in the resource's history and
 // the bridge delivers it like any change; the workflow keeps both runs in its history. A TaskRun
 // is retried through its workflow instead (retry-taskrun.ts), which can refuse at once.
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { PROVISIONING_API, RETRY_ANNOTATION, SOFTWARE_API } from '../shared/bpa-api.js';
+import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { loadKubeConfig } from '../runtime/settings.js';
 import { runRetryTaskRun } from './retry-taskrun.js';
@@ -18,6 +20,9 @@ retry options:
       Refused one again. Same as: kubectl annotate provisioning NAME ${RETRY_ANNOTATION}=<now> --overwrite
   hostflow retry software NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
       Installs a Failed Software again on the nodes where it failed.
+  hostflow retry operation NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
+      Runs a Failed ClusterOperation again from the step that failed (fix the cause first); the
+      steps before it are not run again, and its workflow keeps both runs.
   hostflow retry taskrun NAMESPACE/NAME [--kubeconfig PATH] [--context NAME]
       Serves a Failed TaskRun that still runs again (fix the cause first, e.g. a host's admin
       key): its error Secret is deleted and it asks for a host anew. Refused, saying why, for a
@@ -27,6 +32,12 @@ retry options:
 const KINDS = {
   provisioning: { api: PROVISIONING_API, kind: 'Provisioning', short: 'bpa', sample: 'bpa-sample' },
   software: { api: SOFTWARE_API, kind: 'Software', short: 'sw', sample: 'software-sample' },
+  operation: {
+    api: CLUSTER_OPERATION_API,
+    kind: 'ClusterOperation',
+    short: 'clusterop',
+    sample: 'upgrade',
+  },
   taskrun: { api: undefined, kind: 'TaskRun', short: 'tr', sample: 'my-build' },
 } as const;
 type RetryKind = keyof typeof KINDS;
@@ -48,7 +59,7 @@ export function parseRetryTarget(options: RetryOptions): {
 } {
   if (!options.kind || !Object.hasOwn(KINDS, options.kind)) {
     throw new Error(
-      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning", "software" or "taskrun"`,
+      `cannot retry ${options.kind ? `"${options.kind}"` : 'nothing'}: the kind to retry is "provisioning", "software", "operation" or "taskrun"`,
     );
   }
   const kind = options.kind as RetryKind;

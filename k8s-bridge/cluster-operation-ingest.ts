@@ -1,6 +1,8 @@
 // Ingests ClusterOperations through the one ingest (ingest.ts): each is told to the workflow of
-// the Provisioning it names, in its own namespace, which queues it and runs it as its child. A
-// Provisioning whose workflow does not run cannot take it; the periodic relist tells it again.
+// the Provisioning it names, in its own namespace, which queues it and runs it as its child. An
+// ended one is told again only when on-call asks a Failed one to retry. A Provisioning whose
+// workflow does not run cannot take it; the periodic relist tells it again.
+import { RETRY_ANNOTATION } from '../shared/bpa-api.js';
 import {
   CLUSTER_OPERATION_API,
   type ClusterOperationSpec,
@@ -16,7 +18,7 @@ import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 export interface ClusterOperationObject extends NamespacedObject {
   metadata: NamespacedObject['metadata'] & { creationTimestamp?: string | Date };
   spec?: ClusterOperationSpec;
-  status?: { phase?: string };
+  status?: { phase?: string; retry?: string; failedStep?: string };
 }
 
 const ENDED = ['Succeeded', 'Failed', 'Cancelled'];
@@ -25,8 +27,10 @@ export function clusterOperationObservation(
   item: ClusterOperationObject,
   gone: boolean,
 ): ClusterOperationObservation {
-  const { name, uid, creationTimestamp, deletionTimestamp } = item.metadata;
+  const { name, uid, creationTimestamp, deletionTimestamp, annotations } = item.metadata;
   const phase = item.status?.phase;
+  const retry = annotations?.[RETRY_ANNOTATION];
+  const { retry: retried, failedStep } = item.status ?? {};
   return {
     name,
     uid,
@@ -34,8 +38,17 @@ export function clusterOperationObservation(
     spec: item.spec ?? {},
     ...(phase && ENDED.includes(phase) ? { ended: phase } : {}),
     deleting: gone || deletionTimestamp !== undefined,
+    ...(retry ? { retry } : {}),
+    ...(retried ? { retried } : {}),
+    ...(failedStep ? { failedStep } : {}),
   };
 }
+
+/** A Failed operation that on-call asked to run again, with a retry value not yet taken. */
+const retryAsked = (item: ClusterOperationObject) => {
+  const retry = item.metadata.annotations?.[RETRY_ANNOTATION];
+  return item.status?.phase === 'Failed' && !!retry && retry !== item.status.retry;
+};
 
 export function clusterOperationIngest(options: IngestOptions): Ingest {
   const ingest = new Ingest(options);
@@ -43,7 +56,8 @@ export function clusterOperationIngest(options: IngestOptions): Ingest {
     const { namespace, name, uid } = item.metadata;
     const provisioning = item.spec?.provisioning;
     // The CRD requires it; an operation that has ended has nothing left to run or cancel.
-    if (!provisioning || ENDED.includes(item.status?.phase ?? '')) return;
+    if (!provisioning) return;
+    if (ENDED.includes(item.status?.phase ?? '') && !(retryAsked(item) && !gone)) return;
     const subject = `ClusterOperation ${namespace}/${name}`;
     const target = {
       workflowId: WORKFLOW_ID.provisioning(namespace, provisioning),

@@ -6,8 +6,10 @@
 // writes each node's version marker, batch by batch. A file on a host breaks or slows that node.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { REPO_ROOT } from '../local-stack/paths.js';
 import { waitFor } from '../local-stack/process.js';
 import { LOCKABLE_LABEL } from '../locks/api.js';
 import { PROVISIONING_API, type ProvisioningSpec } from '../shared/bpa-api.js';
@@ -18,7 +20,7 @@ import {
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
-import { kube, uniqueSuffix } from './support/env.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { answer } from './support/refusals.js';
 import { createScope, type TestScope } from './support/scope.js';
@@ -49,7 +51,7 @@ interface OperationStatus {
   failedHost?: string;
   failedTask?: string;
   log?: string;
-  steps?: Array<{ name: string; action: string; phase: string; log?: string }>;
+  steps?: Array<{ name: string; action: string; phase: string; log?: string; message?: string }>;
 }
 
 beforeAll(async () => {
@@ -400,6 +402,59 @@ describe('a ClusterOperation', () => {
       expect(await versions()).toEqual(['1.35.4', '1.35.4']);
     } finally {
       await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
+    }
+  }, 300_000);
+  it('fails mid-action, then runs again from that step when on-call retries it, keeping both runs', async () => {
+    await onNode(0, 'echo 5 > /var/tmp/hostflow-stand-in-slow'); // the control plane goes first
+    try {
+      await operate('retried', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.0' },
+        preHook: [{ action: 'cluster.yml' }],
+      });
+      await waitFor("retried's action to start", async () => {
+        const found = await status('retried');
+        return found.phase === 'Running' && found.currentStep === 'action' ? true : undefined;
+      });
+      await onNode(1, 'echo "kubelet will not stop" > /var/tmp/hostflow-stand-in-broken');
+      const failed = await ended('retried');
+      expect(failed).toMatchObject({
+        phase: 'Failed',
+        failedStep: 'action',
+        failedHost: 'worker',
+        failedTask: 'Check the node',
+      });
+      expect(await versions()).toEqual(['1.35.0', '1.35.4']); // a failed node stops the rest
+
+      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
+      const cli = await run(process.execPath, [
+        join(REPO_ROOT, 'dist/cli/hostflow.js'),
+        'retry',
+        'operation',
+        `${scope.namespace}/retried`,
+        '--kubeconfig',
+        testEnv('kubeconfig'),
+      ]);
+      expect(cli.stdout).toContain(`asked ClusterOperation ${scope.namespace}/retried to retry`);
+      const done = await waitFor('retried to succeed', async () => {
+        const found = await status('retried');
+        return found.phase === 'Succeeded' ? found : undefined;
+      });
+      // The pre-hook is not run again; the failure's fields went with the run that failed.
+      expect(done.steps!.map((s) => [s.name, s.phase, s.message])).toEqual([
+        ['preHook[0]', 'Succeeded', 'in an earlier run'],
+        ['action', 'Succeeded', undefined],
+      ]);
+      expect(done.failedStep).toBeUndefined();
+      expect(await versions()).toEqual(['1.35.0', '1.35.0']);
+      const runs = [];
+      const query = `WorkflowId = 'cluster-operation/${scope.namespace}/retried'`;
+      for await (const w of scope.temporal.client.workflow.list({ query }))
+        runs.push(w.status.name);
+      expect(runs.sort()).toEqual(['COMPLETED', 'COMPLETED']);
+    } finally {
+      await onNode(0, 'rm -f /var/tmp/hostflow-stand-in-slow');
+      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
     }
   }, 300_000);
 });

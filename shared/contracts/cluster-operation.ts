@@ -20,6 +20,12 @@ export interface ClusterOperationObservation {
   ended?: string;
   /** Its deletionTimestamp is set, or it is gone: a queued one leaves, a running one is cancelled. */
   deleting: boolean;
+  /** Its retry annotation: a new value runs a Failed one again from the step that failed. */
+  retry?: string;
+  /** The retry annotation its last run was started for (status.retry). */
+  retried?: string;
+  /** The step its last run failed at (status.failedStep). */
+  failedStep?: string;
 }
 
 /** Sent to the workflow of the Provisioning the operation names (`spec.provisioning`). */
@@ -45,6 +51,8 @@ export interface ClusterOperationInput {
   uid: string;
   spec: ClusterOperationSpec;
   target: OperationCluster;
+  /** A retry: the steps before `from` succeeded in an earlier run and are not run again. */
+  resume?: { from: string; retry: string };
 }
 
 export type OperationPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Cancelled';

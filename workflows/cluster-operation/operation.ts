@@ -2,7 +2,7 @@
 // run by its Provisioning's workflow when its turn comes: check the spec, run the pre-hooks in
 // order, then the action, then the post-hooks. A failed step stops what follows, except post-hooks
 // marked `always`. A cancel (the operation deleted) or its deadline stops the running playbook, and
-// the status says that the hosts are as it left them.
+// the status says that the hosts are as it left them. A retry runs again from the step that failed.
 import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
 import { checkOperationSpec, type OperationStep } from '../../shared/cluster-operation-api.js';
 import type {
@@ -30,11 +30,30 @@ export async function clusterOperationWorkflow(
     return { phase: 'Failed', message };
   }
   const { steps } = checked;
-  for (const step of steps)
-    report.steps.push({ name: step.name, action: step.playbook, phase: 'Pending' });
+  // A retry starts at the step that failed: those before it succeeded in an earlier run.
+  const { resume } = input;
+  const from = Math.max(0, resume ? steps.findIndex((s) => s.name === resume.from) : 0);
+  for (const [index, step] of steps.entries()) {
+    const earlier = index < from ? { message: 'in an earlier run' } : {};
+    const phase = index < from ? 'Succeeded' : 'Pending';
+    report.steps.push({ name: step.name, action: step.playbook, phase, ...earlier });
+  }
   const startTime = now();
-  await report.publish('Running', steps[0]!.name, 'Started.', { startTime });
-  await report.event('Normal', 'Started', `${spec.action} on cluster ${target.cluster}`);
+  // A retry's status starts afresh; the earlier run's failure stays in that run's history.
+  const afresh = resume
+    ? { retry: resume.retry, completionTime: null, failedStep: null, failedHost: null }
+    : {};
+  await report.publish('Running', steps[from]!.name, resume ? 'Retrying.' : 'Started.', {
+    startTime,
+    ...afresh,
+    ...(resume ? { failedTask: null, log: null } : {}),
+  });
+  await report.event(
+    'Normal',
+    resume ? 'Retrying' : 'Started',
+    `${spec.action} on cluster ${target.cluster}` +
+      (resume ? `, again from ${steps[from]!.name}` : ''),
+  );
 
   let stop: Stop | undefined;
   let deadlinePassed = false;
@@ -48,6 +67,7 @@ export async function clusterOperationWorkflow(
     });
   }
   for (const [index, step] of steps.entries()) {
+    if (index < from) continue;
     const result = report.steps[index]!;
     if (stop && !step.always) {
       result.phase = 'Skipped';

@@ -23,7 +23,10 @@ import type { Provisioner } from './provisioner.js';
 /** v9: the Provisioning's workflow runs its ClusterOperations. */
 export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
 
-/** Operations that ended, remembered so a relist that still shows one running does not rerun it. */
+/**
+ * Operations that ended and retries taken, remembered so a relist that still shows an operation
+ * running, or a retry it has not seen taken yet, does not run it again.
+ */
 const ENDED_KEPT = 50;
 
 /** What the next run picks up. */
@@ -63,8 +66,8 @@ export class Operations {
   }
 
   /**
-   * Takes in what the bridge saw: queues a new operation (its place in line, to say), forgets a
-   * deleted one that waits, and cancels a deleted one that runs.
+   * Takes in what the bridge saw: queues a new operation, or a Failed one on-call asked to retry
+   * (its place in line, to say); forgets a deleted one that waits, and cancels one that runs.
    */
   observe(seen: ClusterOperationObservation): number | undefined {
     const { uid } = seen;
@@ -73,11 +76,16 @@ export class Operations {
       this.queued = this.queued.filter((op) => op.uid !== uid);
       return undefined;
     }
-    const known =
-      this.ended.includes(uid) ||
-      this.running?.uid === uid ||
-      this.queued.some((op) => op.uid === uid);
-    if (known || seen.ended) return undefined;
+    if (this.running?.uid === uid || this.queued.some((op) => op.uid === uid)) return undefined;
+    if (seen.ended) {
+      // Each retry value runs it once more, from the step that failed.
+      const { retry } = seen;
+      const asked = seen.ended === 'Failed' && retry && retry !== seen.retried;
+      if (!asked || this.ended.includes(`${uid}@${retry}`)) return undefined;
+      this.remember(`${uid}@${retry}`);
+    } else if (this.ended.includes(uid)) {
+      return undefined;
+    }
     this.queued.push(seen);
     this.queued.sort(
       (a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name),
@@ -113,6 +121,9 @@ export class Operations {
       uid: seen.uid,
       spec: seen.spec,
       target,
+      ...(seen.ended && seen.retry
+        ? { resume: { from: seen.failedStep ?? '', retry: seen.retry } }
+        : {}),
     });
     await provisioner.holdForOperation(
       `ClusterOperation ${seen.name} (${seen.spec.action}) is running on cluster ` +
@@ -146,7 +157,7 @@ export class Operations {
       }
     } finally {
       this.running = undefined;
-      this.ended = [...this.ended, seen.uid].slice(-ENDED_KEPT);
+      this.remember(seen.uid);
       await CancellationScope.nonCancellable(() => provisioner.holdForOperation());
     }
     await this.note(seen, outcome);
@@ -159,7 +170,7 @@ export class Operations {
         ref: this.operationRef(seen),
         status: { phase: 'Failed', message: `Nothing was run: ${why}.` },
       });
-      this.ended = [...this.ended, seen.uid].slice(-ENDED_KEPT);
+      this.remember(seen.uid);
     }
     this.queued = [];
   }
@@ -183,6 +194,11 @@ export class Operations {
         ...(this.kubeVersion ? { kubeVersion: this.kubeVersion } : {}),
       },
     });
+  }
+
+  /** An operation (uid) that ended, or a retry (uid@value) that was taken. */
+  private remember(key: string): void {
+    if (!this.ended.includes(key)) this.ended = [...this.ended, key].slice(-ENDED_KEPT);
   }
 
   private operationRef(seen: ClusterOperationObservation) {
