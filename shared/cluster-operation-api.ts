@@ -38,6 +38,8 @@ export interface ClusterOperationSpec extends OperationStepSpec {
   postHook?: PostHookSpec[];
   /** How long the whole operation may run once it has its turn, hooks included. */
   activeDeadlineSeconds?: number;
+  /** Every step runs with ansible's --check: nothing changes, and the status says what would. */
+  dryRun?: boolean;
 }
 
 /** A step as the workflow runs it, once checked. */

@@ -51,7 +51,14 @@ interface OperationStatus {
   failedHost?: string;
   failedTask?: string;
   log?: string;
-  steps?: Array<{ name: string; action: string; phase: string; log?: string; message?: string }>;
+  steps?: Array<{
+    name: string;
+    action: string;
+    phase: string;
+    log?: string;
+    message?: string;
+    wouldChange?: Record<string, number>;
+  }>;
 }
 
 beforeAll(async () => {
@@ -457,4 +464,20 @@ describe('a ClusterOperation', () => {
       await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
     }
   }, 300_000);
+  it('dry-runs an upgrade: nothing changes, and its status says what would, host by host', async () => {
+    await operate('dry', {
+      action: 'upgrade-cluster.yml',
+      extraVars: { kube_version: '1.35.1' },
+      dryRun: true,
+    });
+    const done = await ended('dry');
+    expect(done.phase).toBe('Succeeded');
+    expect(done.steps![0]!.wouldChange).toMatchObject({ master: 1, worker: 1 });
+    expect(done.message).toBe(
+      `Dry run of upgrade-cluster.yml on cluster ${CLUSTER}: nothing was changed; it would ` +
+        'change tasks on action: master 1, worker 1.',
+    );
+    expect(await versions()).toEqual(['1.35.0', '1.35.0']);
+    expect(await noted('dry')).toMatchObject({ kubeVersion: '1.35.0' });
+  }, 180_000);
 });

@@ -84,6 +84,8 @@ export interface PlaybookInput {
    * values, no name hostflow sets itself. Passed with the run's own in one JSON argument.
    */
   extraVars?: Record<string, unknown>;
+  /** A dry run (`--check`): nothing changes on the hosts; the recap says what would. */
+  check?: boolean;
 }
 
 export interface KubesprayCheck {
@@ -223,6 +225,7 @@ function playbookVars(input: PlaybookInput): string[] {
   if (input.playbook === 'remove-node.yml' && nodes.length) vars.node = nodes.join(',');
   const limit = input.playbook !== 'remove-node.yml' && nodes.length;
   return [
+    ...(input.check ? ['--check'] : []),
     ...(limit ? ['--limit', nodes.join(',')] : []),
     // JSON in one argument (no shell): labels were checked, and quoting cannot go wrong.
     ...(Object.keys(vars).length ? ['--extra-vars', JSON.stringify(vars)] : []),

@@ -81,6 +81,11 @@ export async function clusterOperationWorkflow(
     try {
       const outcome = await running.run(() => runStep(input, step));
       Object.assign(result, { phase: 'Succeeded', completionTime: now(), log: outcome.log });
+      if (spec.dryRun) {
+        result.wouldChange = Object.fromEntries(
+          Object.entries(outcome.recap).map(([host, recap]) => [host, recap.changed]),
+        );
+      }
     } catch (err) {
       if (!isCancellation(err) && !running.consideredCancelled) {
         const details = failureDetails(err);
@@ -127,6 +132,7 @@ function runStep(input: ClusterOperationInput, step: OperationStep) {
         sshKeySecret: target.sshKeySecret,
         owner: target.provisioning,
         extraVars: step.extraVars,
+        ...(input.spec.dryRun ? { check: true } : {}),
         ...(target.kubesprayRelease ? { kubesprayRelease: target.kubesprayRelease } : {}),
         ...(target.hostKeys ? { hostKeys: target.hostKeys } : {}),
       },
@@ -146,9 +152,12 @@ async function end(
   const { spec, target } = input;
   const completionTime = now();
   if (!stop) {
-    const version =
-      spec.action === 'upgrade-cluster.yml' ? spec.extraVars?.kube_version : undefined;
-    const message = `${spec.action} on cluster ${target.cluster} succeeded.`;
+    const upgrade = spec.action === 'upgrade-cluster.yml' && !spec.dryRun;
+    const version = upgrade ? spec.extraVars?.kube_version : undefined;
+    const message = spec.dryRun
+      ? `Dry run of ${spec.action} on cluster ${target.cluster}: nothing was changed; ` +
+        `it would change ${describeChanges(report)}.`
+      : `${spec.action} on cluster ${target.cluster} succeeded.`;
     await report.publish('Succeeded', last.name, message, { startTime, completionTime });
     await report.event('Normal', 'Succeeded', message);
     return {
@@ -174,6 +183,17 @@ async function end(
   });
   await report.event('Warning', deadlinePassed ? 'DeadlineExceeded' : 'Failed', message);
   return { phase: 'Failed', message, failedStep: stop.step };
+}
+
+/** What a dry run's steps would change: `tasks on action: master 1, worker 1`, or nothing. */
+function describeChanges(report: OperationReport): string {
+  const parts = report.steps.flatMap((step) => {
+    const hosts = Object.entries(step.wouldChange ?? {}).filter(([, n]) => n > 0);
+    return hosts.length
+      ? [`${step.name}: ${hosts.map(([host, n]) => `${host} ${n}`).join(', ')}`]
+      : [];
+  });
+  return parts.length ? `tasks on ${parts.join('; ')}` : 'nothing';
 }
 
 function deadlineMessage(seconds: number, step: OperationStep): string {

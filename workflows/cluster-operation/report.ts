@@ -14,6 +14,8 @@ export interface StepReport {
   completionTime?: string;
   message?: string;
   log?: string;
+  /** A dry run's: how many tasks would change something, by host. */
+  wouldChange?: Record<string, number>;
 }
 
 export class OperationReport {
