@@ -195,6 +195,30 @@ async function actionRunning(name: string): Promise<void> {
 const onNode = (index: number, command: string) =>
   metal.pool.hosts[index]!.exec(['sh', '-c', command]);
 
+/** Breaks (its text is the failure) or slows (seconds) node `index`, or, with no value, mends it. */
+const setFault = (index: number, fault: 'slow' | 'broken', value?: string) =>
+  onNode(
+    index,
+    value === undefined
+      ? `rm -f /var/tmp/hostflow-stand-in-${fault}`
+      : `echo "${value}" > /var/tmp/hostflow-stand-in-${fault}`,
+  );
+
+/** Runs `body` with node `index` slowed or broken, and mends it after. */
+async function withFault(
+  index: number,
+  fault: 'slow' | 'broken',
+  value: string,
+  body: () => Promise<void>,
+): Promise<void> {
+  await setFault(index, fault, value);
+  try {
+    await body();
+  } finally {
+    await setFault(index, fault);
+  }
+}
+
 describe('a ClusterOperation', () => {
   it('upgrades the cluster: its hooks and action in order, and the version before and after', async () => {
     expect(await versions()).toEqual(['', '']);
@@ -238,8 +262,7 @@ describe('a ClusterOperation', () => {
   }, 180_000);
 
   it('stops at a failed pre-hook: the action never runs, a post-hook marked always does', async () => {
-    await onNode(1, 'echo "disk /dev/sdb is read-only" > /var/tmp/hostflow-stand-in-broken');
-    try {
+    await withFault(1, 'broken', 'disk /dev/sdb is read-only', async () => {
       await operate('upgrade-2', {
         action: 'upgrade-cluster.yml',
         extraVars: { kube_version: '1.35.2' },
@@ -264,14 +287,11 @@ describe('a ClusterOperation', () => {
       expect(done.log).toMatch(/cluster\.[0-9a-f]+\.log$/);
       expect(await versions()).toEqual(['1.35.1', '1.35.1']);
       expect((await noted('upgrade-2')).lastOperation).toMatchObject({ phase: 'Failed' });
-    } finally {
-      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
-    }
+    });
   }, 180_000);
 
   it('runs one at a time in creation order, with the Provisioning locked while one runs', async () => {
-    await onNode(0, 'echo 4 > /var/tmp/hostflow-stand-in-slow');
-    try {
+    await withFault(0, 'slow', '4', async () => {
       await operate('first', {
         action: 'upgrade-cluster.yml',
         extraVars: { kube_version: '1.35.2' },
@@ -319,9 +339,7 @@ describe('a ClusterOperation', () => {
         kubeVersionBefore: '1.35.2',
         kubeVersionAfter: '1.35.3',
       });
-    } finally {
-      await onNode(0, 'rm -f /var/tmp/hostflow-stand-in-slow');
-    }
+    });
   }, 240_000);
 
   it('refuses what ansible would run on the engine, and stops a step at its deadline', async () => {
@@ -345,8 +363,7 @@ describe('a ClusterOperation', () => {
       failedTask: 'validate_inventory : Stop if unsupported version of Kubernetes',
     });
 
-    await onNode(1, 'echo 300 > /var/tmp/hostflow-stand-in-slow');
-    try {
+    await withFault(1, 'slow', '300', async () => {
       await operate('slow', {
         action: 'upgrade-cluster.yml',
         extraVars: { kube_version: '1.35.4' },
@@ -361,13 +378,10 @@ describe('a ClusterOperation', () => {
       expect(done.steps!.map((s) => s.phase)).toEqual(['Cancelled']);
       // The worker was still waiting (its node slowed) when the playbook was stopped.
       expect((await versions())[1]).toBe('1.35.3');
-    } finally {
-      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
-    }
+    });
   }, 180_000);
   it('is cancelled when deleted: its playbook stops, and it says the hosts are as it left them', async () => {
-    await onNode(1, 'echo 300 > /var/tmp/hostflow-stand-in-slow');
-    try {
+    await withFault(1, 'slow', '300', async () => {
       await operate('deleted', {
         action: 'upgrade-cluster.yml',
         extraVars: { kube_version: '1.35.4' },
@@ -388,14 +402,11 @@ describe('a ClusterOperation', () => {
       );
       expect((await noted('deleted')).lastOperation).toMatchObject({ phase: 'Cancelled' });
       expect((await versions())[1]).toBe('1.35.3');
-    } finally {
-      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
-    }
+    });
   }, 180_000);
 
   it('survives its worker killed mid-operation: the step runs again on the next worker', async () => {
-    await onNode(1, 'echo 10 > /var/tmp/hostflow-stand-in-slow');
-    try {
+    await withFault(1, 'slow', '10', async () => {
       await operate('survivor', {
         action: 'upgrade-cluster.yml',
         extraVars: { kube_version: '1.35.4' },
@@ -407,12 +418,10 @@ describe('a ClusterOperation', () => {
       const done = await ended('survivor', 180_000);
       expect(done).toMatchObject({ phase: 'Succeeded', currentStep: 'action' });
       expect(await versions()).toEqual(['1.35.4', '1.35.4']);
-    } finally {
-      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-slow');
-    }
+    });
   }, 300_000);
   it('fails mid-action, then runs again from that step when on-call retries it, keeping both runs', async () => {
-    await onNode(0, 'echo 5 > /var/tmp/hostflow-stand-in-slow'); // the control plane goes first
+    await setFault(0, 'slow', '5'); // the control plane goes first
     try {
       await operate('retried', {
         action: 'upgrade-cluster.yml',
@@ -423,7 +432,7 @@ describe('a ClusterOperation', () => {
         const found = await status('retried');
         return found.phase === 'Running' && found.currentStep === 'action' ? true : undefined;
       });
-      await onNode(1, 'echo "kubelet will not stop" > /var/tmp/hostflow-stand-in-broken');
+      await setFault(1, 'broken', 'kubelet will not stop');
       const failed = await ended('retried');
       expect(failed).toMatchObject({
         phase: 'Failed',
@@ -433,7 +442,7 @@ describe('a ClusterOperation', () => {
       });
       expect(await versions()).toEqual(['1.35.0', '1.35.4']); // a failed node stops the rest
 
-      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
+      await setFault(1, 'broken');
       const cli = await run(process.execPath, [
         join(REPO_ROOT, 'dist/cli/hostflow.js'),
         'retry',
@@ -460,8 +469,8 @@ describe('a ClusterOperation', () => {
         runs.push(w.status.name);
       expect(runs.sort()).toEqual(['COMPLETED', 'COMPLETED']);
     } finally {
-      await onNode(0, 'rm -f /var/tmp/hostflow-stand-in-slow');
-      await onNode(1, 'rm -f /var/tmp/hostflow-stand-in-broken');
+      await setFault(0, 'slow');
+      await setFault(1, 'broken');
     }
   }, 300_000);
   it('dry-runs an upgrade: nothing changes, and its status says what would, host by host', async () => {

@@ -14,6 +14,9 @@ import { failureDetails } from '../provisioning/report.js';
 import { operationPlaybooks } from './activities.js';
 import { OperationReport } from './report.js';
 
+/** The status fields of a failure, cleared when a retry starts. */
+const FAILURE_FIELDS = ['failedStep', 'failedHost', 'failedTask', 'log'];
+
 /** How a step ended that stops the steps after it. */
 type Stop = { failed: string; step: string; details: Record<string, string> } | { cancelled: true };
 
@@ -41,12 +44,12 @@ export async function clusterOperationWorkflow(
   const startTime = now();
   // A retry's status starts afresh; the earlier run's failure stays in that run's history.
   const afresh = resume
-    ? { retry: resume.retry, completionTime: null, failedStep: null, failedHost: null }
+    ? Object.fromEntries([...FAILURE_FIELDS, 'completionTime'].map((key) => [key, null]))
     : {};
   await report.publish('Running', steps[from]!.name, resume ? 'Retrying.' : 'Started.', {
     startTime,
+    ...(resume ? { retry: resume.retry } : {}),
     ...afresh,
-    ...(resume ? { failedTask: null, log: null } : {}),
   });
   await report.event(
     'Normal',
@@ -90,12 +93,7 @@ export async function clusterOperationWorkflow(
       if (!isCancellation(err) && !running.consideredCancelled) {
         const details = failureDetails(err);
         const message = innermostMessage(err);
-        Object.assign(result, {
-          phase: 'Failed',
-          completionTime: now(),
-          message,
-          ...pick(details),
-        });
+        Object.assign(result, { phase: 'Failed', completionTime: now(), message, ...details });
         // A failed post-hook marked `always` after a failure does not hide the first failure.
         stop ??= { failed: message, step: step.name, details };
         log.warn('cluster operation step failed', { step: step.name, error: message });
@@ -179,7 +177,7 @@ async function end(
     startTime,
     completionTime,
     failedStep: stop.step,
-    ...pick(stop.details),
+    ...stop.details,
   });
   await report.event('Warning', deadlinePassed ? 'DeadlineExceeded' : 'Failed', message);
   return { phase: 'Failed', message, failedStep: stop.step };
@@ -201,16 +199,6 @@ function deadlineMessage(seconds: number, step: OperationStep): string {
     `activeDeadlineSeconds (${seconds}) passed during ${step.name}: its playbook was stopped, ` +
     'and the hosts are as it left them'
   );
-}
-
-/** The host, task and log of a failed playbook, as status fields. */
-function pick(details: Record<string, string>): Record<string, string> {
-  const { failedHost, failedTask, log: logFile } = details;
-  return {
-    ...(failedHost ? { failedHost } : {}),
-    ...(failedTask ? { failedTask } : {}),
-    ...(logFile ? { log: logFile } : {}),
-  };
 }
 
 /** Workflow time (deterministic in a workflow), as Kubernetes writes times. */
