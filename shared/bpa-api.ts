@@ -1,6 +1,8 @@
 // The BPA resources (bpa.akraino.org/v1alpha1, deploy/crds/bpa-*.yaml) and the metal3
 // BareMetalHost they draw hosts from: API coordinates and the fields hostflow reads. Written so
 // the sample resources of Akraino ICN's BPA operator apply unchanged.
+import type { MaintenanceWindowSpec } from './maintenance-window.js';
+
 export const BPA_GROUP = 'bpa.akraino.org';
 export const BPA_VERSION = 'v1alpha1';
 
@@ -70,6 +72,10 @@ export interface ProvisioningSpec {
   kubesprayRelease?: string;
   /** Where the original wrote hosts.ini; accepted and ignored. */
   hostfile?: string;
+  /** When its ClusterOperations may start (a hostflow field). */
+  maintenanceWindow?: MaintenanceWindowSpec;
+  /** How many ended ClusterOperations it keeps, with their logs (a hostflow field; default 10). */
+  operationHistoryLimit?: number;
 }
 
 /** What role assignment needs to know of a BareMetalHost. */

@@ -7,21 +7,28 @@ import {
   ChildWorkflowCancellationType,
   executeChild,
   isCancellation,
+  log,
+  patched,
 } from '@temporalio/workflow';
 import {
   clusterOperationStart,
   type ClusterOperationObservation,
   type ClusterOperationOutcome,
 } from '../../shared/contracts/cluster-operation.js';
+import { DEFAULT_OPERATION_HISTORY } from '../../shared/cluster-operation-api.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { operationApi } from '../cluster-operation/activities.js';
+import { operationApi, operationLogs } from '../cluster-operation/activities.js';
 import type { clusterOperationWorkflow } from '../cluster-operation/operation.js';
 import { provisioningApi } from './activities.js';
+import type { OperationWait } from './operation-wait.js';
 import type { Provisioner } from './provisioner.js';
 
 /** v9: the Provisioning's workflow runs its ClusterOperations. */
 export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
+
+/** v11: ended operations beyond the Provisioning's operationHistoryLimit go, with their logs. */
+export const PATCH_OPERATION_HISTORY = 'provisioning-operation-history';
 
 /**
  * Operations that ended and retries taken, remembered so a relist that still shows an operation
@@ -42,6 +49,8 @@ export class Operations {
   private ended: string[];
   private kubeVersion: string | undefined;
   private running: { uid: string; scope: CancellationScope } | undefined;
+  /** Why they wait, as the queued operations were last told. */
+  private told: string | undefined;
 
   constructor(
     private readonly ref: ProvisioningRef,
@@ -93,25 +102,46 @@ export class Operations {
     return this.queued.findIndex((op) => op.uid === uid);
   }
 
-  /** Says in a queued operation's status where it is in line, and what it waits for. */
+  /**
+   * Says in a queued operation's status where it is in line, and what it waits for: its turn on
+   * `waitsFor`, or (v10) why even the first in line cannot start yet.
+   */
   async sayQueued(
     seen: ClusterOperationObservation,
     ahead: number,
     waitsFor: string,
+    wait?: OperationWait,
   ): Promise<void> {
+    const line = `${ahead} operation(s) ahead of it`;
     await operationApi.writeClusterOperationStatus({
       ref: this.operationRef(seen),
       status: {
         phase: 'Pending',
         queuePosition: ahead + 1,
-        message: `Waiting for its turn on ${waitsFor}: ${ahead} operation(s) ahead of it.`,
+        message: wait
+          ? `Waiting: ${wait.why}; ${line} on ${waitsFor}.`
+          : `Waiting for its turn on ${waitsFor}: ${line}.`,
+        ...(wait ? { notBefore: wait.opensAt ? new Date(wait.opensAt).toISOString() : null } : {}),
       },
     });
   }
 
-  /** Runs the first in line as this workflow's child, with the Provisioning locked meanwhile. */
-  async runNext(provisioner: Provisioner): Promise<void> {
+  /** Tells every queued operation why they wait, when that is new to them. */
+  async sayWaiting(waitsFor: string, wait: OperationWait | undefined): Promise<void> {
+    if (!wait || wait.why === this.told) return;
+    this.told = wait.why;
+    for (const [ahead, seen] of this.queued.entries()) {
+      await this.sayQueued(seen, ahead, waitsFor, wait);
+    }
+  }
+
+  /**
+   * Runs the first in line as this workflow's child, with the Provisioning locked meanwhile;
+   * then keeps only the newest `keep` ended operations.
+   */
+  async runNext(provisioner: Provisioner, keep = DEFAULT_OPERATION_HISTORY): Promise<void> {
     const seen = this.queued.shift()!;
+    this.told = undefined;
     const target = provisioner.operationTarget()!;
     const scope = new CancellationScope();
     this.running = { uid: seen.uid, scope };
@@ -161,6 +191,26 @@ export class Operations {
       await CancellationScope.nonCancellable(() => provisioner.holdForOperation());
     }
     await this.note(seen, outcome);
+    if (patched(PATCH_OPERATION_HISTORY)) await this.prune(target.cluster, keep);
+  }
+
+  /** Deletes the ended operations it ran beyond the newest `keep`, and their logs. */
+  private async prune(cluster: string, keep: number): Promise<void> {
+    try {
+      const { deleted, logs } = await operationApi.pruneClusterOperations({
+        provisioning: this.ref,
+        ran: this.ended,
+        keep,
+      });
+      if (logs.length) {
+        await operationLogs.removeClusterLogs({ namespace: this.ref.namespace, cluster, logs });
+      }
+      if (deleted.length) log.info('pruned cluster operations', { deleted });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // The next operation's end tries again; nothing waits on this.
+      log.warn('could not prune cluster operations', { error: innermostMessage(err) });
+    }
   }
 
   /** Operations still waiting when the Provisioning goes: said in each one's status. */

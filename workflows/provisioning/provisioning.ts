@@ -25,6 +25,7 @@ import { provisioningApi } from './activities.js';
 import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';
 import type { Plan } from './plans.js';
+import { operationWait, PATCH_OPERATION_WAITS } from './operation-wait.js';
 import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
 import { Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
@@ -90,13 +91,33 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   const operations = patched(PATCH_OPERATIONS)
     ? new Operations(ref, carried?.operations)
     : undefined;
+  // The spec change it is carrying out, if any: operations wait for it.
+  let changing: string | undefined;
+  // Decided when first needed: runs recorded before v10 neither say why nor know windows.
+  let saysWhy: boolean | undefined;
+  const operationWaits = () => (saysWhy ??= patched(PATCH_OPERATION_WAITS));
+  const whyOperationsWait = () =>
+    operationWait({
+      name,
+      installed: provisioner.isInstalled,
+      ...(changing ? { changing } : {}),
+      ...(stuck
+        ? { stuck: 'refused' in stuck ? 'refused' : stuck.plan.steps[stuck.at]!.what }
+        : {}),
+      ...(latest!.spec.maintenanceWindow ? { window: latest!.spec.maintenanceWindow } : {}),
+      now: Date.now(),
+    });
+  const waitsFor = () => `cluster ${provisioner.cluster || name}`;
   setHandler(clusterOperationObserved, async (seen) => {
     const ahead = operations?.observe(seen);
-    if (ahead !== undefined)
-      await operations!.sayQueued(seen, ahead, `cluster ${provisioner.cluster || name}`);
+    if (ahead === undefined) return;
+    const wait = operationWaits() ? whyOperationsWait() : undefined;
+    await operations!.sayQueued(seen, ahead, waitsFor(), wait);
   });
-  // An operation runs on the cluster as installed, and not while a failed step waits for on-call.
-  const operationDue = () => !!operations?.waiting && provisioner.isInstalled && !stuck;
+  // An operation runs on the cluster as installed, not while a failed step waits for on-call,
+  // and (v10) only in the Provisioning's maintenance window.
+  const operationDue = () =>
+    !!operations?.waiting && provisioner.isInstalled && !stuck && !(saysWhy && whyOperationsWait());
   const retryAsked = () => stuck !== undefined && latest!.retry !== stuck.retry;
   const changed = () =>
     latest!.deleting || latest!.generation !== provisioner.generation || retryAsked();
@@ -105,20 +126,32 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   try {
     for (;;) {
       const looks = lookingForHosts(stuck);
+      // Queued operations that cannot start are told why; a shut window is waited out (v10).
+      const wait = operations?.waiting && operationWaits() ? whyOperationsWait() : undefined;
+      await operations?.sayWaiting(waitsFor(), wait);
+      const wakeAt = wait?.opensAt;
+      // An operation came or went meanwhile: look again at why they wait, and until when.
+      const waiting = operations?.waiting;
+      const queueMoved = () => !!saysWhy && operations?.waiting !== waiting;
+      const due = () => changed() || full() || operationDue() || queueMoved();
       const moved =
-        looks === undefined
-          ? await condition(() => changed() || full() || operationDue()).then(() => true)
+        looks === undefined && wakeAt === undefined
+          ? await condition(due).then(() => true)
           : await condition(
-              () => changed() || full() || operationDue(),
-              backoffMs(looks + 1, HOST_LOOK_MAX_MS, HOST_LOOK_FIRST_MS),
+              due,
+              looks !== undefined
+                ? backoffMs(looks + 1, HOST_LOOK_MAX_MS, HOST_LOOK_FIRST_MS)
+                : Math.max(1, wakeAt! - Date.now()),
             );
       // Refused for want of a free host, and nothing changed: plan the same spec again.
-      const lookAgain = !moved && !changed();
+      const lookAgain = !moved && !changed() && looks !== undefined;
       if (!changed() && !lookAgain) {
         if (operationDue()) {
-          await operations!.runNext(provisioner);
+          await operations!.runNext(provisioner, latest!.spec.operationHistoryLimit);
           continue;
         }
+        // Woken by the window's timer or the queue (v10): look again at why they wait.
+        if (!full()) continue;
         // Nothing to do but wait: the next run waits on, knowing all this one knew.
         await condition(allHandlersFinished);
         const next: Carried = { latest: latest!, provisioner: provisioner.state() };
@@ -155,7 +188,9 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
         if (provisioner.waitsForHost) stuck.looks = lookAgain ? (looks ?? 0) + 1 : 0;
         continue;
       }
+      changing = plan.phase;
       const failedAt = await provisioner.carryOut(plan, from, () => !latest!.deleting);
+      changing = undefined;
       if (failedAt !== undefined) stuck = { plan, at: failedAt, retry: seen.retry };
     }
     await operations?.dropAll('its Provisioning is being deleted');
