@@ -1,5 +1,6 @@
 // Every activity the worker registers, built over the clients one process owns.
 import { ApplicationFailure } from '@temporalio/common';
+import { createClusterLogActivities } from './ansible/cluster-logs.js';
 import { createPlaybookActivities, type KubesprayCheck } from './ansible/playbook.js';
 import { createCloudActivities } from './cloud/instances.js';
 import { createDhcpActivities } from './dhcp/leases.js';
@@ -112,21 +113,28 @@ function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
   if (!settings?.kubesprayDirs?.length) {
     const problem =
       'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout';
+    const refuse = async (): Promise<never> => {
+      throw ApplicationFailure.nonRetryable(problem, 'KubesprayNotConfigured');
+    };
     return {
       checkKubespray: async (): Promise<KubesprayCheck> => ({ problem }),
-      runPlaybook: async (): Promise<never> => {
-        throw ApplicationFailure.nonRetryable(problem, 'KubesprayNotConfigured');
-      },
+      runPlaybook: refuse,
+      runCustomAction: refuse,
+      // No run, so no log, was ever kept here.
+      removeClusterLogs: async (): Promise<string[]> => [],
     };
   }
   const { core, custom } = deps.kube;
-  return createPlaybookActivities({
-    ansiblePlaybook: settings.ansiblePlaybook,
-    kubesprayDirs: settings.kubesprayDirs,
-    workDir: settings.workDir,
-    readKey: (namespace, secret) =>
-      createAdminKeyReader({ core, engineNamespace: namespace })(secret),
-    storeKubeconfig: createKubeconfigStore(core, custom),
-    hostKeys,
-  });
+  return {
+    ...createClusterLogActivities({ workDir: settings.workDir }),
+    ...createPlaybookActivities({
+      ansiblePlaybook: settings.ansiblePlaybook,
+      kubesprayDirs: settings.kubesprayDirs,
+      workDir: settings.workDir,
+      readKey: (namespace, secret) =>
+        createAdminKeyReader({ core, engineNamespace: namespace })(secret),
+      storeKubeconfig: createKubeconfigStore(core, custom),
+      hostKeys,
+    }),
+  };
 }

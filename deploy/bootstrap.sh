@@ -12,6 +12,8 @@ declare -A need=(
   [ip]=iproute2 [nsenter]=util-linux [python3]=python3
   # what a build user can leave on a test host, which its removal must clear
   [/usr/sbin/atd]=at [crontab]=cron [newuidmap]=uidmap [ipcmk]=util-linux
+  # the sandbox of a ClusterOperation's custom action, and its SSH relay's ProxyCommand
+  [bwrap]=bubblewrap [socat]=socat
 )
 # Debian's Chromium, which the UI test drives headless (playwright-core downloads no browser).
 need[/usr/bin/chromium]=chromium

@@ -8,20 +8,39 @@ export const CLUSTER_OPERATION_API = {
   plural: 'clusteroperations',
 } as const;
 
+/** kubespray's entry points an operation may run, as `actionSource: builtin`. */
+export const BUILTIN_PLAYBOOKS = [
+  'upgrade-cluster.yml',
+  'cluster.yml',
+  'scale.yml',
+  'remove-node.yml',
+  'reset.yml',
+] as const;
 /**
- * kubespray's entry points an operation may run, as `actionSource: builtin`: those that converge
- * the cluster's nodes as its Provisioning holds them. (reset.yml and remove-node.yml change which
- * nodes it has: the Provisioning's spec does that.)
+ * Those that take Kubernetes off nodes: only as an operation's action, with `spec.confirm`
+ * naming the cluster. The Provisioning still holds the nodes: `cluster.yml` or `scale.yml`
+ * installs them again.
  */
-export const BUILTIN_PLAYBOOKS = ['upgrade-cluster.yml', 'cluster.yml', 'scale.yml'] as const;
+export const DESTRUCTIVE_PLAYBOOKS: readonly string[] = ['remove-node.yml', 'reset.yml'];
 export type BuiltinPlaybook = (typeof BUILTIN_PLAYBOOKS)[number];
+
+/** What a step runs: a playbook (kubespray's or the tenant's), or the tenant's shell script. */
+export const ACTION_TYPES = ['playbook', 'shell'] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
+/** Where a step's action comes from: kubespray (BUILTIN_PLAYBOOKS), or a ConfigMap's key. */
+export const ACTION_SOURCES = ['builtin', 'configmap'] as const;
+
+/** Ended operations a Provisioning keeps when its spec.operationHistoryLimit is unset. */
+export const DEFAULT_OPERATION_HISTORY = 10;
 
 /** One step: the action itself, or a hook before or after it. */
 export interface OperationStepSpec {
-  /** A kubespray entry point (BUILTIN_PLAYBOOKS). */
+  /** A kubespray entry point (BUILTIN_PLAYBOOKS), or the key of actionSourceRef's data. */
   action?: string;
   actionType?: string;
   actionSource?: string;
+  /** The ConfigMap in this namespace that holds a `configmap` action. */
+  actionSourceRef?: { name?: string };
   /** Variables for this step: names as ansible takes them, JSON values. */
   extraVars?: Record<string, unknown>;
 }
@@ -40,13 +59,28 @@ export interface ClusterOperationSpec extends OperationStepSpec {
   activeDeadlineSeconds?: number;
   /** Every step runs with ansible's --check: nothing changes, and the status says what would. */
   dryRun?: boolean;
+  /** The cluster's name, which a destructive action (DESTRUCTIVE_PLAYBOOKS) must be given. */
+  confirm?: string;
+  /** remove-node.yml only: the workers to remove, by their labels in the Provisioning. */
+  nodes?: string[];
+}
+
+/** A tenant's own action: read from its ConfigMap when the operation starts, run sandboxed. */
+export interface CustomActionRef {
+  type: ActionType;
+  configMap: string;
+  key: string;
 }
 
 /** A step as the workflow runs it, once checked. */
 export interface OperationStep {
   /** `preHook[0]`, `action`, `postHook[1]`: where it is in the spec. */
   name: string;
-  playbook: BuiltinPlaybook;
+  /** What it runs, as the status says: the kubespray entry point, or `<ConfigMap>/<key>`. */
+  action: string;
+  custom?: CustomActionRef;
+  /** remove-node.yml: the nodes it removes. */
+  nodes?: string[];
   extraVars: Record<string, unknown>;
   /** Post hooks only: also after a failure. */
   always: boolean;
@@ -58,6 +92,11 @@ const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Jinja's delimiters: ansible renders them on the worker, so no value may carry one. */
 const TEMPLATE = /\{\{|\{%|\{#/;
 const MAX_EXTRA_VARS_BYTES = 16 * 1024;
+/** A ConfigMap's name, and a key of its data, as the API server takes them. */
+const DNS_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const CONFIG_KEY = /^[-._a-zA-Z0-9]{1,253}$/;
+/** A node's label in a Provisioning (its inventory name). */
+const NODE_LABEL = /^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
 const MAX_HOOKS = 10;
 const MAX_DEADLINE_SECONDS = 7 * 24 * 3600;
 
@@ -73,12 +112,38 @@ export function checkOperationSpec(
     const before = problems.length;
     const type = s.actionType ?? 'playbook';
     const source = s.actionSource ?? 'builtin';
-    if (type !== 'playbook') {
-      problems.push(`${name}.actionType "${type}" is not supported: use playbook`);
+    if (!(ACTION_TYPES as readonly string[]).includes(type)) {
+      problems.push(`${name}.actionType "${type}" is not one: use ${ACTION_TYPES.join(' or ')}`);
     }
-    if (source !== 'builtin') {
-      problems.push(`${name}.actionSource "${source}" is not supported: use builtin`);
+    if (!(ACTION_SOURCES as readonly string[]).includes(source)) {
+      problems.push(
+        `${name}.actionSource "${source}" is not one: use ${ACTION_SOURCES.join(' or ')}`,
+      );
     }
+    problems.push(...checkExtraVars(s.extraVars, `${name}.extraVars`));
+    if (source === 'configmap') {
+      const configMap = s.actionSourceRef?.name ?? '';
+      if (!DNS_NAME.test(configMap)) {
+        problems.push(
+          `${name}.actionSourceRef.name ${configMap ? `"${configMap}" is not` : 'is missing:'} ` +
+            'the name of a ConfigMap in this namespace',
+        );
+      }
+      const key = s.action ?? '';
+      if (!CONFIG_KEY.test(key)) {
+        problems.push(
+          `${name}.action ${key ? `"${key}" is not` : 'is missing:'} a key of that ConfigMap's data`,
+        );
+      }
+      if (type === 'shell' && spec.dryRun) {
+        problems.push(`${name}: a shell action has no dry run; run it without spec.dryRun`);
+      }
+      if (problems.length > before) return undefined;
+      const custom = { type: type as ActionType, configMap, key };
+      return { name, action: `${configMap}/${key}`, custom, extraVars: s.extraVars ?? {}, always };
+    }
+    if (type === 'shell')
+      problems.push(`${name}: a shell action comes from actionSource configmap`);
     const playbook = BUILTIN_PLAYBOOKS.find((p) => p === s.action);
     if (!playbook) {
       problems.push(
@@ -86,10 +151,13 @@ export function checkOperationSpec(
           `use one of ${BUILTIN_PLAYBOOKS.join(', ')}`,
       );
     }
-    problems.push(...checkExtraVars(s.extraVars, `${name}.extraVars`));
+    if (playbook && DESTRUCTIVE_PLAYBOOKS.includes(playbook) && name !== 'spec') {
+      problems.push(`${name}: ${playbook} takes Kubernetes off nodes: run it as an action`);
+    }
     if (problems.length > before || !playbook) return undefined;
-    return { name, playbook, extraVars: s.extraVars ?? {}, always };
+    return { name, action: playbook, extraVars: s.extraVars ?? {}, always };
   };
+  problems.push(...checkDestructive(spec));
   const pre = spec.preHook ?? [];
   const post = spec.postHook ?? [];
   if (pre.length > MAX_HOOKS || post.length > MAX_HOOKS) {
@@ -115,8 +183,29 @@ export function checkOperationSpec(
     steps: steps.map((s, i) => ({
       ...s!,
       name: i === pre.length ? 'action' : s!.name.replace(/^spec\./, ''),
+      ...(i === pre.length && spec.nodes ? { nodes: spec.nodes } : {}),
     })),
   };
+}
+
+/** A destructive action's confirmation, and remove-node.yml's nodes (only there). */
+function checkDestructive(spec: ClusterOperationSpec): string[] {
+  const problems: string[] = [];
+  const action = spec.actionSource === 'configmap' ? undefined : spec.action;
+  if (action && DESTRUCTIVE_PLAYBOOKS.includes(action) && !spec.confirm) {
+    problems.push(
+      `spec.confirm is missing: ${action} takes Kubernetes off nodes; name the cluster`,
+    );
+  }
+  const nodes = spec.nodes;
+  if (action === 'remove-node.yml') {
+    if (!Array.isArray(nodes) || !nodes.length || !nodes.every((n) => NODE_LABEL.test(n))) {
+      problems.push('spec.nodes must list the labels of the workers to remove');
+    }
+  } else if (nodes !== undefined) {
+    problems.push('spec.nodes is for remove-node.yml only');
+  }
+  return problems;
 }
 
 function checkExtraVars(vars: unknown, where: string): string[] {

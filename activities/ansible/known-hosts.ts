@@ -14,7 +14,7 @@ interface InventoryHost {
 }
 
 /** `<label> ansible_host=<ip> … [ansible_user=<user>]` lines (workflows/provisioning/inventory.ts). */
-function inventoryHosts(inventory: string): InventoryHost[] {
+export function inventoryHosts(inventory: string): InventoryHost[] {
   const hosts = new Map<string, InventoryHost>();
   for (const line of inventory.split('\n')) {
     const [label, ...vars] = line.trim().split(/\s+/);

@@ -1,40 +1,21 @@
 // Runs a kubespray playbook (cluster.yml, scale.yml, remove-node.yml, reset.yml, and an
-// operation's upgrade-cluster.yml) against a Provisioning's inventory: ansible-playbook -i <dir>/inventory.ini <kubespray>/<playbook>
-// --become. Heartbeats with the play and task it is at; a failure names the host and the task.
-//
-// Never two runs for one cluster at once: the run holds an exclusive flock on the cluster's
-// directory, and runs with a parent-death signal, so a worker killed mid-run takes its
-// ansible-playbook with it before the retried activity starts another. The full log stays in
-// the cluster's directory for operators. The SSH key is written there only for the run.
-import { Context } from '@temporalio/activity';
+// operation's upgrade-cluster.yml) against a Provisioning's inventory, in the cluster's directory
+// (cluster-run.ts): ansible-playbook -i <inventory> <kubespray>/<playbook> --become. And a
+// ClusterOperation's custom action (a tenant's playbook or shell script), in the sandbox.
 import { ApplicationFailure } from '@temporalio/common';
-import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import {
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import {
-  ansibleCoreVersion,
-  chooseCheckout,
-  readCheckout,
-  type KubesprayCheckout,
-} from './kubespray-release.js';
+import { ansibleCoreVersion, chooseCheckout, readCheckout } from './kubespray-release.js';
 import type { Playbook, ProvisioningRef } from '../../shared/contracts/provisioning.js';
+import { ANSIBLE_QUIET, runInCluster, type ClusterRunDeps } from './cluster-run.js';
+import { customActionCommand, type CustomAction } from './custom-action.js';
 import { ansibleEnvironment } from './environment.js';
-import { knownHostsFor } from './known-hosts.js';
-import { PlaybookProgress, type HostRecap } from './progress.js';
-import type { HostKeys } from '../ssh/host-keys.js';
+import type { HostRecap } from './progress.js';
+import { sandboxProblem } from './sandbox.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 
-export interface PlaybookDeps {
+export interface PlaybookDeps extends ClusterRunDeps {
   /** The ansible-playbook command. */
   ansiblePlaybook: string;
   /**
@@ -42,10 +23,6 @@ export interface PlaybookDeps {
    * Provisioning that pins no release.
    */
   kubesprayDirs: string[];
-  /** Where each cluster's directory lives: <workDir>/<namespace>/<cluster>. */
-  workDir: string;
-  /** The installer's private SSH key, from its Secret (key id_rsa) in `namespace`. */
-  readKey(namespace: string, secretName: string): Promise<string>;
   /** Stores artifacts/admin.conf; returns the Secret's name. */
   storeKubeconfig(input: {
     namespace: string;
@@ -54,8 +31,6 @@ export interface PlaybookDeps {
     server: string;
     owner: ProvisioningRef;
   }): Promise<string>;
-  /** Checks the hosts' keys before ansible runs (activities/ssh/host-keys.ts). */
-  hostKeys: HostKeys;
 }
 
 export interface PlaybookInput {
@@ -102,14 +77,14 @@ export interface PlaybookOutcome {
   kubeconfigSecret?: string;
 }
 
-const HEARTBEAT_MS = 5_000;
-/** flock's exit code when another run holds the cluster's lock. */
-const LOCKED = 75;
-/** A cancelled run has this long to stop on SIGTERM before it is killed. */
-const CANCEL_GRACE_MS = 10_000;
+/** A ClusterOperation's custom action, run on its cluster's nodes. */
+export type CustomActionInput = Omit<PlaybookInput, 'playbook' | 'limit' | 'controlPlaneIp'> & {
+  action: CustomAction;
+};
 
 export function createPlaybookActivities(deps: PlaybookDeps) {
   let ansibleCore: Promise<string> | undefined;
+  let sandbox: Promise<string | undefined> | undefined;
   /** The checkout for `release`, or why there is none; ansible-core is asked once per process. */
   const choose = async (release: string | undefined) => {
     ansibleCore ??= ansibleCoreVersion(deps.ansiblePlaybook).catch((err: unknown) => {
@@ -131,70 +106,33 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       if ('problem' in chosen) {
         throw ApplicationFailure.nonRetryable(chosen.problem, 'KubesprayUnavailable');
       }
-      const dir = join(deps.workDir, input.namespace, input.cluster);
-      mkdirSync(join(dir, 'group_vars'), { recursive: true, mode: 0o700 });
-      // This run's own files until it holds the lock: a run refused as busy touches nothing in use.
-      const run = randomUUID().slice(0, 8);
-      const inventory = join(dir, `inventory.${run}.ini`);
-      writeFileSync(inventory, input.inventory);
-      writeFileSync(join(dir, 'group_vars', 'k8s_cluster.yml'), input.groupVars);
-      const keyFile = join(dir, `.ssh-key.${run}`);
-      const log = join(dir, `${input.playbook.replace(/\.yml$/, '')}.${run}.log`);
-      const knownHosts = join(dir, `known_hosts.${run}`);
-      const progress = new PlaybookProgress();
-      const context = Context.current();
-      const privateKey = ensureNewline(await deps.readKey(input.namespace, input.sshKeySecret));
-      try {
-        const login = { user: input.sshUser, privateKey };
-        writeFileSync(
-          knownHosts,
-          await knownHostsFor(deps.hostKeys, input.inventory, login, input.hostKeys),
-        );
-      } catch (err) {
-        rmSync(inventory, { force: true });
-        throw err;
-      }
-      writeFileSync(keyFile, privateKey, { mode: 0o600 });
-      let code: number | null | undefined;
-      const beat = setInterval(() => context.heartbeat(progress.describe()), HEARTBEAT_MS);
-      try {
-        code = await runAnsible(
-          deps.ansiblePlaybook,
-          chosen.checkout,
-          input,
-          { dir, inventory, keyFile, knownHosts, log },
-          progress,
-          (what) => context.heartbeat(what), // the SDK throttles what it sends
-          context.cancellationSignal,
-        );
-      } finally {
-        clearInterval(beat);
-        rmSync(keyFile, { force: true });
-        rmSync(knownHosts, { force: true });
-        // The inventory of the last run that ran is the one operators find as inventory.ini.
-        if (code! !== LOCKED) renameSync(inventory, join(dir, 'inventory.ini'));
-        else rmSync(inventory, { force: true });
-      }
-      // Stopped because the run was cancelled: that is the outcome, not the exit code it left.
-      context.cancellationSignal.throwIfAborted();
-      if (code === LOCKED) {
-        throw ApplicationFailure.retryable(
-          `another ${input.playbook} run for cluster ${input.cluster} is still going; waiting for it`,
-          'PlaybookBusy',
-        );
-      }
-      if (code !== 0) {
-        const failure = progress.failures[0];
-        const where = failure
-          ? `${failure.kind} on host ${failure.host} at task "${failure.task}": ${failure.message}`
-          : `exited with code ${code} at ${progress.describe() || 'start'}`;
-        throw ApplicationFailure.create({
-          message: `kubespray ${input.playbook} ${where} (log: ${log})`,
-          type: 'PlaybookFailed',
-          nonRetryable: true,
-          details: [{ failedHost: failure?.host, failedTask: failure?.task, log }],
-        });
-      }
+      const kubespray = chosen.checkout;
+      const { dir, log, progress } = await runInCluster(deps, input, {
+        name: input.playbook.replace(/\.yml$/, ''),
+        what: `kubespray ${input.playbook}`,
+        command: (files) => ({
+          args: [
+            deps.ansiblePlaybook,
+            '-i',
+            files.inventory,
+            join(kubespray.dir, input.playbook),
+            '--become',
+            '--user',
+            input.sshUser,
+            '--private-key',
+            files.keyFile,
+            ...playbookVars(input),
+          ],
+          env: {
+            ...ansibleEnvironment(process.env),
+            ...kubesprayConfig(kubespray.dir, files.dir),
+            ...ANSIBLE_QUIET,
+            // Only the keys hostflow checked for this run (known-hosts.ts); nothing trusted on first use.
+            ANSIBLE_SSH_ARGS: `-o UserKnownHostsFile=${files.knownHosts} -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes`,
+            ANSIBLE_LOCAL_TEMP: join(files.dir, '.ansible-tmp'),
+          },
+        }),
+      });
       const outcome: PlaybookOutcome = { recap: progress.recap, log };
       const adminConf = join(dir, 'artifacts', 'admin.conf');
       const { controlPlaneIp, owner } = input;
@@ -208,6 +146,29 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
         });
       }
       return outcome;
+    },
+
+    /**
+     * Runs a tenant's own playbook or shell script on its cluster's nodes, in the sandbox
+     * (sandbox.ts): nothing on the worker but its cluster's directory, no network but its nodes.
+     */
+    async runCustomAction(input: CustomActionInput): Promise<PlaybookOutcome> {
+      sandbox ??= sandboxProblem();
+      const problem = await sandbox;
+      if (problem) throw ApplicationFailure.nonRetryable(problem, 'SandboxUnavailable');
+      const { action } = input;
+      let close: (() => Promise<void>) | undefined;
+      const { log, progress } = await runInCluster(deps, input, {
+        name: `custom-${action.key.replace(/[^-_a-zA-Z0-9]/g, '_')}`,
+        what: `${action.type} ${action.key} (ConfigMap ${action.configMap})`,
+        command: async (files) => {
+          const command = await customActionCommand(deps.ansiblePlaybook, input, files);
+          close = command.close;
+          return command;
+        },
+        after: async () => close?.(),
+      });
+      return { recap: progress.recap, log };
     },
   };
 }
@@ -232,87 +193,6 @@ function playbookVars(input: PlaybookInput): string[] {
   ];
 }
 
-function runAnsible(
-  ansiblePlaybook: string,
-  kubespray: KubesprayCheckout,
-  input: PlaybookInput,
-  files: { dir: string; inventory: string; keyFile: string; knownHosts: string; log: string },
-  progress: PlaybookProgress,
-  onProgress: (what: string) => void,
-  cancelled: AbortSignal,
-): Promise<number | null> {
-  const { dir, inventory, keyFile, knownHosts, log } = files;
-  const args = [
-    '--pdeathsig',
-    'KILL',
-    '--',
-    'flock',
-    '--no-fork',
-    '--nonblock',
-    '--conflict-exit-code',
-    String(LOCKED),
-    join(dir, '.run.lock'),
-    ansiblePlaybook,
-    '-i',
-    inventory,
-    join(kubespray.dir, input.playbook),
-    '--become',
-    '--user',
-    input.sshUser,
-    '--private-key',
-    keyFile,
-    ...playbookVars(input),
-  ];
-  // Its own process group: a cancel stops ansible-playbook and the forks that run each host's
-  // task, which hold its output open until their task ends (a slow one, for minutes).
-  const child = spawn('setpriv', args, {
-    cwd: dir,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...ansibleEnvironment(process.env),
-      ...kubesprayConfig(kubespray.dir, dir),
-      ANSIBLE_NOCOLOR: '1',
-      ANSIBLE_FORCE_COLOR: '0',
-      ANSIBLE_RETRY_FILES_ENABLED: '0',
-      // Only the keys hostflow checked for this run (known-hosts.ts); nothing trusted on first use.
-      ANSIBLE_SSH_ARGS: `-o UserKnownHostsFile=${knownHosts} -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes`,
-      ANSIBLE_LOCAL_TEMP: join(dir, '.ansible-tmp'),
-      ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
-    },
-  });
-  const out = createWriteStream(log, { flags: 'w' });
-  const lines = createInterface({ input: child.stdout });
-  lines.on('line', (line) => {
-    out.write(`${line}\n`);
-    const before = progress.describe();
-    progress.feed(line);
-    if (progress.describe() !== before) onProgress(progress.describe());
-  });
-  child.stderr.on('data', (chunk: Buffer) => out.write(chunk));
-  const signalRun = (signal: NodeJS.Signals) => {
-    try {
-      if (child.pid) process.kill(-child.pid, signal);
-    } catch {
-      // the run has ended meanwhile
-    }
-  };
-  let kill: NodeJS.Timeout | undefined;
-  const onCancel = () => {
-    signalRun('SIGTERM');
-    kill = setTimeout(() => signalRun('SIGKILL'), CANCEL_GRACE_MS);
-  };
-  cancelled.addEventListener('abort', onCancel);
-  return new Promise((resolve, reject) => {
-    child.on('error', (err) => reject(new Error(`cannot run ansible-playbook: ${err.message}`)));
-    child.on('close', (code) => {
-      clearTimeout(kill);
-      cancelled.removeEventListener('abort', onCancel);
-      out.end(() => resolve(code));
-    });
-  });
-}
-
 /**
  * kubespray's own ansible.cfg, which finds its roles, library and plugins, as running from its
  * directory would; with what it sets for one operator's laptop overridden for a shared worker:
@@ -326,5 +206,3 @@ function kubesprayConfig(kubesprayDir: string, clusterDir: string): Record<strin
     ANSIBLE_HOST_KEY_CHECKING: 'True',
   };
 }
-
-const ensureNewline = (key: string) => (key.endsWith('\n') ? key : `${key}\n`);

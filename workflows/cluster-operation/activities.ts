@@ -4,6 +4,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
+import type { ClusterLogActivities } from '../../activities/ansible/cluster-logs.js';
 import type { PlaybookActivities } from '../../activities/ansible/playbook.js';
 import type { ClusterOperationActivities } from '../../activities/kubernetes/cluster-operations.js';
 import { RESOURCE_CALL } from '../kit/activity-options.js';
@@ -16,9 +17,17 @@ export const operationApi = proxyLocalActivities<ClusterOperationActivities>(RES
  * lost worker is noticed by the heartbeat and the run starts again on another. A cancel waits
  * until ansible-playbook has been stopped, so the status never says Cancelled while it runs.
  */
-export const operationPlaybooks = proxyActivities<Pick<PlaybookActivities, 'runPlaybook'>>({
+export const operationPlaybooks = proxyActivities<
+  Pick<PlaybookActivities, 'runPlaybook' | 'runCustomAction'>
+>({
   startToCloseTimeout: '6 hours',
   heartbeatTimeout: '30 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '10 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
+});
+
+/** Removing the logs of operations that were pruned: files on a worker, a few tries. */
+export const operationLogs = proxyActivities<ClusterLogActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
 });

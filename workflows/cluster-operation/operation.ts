@@ -4,7 +4,12 @@
 // marked `always`. A cancel (the operation deleted) or its deadline stops the running playbook, and
 // the status says that the hosts are as it left them. A retry runs again from the step that failed.
 import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
-import { checkOperationSpec, type OperationStep } from '../../shared/cluster-operation-api.js';
+import type { CustomAction } from '../../activities/ansible/custom-action.js';
+import {
+  checkOperationSpec,
+  type BuiltinPlaybook,
+  type OperationStep,
+} from '../../shared/cluster-operation-api.js';
 import type {
   ClusterOperationInput,
   ClusterOperationOutcome,
@@ -12,6 +17,7 @@ import type {
 import { innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../provisioning/report.js';
 import { operationPlaybooks } from './activities.js';
+import { prepareSteps } from './preparation.js';
 import { OperationReport } from './report.js';
 
 /** The status fields of a failure, cleared when a retry starts. */
@@ -26,8 +32,11 @@ export async function clusterOperationWorkflow(
   const { namespace, name, uid, spec, target } = input;
   const report = new OperationReport({ namespace, name, uid }, target.cluster);
   const checked = checkOperationSpec(spec);
-  if (!checked.ok) {
-    const message = `Nothing was run: ${checked.problems.join('; ')}`;
+  const actions = checked.ok
+    ? await prepareSteps(input, checked.steps)
+    : { refused: `Nothing was run: ${checked.problems.join('; ')}` };
+  if (!checked.ok || 'refused' in actions) {
+    const message = 'refused' in actions ? actions.refused : '';
     await report.publish('Failed', '', message, { completionTime: now() });
     await report.event('Warning', 'Refused', message);
     return { phase: 'Failed', message };
@@ -39,7 +48,7 @@ export async function clusterOperationWorkflow(
   for (const [index, step] of steps.entries()) {
     const earlier = index < from ? { message: 'in an earlier run' } : {};
     const phase = index < from ? 'Succeeded' : 'Pending';
-    report.steps.push({ name: step.name, action: step.playbook, phase, ...earlier });
+    report.steps.push({ name: step.name, action: step.action, phase, ...earlier });
   }
   const startTime = now();
   // A retry's status starts afresh; the earlier run's failure stays in that run's history.
@@ -78,11 +87,11 @@ export async function clusterOperationWorkflow(
     }
     result.phase = 'Running';
     result.startTime = now();
-    await report.publish('Running', step.name, `Running ${step.name}: ${step.playbook}.`, {
+    await report.publish('Running', step.name, `Running ${step.name}: ${step.action}.`, {
       startTime,
     });
     try {
-      const outcome = await running.run(() => runStep(input, step));
+      const outcome = await running.run(() => runStep(input, step, actions.get(step.name)));
       Object.assign(result, { phase: 'Succeeded', completionTime: now(), log: outcome.log });
       if (spec.dryRun) {
         result.wouldChange = Object.fromEntries(
@@ -115,24 +124,34 @@ export async function clusterOperationWorkflow(
   );
 }
 
-function runStep(input: ClusterOperationInput, step: OperationStep) {
+function runStep(input: ClusterOperationInput, step: OperationStep, action?: CustomAction) {
   const { target } = input;
+  const common = {
+    namespace: input.namespace,
+    cluster: target.cluster,
+    inventory: target.inventory,
+    groupVars: target.groupVars,
+    sshUser: target.sshUser,
+    sshKeySecret: target.sshKeySecret,
+    owner: target.provisioning,
+    extraVars: step.extraVars,
+    ...(input.spec.dryRun ? { check: true } : {}),
+    ...(target.hostKeys ? { hostKeys: target.hostKeys } : {}),
+  };
+  if (action) {
+    return operationPlaybooks.runCustomAction.executeWithOptions(
+      { summary: `${step.name}: ${action.type} ${step.action} on cluster ${target.cluster}` },
+      [{ ...common, action }],
+    );
+  }
   return operationPlaybooks.runPlaybook.executeWithOptions(
-    { summary: `${step.name}: kubespray ${step.playbook} on cluster ${target.cluster}` },
+    { summary: `${step.name}: kubespray ${step.action} on cluster ${target.cluster}` },
     [
       {
-        namespace: input.namespace,
-        cluster: target.cluster,
-        playbook: step.playbook,
-        inventory: target.inventory,
-        groupVars: target.groupVars,
-        sshUser: target.sshUser,
-        sshKeySecret: target.sshKeySecret,
-        owner: target.provisioning,
-        extraVars: step.extraVars,
-        ...(input.spec.dryRun ? { check: true } : {}),
+        ...common,
+        playbook: step.action as BuiltinPlaybook,
+        ...(step.nodes ? { limit: step.nodes } : {}),
         ...(target.kubesprayRelease ? { kubesprayRelease: target.kubesprayRelease } : {}),
-        ...(target.hostKeys ? { hostKeys: target.hostKeys } : {}),
       },
     ],
   );

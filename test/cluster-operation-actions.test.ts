@@ -1,0 +1,178 @@
+// A ClusterOperation's custom actions (a tenant's own playbook and shell script from a ConfigMap,
+// run on its cluster's nodes in the worker's sandbox) and destructive ones (remove-node.yml and
+// reset.yml, only with the cluster named). Real bridge and worker processes, real SSH
+// hosts as metal3 BareMetalHosts, real ansible-playbook, real bubblewrap; the install itself is the
+// project's kubespray stand-in over the real release (see cluster-operation.test.ts for why). The
+// script checks from inside that the worker's environment, files and network are out of reach.
+// The stand-in's marker of an installed node is /var/tmp/hostflow-stand-in-kubelet.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { clusterOperations, installCluster } from './support/cluster-operations.js';
+import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { kubesprayWorkerEnv } from './support/kubespray.js';
+import { createScope, type TestScope } from './support/scope.js';
+
+const sfx = uniqueSuffix();
+const CLUSTER = 'cluster-custom';
+let scope: TestScope;
+let metal: BareMetalHosts;
+let worker: EngineProcess;
+let bridge: EngineProcess;
+let ops: ReturnType<typeof clusterOperations>;
+
+/** The API server's port, which the sandbox must not reach. */
+const apiPort = () => new URL(kube().kc.getCurrentCluster()!.server).port;
+
+/** Fails, naming what it saw, if the worker's environment, files or network are in reach. */
+const checkSandbox = () => `set -eu
+for name in $(env | cut -d= -f1); do
+  case "$name" in
+    PATH|HOME|LANG|PWD|SHLVL|_|ANSIBLE_*|HOSTFLOW_INVENTORY|HOSTFLOW_SSH_CONFIG|HOSTFLOW_EXTRA_VARS) ;;
+    *) echo "the worker's environment leaked in: $name"; exit 1 ;;
+  esac
+done
+[ "$(id -u)" = 65534 ] || { echo "runs as uid $(id -u)"; exit 1; }
+[ ! -e '${testEnv('kubeconfig')}' ] || { echo 'the kubeconfig is in reach'; exit 1; }
+[ ! -e /var/run/secrets ] || { echo 'a service-account token is in reach'; exit 1; }
+if (exec 3<>/dev/tcp/127.0.0.1/${apiPort()}) 2>/dev/null; then
+  echo 'the API server is in reach'; exit 1
+fi
+# Its own nodes are, through the relay, as the installer.
+for ip in $(sed -n 's/.*ansible_host=\\([^ ]*\\).*/\\1/p' "$HOSTFLOW_INVENTORY" | sort -u); do
+  ssh -F "$HOSTFLOW_SSH_CONFIG" "$ip" "echo $ip > /var/tmp/hostflow-custom-pre"
+done
+echo sandboxed
+`;
+
+const LABEL_NODES = `- name: Label the nodes
+  hosts: k8s_cluster
+  gather_facts: false
+  become: true
+  tasks:
+    - name: Write the label
+      ansible.builtin.copy:
+        dest: /var/tmp/hostflow-custom-label
+        content: "{{ label }}\\n"
+        mode: '0644'
+`;
+
+beforeAll(async () => {
+  scope = await createScope('clcust');
+  metal = await registerBareMetalHosts(scope, { count: 2, sfx });
+  worker = await startWorker(scope, {
+    ...kubesprayWorkerEnv(sfx),
+    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
+  });
+  bridge = await startBridge(scope);
+  await scope.kube.core.createNamespacedConfigMap({
+    namespace: scope.namespace,
+    body: {
+      metadata: { name: 'actions' },
+      data: {
+        'check-sandbox.sh': checkSandbox(),
+        'label-nodes.yml': LABEL_NODES,
+        'read-kubeconfig.sh': `cat '${testEnv('kubeconfig')}'\n`,
+      },
+    },
+  });
+  await installCluster(scope, metal, { name: 'custom', cluster: CLUSTER, workers: [1] });
+  ops = clusterOperations(scope, metal, { name: 'custom', cluster: CLUSTER });
+}, 240_000);
+
+afterAll(() => tearDown([bridge, worker], metal, scope));
+
+const fromActions = { actionSource: 'configmap', actionSourceRef: { name: 'actions' } };
+const onEachNode = (command: string) =>
+  Promise.all(
+    metal.pool.hosts.map(async (host) => (await host.exec(['sh', '-c', command])).stdout.trim()),
+  );
+
+describe("a ClusterOperation's custom actions", () => {
+  it('runs a playbook from a ConfigMap between a sandboxed shell pre-hook and a post-hook', async () => {
+    await ops.operate('labelled', {
+      ...fromActions,
+      action: 'label-nodes.yml',
+      extraVars: { label: 'blue' },
+      preHook: [{ ...fromActions, actionType: 'shell', action: 'check-sandbox.sh' }],
+      postHook: [{ action: 'cluster.yml' }],
+    });
+    const done = await ops.ended('labelled');
+    expect(done.steps!.map((s) => [s.name, s.action, s.phase])).toEqual([
+      ['preHook[0]', 'actions/check-sandbox.sh', 'Succeeded'],
+      ['action', 'actions/label-nodes.yml', 'Succeeded'],
+      ['postHook[0]', 'cluster.yml', 'Succeeded'],
+    ]);
+    expect(done.phase).toBe('Succeeded');
+    expect(readFileSync(done.steps![0]!.log!, 'utf8')).toContain('sandboxed');
+    expect(await onEachNode('cat /var/tmp/hostflow-custom-label')).toEqual(['blue', 'blue']);
+    // The script reached each node at its own address, through the relay.
+    const ips = await onEachNode('cat /var/tmp/hostflow-custom-pre');
+    expect(new Set(ips).size).toBe(2);
+  }, 180_000);
+
+  it("fails a script that reaches for the worker's files, and refuses an action it cannot find", async () => {
+    await ops.operate('snooping', {
+      ...fromActions,
+      actionType: 'shell',
+      action: 'read-kubeconfig.sh',
+    });
+    const snooped = await ops.ended('snooping');
+    expect(snooped).toMatchObject({ phase: 'Failed', failedStep: 'action' });
+    expect(snooped.message).toMatch(
+      /^action failed: shell read-kubeconfig\.sh \(ConfigMap actions\) exited with code 1 /,
+    );
+    expect(readFileSync(snooped.log!, 'utf8')).toContain('No such file or directory');
+
+    await ops.operate('missing', { ...fromActions, action: 'nope.yml' });
+    const missing = await ops.ended('missing');
+    expect(missing.phase).toBe('Failed');
+    expect(missing.message).toBe(
+      `Nothing was run: ConfigMap ${scope.namespace}/actions has no key nope.yml (it has ` +
+        'check-sandbox.sh, label-nodes.yml, read-kubeconfig.sh)',
+    );
+  }, 180_000);
+
+  it('takes Kubernetes off nodes only when the cluster is named, and installs them again', async () => {
+    const refusals: Array<[string, Parameters<typeof ops.operate>[1], string]> = [
+      [
+        'unconfirmed',
+        { action: 'reset.yml' },
+        'spec.confirm is missing: reset.yml takes Kubernetes off nodes; name the cluster',
+      ],
+      [
+        'other-cluster',
+        { action: 'reset.yml', confirm: 'production' },
+        `reset.yml takes Kubernetes off nodes: set spec.confirm to the cluster's name, ${CLUSTER}`,
+      ],
+      [
+        'control-plane',
+        { action: 'remove-node.yml', confirm: CLUSTER, nodes: ['master'] },
+        `spec.nodes: master is not a worker of cluster ${CLUSTER} (its workers: worker)`,
+      ],
+    ];
+    for (const [name, spec, why] of refusals) {
+      await ops.operate(name, spec);
+      expect((await ops.ended(name)).message).toBe(`Nothing was run: ${why}`);
+    }
+    const installed = () =>
+      onEachNode('test -e /var/tmp/hostflow-stand-in-kubelet && echo yes || echo no');
+    expect(await installed()).toEqual(['yes', 'yes']);
+
+    await ops.operate('remove-worker', {
+      action: 'remove-node.yml',
+      confirm: CLUSTER,
+      nodes: ['worker'],
+    });
+    expect((await ops.ended('remove-worker')).phase).toBe('Succeeded');
+    expect(await installed()).toEqual(['yes', 'no']);
+    await ops.operate('reset', { action: 'reset.yml', confirm: CLUSTER });
+    expect((await ops.ended('reset')).phase).toBe('Succeeded');
+    expect(await installed()).toEqual(['no', 'no']);
+    // The Provisioning still holds the nodes: cluster.yml installs them again.
+    await ops.operate('reinstall', { action: 'cluster.yml' });
+    expect((await ops.ended('reinstall')).phase).toBe('Succeeded');
+    expect(await installed()).toEqual(['yes', 'yes']);
+  }, 240_000);
+});

@@ -1,0 +1,76 @@
+// What an operation's steps need before the first runs, or why nothing runs: the text of each
+// custom action, read from its ConfigMap once as the run starts (and so kept in its history); and
+// for a destructive action, the cluster named in spec.confirm and remove-node.yml's nodes among
+// the cluster's workers.
+import { patched } from '@temporalio/workflow';
+import type { CustomAction } from '../../activities/ansible/custom-action.js';
+import { DESTRUCTIVE_PLAYBOOKS, type OperationStep } from '../../shared/cluster-operation-api.js';
+import type { ClusterOperationInput } from '../../shared/contracts/cluster-operation.js';
+import { innermostMessage } from '../../shared/failures.js';
+import { operationApi } from './activities.js';
+
+/** v1 of custom actions: a step's playbook or script from a ConfigMap, run sandboxed. */
+export const PATCH_CUSTOM_ACTIONS = 'cluster-operation-custom-actions';
+/** v1 of destructive actions: reset.yml and remove-node.yml, confirmed by the cluster's name. */
+export const PATCH_DESTRUCTIVE_ACTIONS = 'cluster-operation-destructive-actions';
+
+/** Each custom step's action by step name; or, with nothing run, why not. */
+export async function prepareSteps(
+  input: ClusterOperationInput,
+  steps: OperationStep[],
+): Promise<Map<string, CustomAction> | { refused: string }> {
+  const destructive = steps.find(
+    (step) => !step.custom && DESTRUCTIVE_PLAYBOOKS.includes(step.action),
+  );
+  if (destructive) {
+    const refused = patched(PATCH_DESTRUCTIVE_ACTIONS)
+      ? unconfirmed(input, destructive)
+      : 'this run does not take destructive actions';
+    if (refused) return { refused: `Nothing was run: ${refused}` };
+  }
+  const custom = steps.filter((step) => step.custom);
+  if (!custom.length) return new Map();
+  if (!patched(PATCH_CUSTOM_ACTIONS)) {
+    return { refused: 'Nothing was run: custom actions are not supported by this run' };
+  }
+  try {
+    const texts = await operationApi.readCustomActions({
+      namespace: input.namespace,
+      actions: custom.map((step) => step.custom!),
+    });
+    return new Map(custom.map((step, i) => [step.name, { ...step.custom!, content: texts[i]! }]));
+  } catch (err) {
+    return { refused: `Nothing was run: ${innermostMessage(err)}` };
+  }
+}
+
+/** Why a destructive step may not run: the cluster not named, or nodes that are not workers. */
+function unconfirmed(input: ClusterOperationInput, step: OperationStep): string | undefined {
+  const { cluster, inventory } = input.target;
+  if (input.spec.confirm !== cluster) {
+    return `${step.action} takes Kubernetes off nodes: set spec.confirm to the cluster's name, ${cluster}`;
+  }
+  const workers = groupMembers(inventory, 'kube_node');
+  const masters = groupMembers(inventory, 'kube_control_plane');
+  const wrong = (step.nodes ?? []).filter(
+    (node) => !workers.includes(node) || masters.includes(node),
+  );
+  if (wrong.length) {
+    return (
+      `spec.nodes: ${wrong.join(', ')} is not a worker of cluster ${cluster} ` +
+      `(its workers: ${workers.filter((w) => !masters.includes(w)).join(', ') || 'none'})`
+    );
+  }
+  return undefined;
+}
+
+/** The hosts listed under `[group]` in an inventory (workflows/provisioning/inventory.ts). */
+function groupMembers(inventory: string, group: string): string[] {
+  const members: string[] = [];
+  let inGroup = false;
+  for (const line of inventory.split('\n').map((l) => l.trim())) {
+    if (line.startsWith('[')) inGroup = line === `[${group}]`;
+    else if (inGroup && line) members.push(line.split(/\s+/)[0]!);
+  }
+  return members;
+}
