@@ -9,12 +9,14 @@ import {
   PROVISIONING_API,
   SOFTWARE_API,
 } from '../shared/bpa-api.js';
+import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
 import { MACHINE_API } from '../shared/machine-api.js';
 import { MACHINE_CONFIG_POOL_API } from '../shared/mco-api.js';
 import { taskRunStatus, type TaskRunStatus } from '../shared/contracts/taskrun.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import type { Fact } from './description.js';
+import { duration } from './oncall.js';
 
 /** An object as the API server returns it; only the fields read here are typed. */
 export interface KubeObject {
@@ -223,6 +225,42 @@ export const DESCRIBED_KINDS: readonly DescribedKind[] = [
       };
     },
   },
+  {
+    kind: 'ClusterOperation',
+    names: ['operation', 'operations', 'clusteroperation', 'clusteroperations', 'clusterop'],
+    sample: 'upgrade-1-35-1',
+    workflowId: WORKFLOW_ID.clusterOperation,
+    searchKind: KIND.clusterOperation,
+    api: CLUSTER_OPERATION_API,
+    // `**ClusterOperation ns/name** (cluster c): Phase. message` (cluster-operation/report.ts)
+    phaseInDetails: /^\*\*[^*]+\*\* \(cluster [^)]*\): (\w+)\./,
+    missing:
+      "Its Provisioning's workflow starts it when its turn comes: one still waiting behind " +
+      'another has none yet (its status.queuePosition says how many are ahead), and none starts ' +
+      "while the Provisioning's workflow does not run.",
+    facts: ({ object, attrs }) => {
+      const spec = (object?.spec ?? {}) as { provisioning?: string; dryRun?: boolean };
+      const status = (object?.status ?? {}) as OperationStatus;
+      return {
+        provisioning: spec.provisioning ?? null,
+        cluster: attrs.get(SA.clusterName) ?? null,
+        action:
+          `${attrs.get(SA.action) ?? (object?.spec?.action as string | undefined) ?? '?'}` +
+          (spec.dryRun ? ' (dry run: --check)' : ''),
+        message: status.message ?? null,
+        // Left in the status from its wait; it means something only while it is Pending.
+        queuePosition:
+          status.phase === 'Pending' && status.queuePosition !== undefined
+            ? String(status.queuePosition)
+            : null,
+        steps: (status.steps ?? []).map(operationStep),
+        failedStep: status.failedStep ?? null,
+        failedHost: status.failedHost ?? null,
+        failedTask: status.failedTask ?? null,
+        log: status.log ?? null,
+      };
+    },
+  },
 ];
 
 interface ProvisioningStatus {
@@ -244,6 +282,46 @@ interface PoolStatus {
   updatedMachineCount?: number;
   degradedMachineCount?: number;
   configuration?: { osImageURL?: string };
+}
+
+interface OperationStatus {
+  phase?: string;
+  message?: string;
+  queuePosition?: number;
+  steps?: OperationStepStatus[];
+  failedStep?: string;
+  failedHost?: string;
+  failedTask?: string;
+  log?: string;
+}
+
+interface OperationStepStatus {
+  name: string;
+  action: string;
+  phase: string;
+  startTime?: string;
+  completionTime?: string;
+  message?: string;
+  wouldChange?: Record<string, number>;
+}
+
+/** `action upgrade-cluster.yml: Succeeded 10:01:02 → 10:01:09 (7 s)`, then what it said. */
+function operationStep(step: OperationStepStatus): string {
+  const time = (iso: string) => iso.slice(11, 19);
+  const { startTime: start, completionTime: end } = step;
+  const when = !start
+    ? ''
+    : end
+      ? ` ${time(start)} → ${time(end)} (${duration(Date.parse(end) - Date.parse(start))})`
+      : ` since ${time(start)}`;
+  const changes = Object.entries(step.wouldChange ?? {});
+  const would = changes.length
+    ? `, would change ${changes.map(([host, n]) => `${host} ${n}`).join(', ')}`
+    : '';
+  return (
+    `${step.name} ${step.action}: ${step.phase}${when}${would}` +
+    (step.message ? `: ${step.message}` : '')
+  );
 }
 
 /** Each node's most recent update workflow, by node name. */

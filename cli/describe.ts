@@ -21,9 +21,9 @@ import {
 } from './describe-kinds.js';
 import { describeText } from './describe-text.js';
 import type { Description } from './description.js';
-import { UsageError, quoted, type TemporalContext, reportCommand } from './oncall.js';
+import { UsageError, duration, quoted, type TemporalContext, reportCommand } from './oncall.js';
 import { waitingFor } from './progress.js';
-import { timeline } from './timeline.js';
+import { decode, timeline, tsIso } from './timeline.js';
 
 const KIND_LIST = DESCRIBED_KINDS.map((k) => k.names[0]).join(', ');
 
@@ -34,8 +34,10 @@ describe options:
       KIND is one of ${KIND_LIST}; a pool (MachineConfigPool) is cluster-scoped.
       The object's workflow (ID, run, status), phase, what it waits for now, the kind's facts
       (a Provisioning's cluster and hosts, a Machine's host, providerID and node, a pool's nodes
-      and target image), its steps from the workflow history, and the last error. Workflows on
-      HOSTFLOW_TASK_QUEUE; the object is read with the kubeconfig where it can be.`;
+      and target image, an operation's Provisioning, action, steps and failure), where a running
+      activity last said it was (a playbook's play and task), its steps from the workflow
+      history, and the last error. Workflows on HOSTFLOW_TASK_QUEUE; the object is read with the
+      kubeconfig where it can be.`;
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -144,7 +146,9 @@ async function describeObject(
     facts: kind.facts({ object: kube.object, attrs, details, answer, related }),
     details,
     // A closed run waits on nothing, whatever steps it left open.
-    waiting: description.closeTime ? [] : waitingOn(steps, description.raw.pendingActivities ?? []),
+    waiting: description.closeTime
+      ? []
+      : waitingOn(steps, description.raw.pendingActivities ?? [], Date.now()),
     error: (answer?.error as string | undefined) ?? lastFailure ?? null,
     summary: (await description.staticSummary()) ?? null,
     earlierWorkflows: earlier,
@@ -257,8 +261,15 @@ type PendingActivity = NonNullable<
   WorkflowExecutionDescription['raw']['pendingActivities']
 >[number];
 
-/** What the run waits on now: its open steps, with a pending activity's attempt and last failure. */
-function waitingOn(steps: ReturnType<typeof timeline>, pending: PendingActivity[]): string[] {
+/**
+ * What the run waits on now: its open steps, with a pending activity's attempt, where its last
+ * heartbeat said it was (a playbook's play and task) and when, and its last failure.
+ */
+function waitingOn(
+  steps: ReturnType<typeof timeline>,
+  pending: PendingActivity[],
+  now: number,
+): string[] {
   return steps
     .filter((s) => s.outcome === 'running')
     .map((s) => {
@@ -268,6 +279,14 @@ function waitingOn(steps: ReturnType<typeof timeline>, pending: PendingActivity[
       const failure = activity?.lastFailure?.message
         ? `, last failure: ${activity.lastFailure.message}`
         : '';
-      return `${s.kind} ${s.text}${attempt}${failure}`;
+      return `${s.kind} ${s.text}${attempt}${heartbeat(activity, now)}${failure}`;
     });
+}
+
+/** `, at play "…", task "…" (heartbeat 4 s ago)`: only words, as activities heartbeat them. */
+function heartbeat(activity: PendingActivity | undefined, now: number): string {
+  const said = decode(activity?.heartbeatDetails?.payloads?.[0]);
+  if (typeof said !== 'string' || !said) return '';
+  const at = tsIso(activity?.lastHeartbeatTime);
+  return `, at ${said}${at ? ` (heartbeat ${duration(now - Date.parse(at))} ago)` : ''}`;
 }

@@ -7,7 +7,7 @@ import type { Step } from './timeline.js';
 export type Fact = string | string[] | null;
 
 export interface Description {
-  /** TaskRun, Provisioning, Software, Cluster, Machine or MachineConfigPool. */
+  /** TaskRun, Provisioning, Software, Cluster, Machine, MachineConfigPool or ClusterOperation. */
   kind: string;
   /** NAMESPACE/NAME, or NAME of a cluster-scoped object (a pool). */
   object: string;
@@ -25,7 +25,7 @@ export interface Description {
   facts: Record<string, Fact>;
   /** What the workflow says it is doing now (its current details). */
   details: string | null;
-  /** What it waits for now: running activities (attempt, last failure), timers, updates. */
+  /** What it waits for now: running activities (attempt, last heartbeat, last failure), timers, updates. */
   waiting: string[];
   error: string | null;
   summary: string | null;

@@ -320,7 +320,8 @@ function seconds(d: Ts | null | undefined): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
-function decode(payload: Payload | null | undefined): unknown {
+/** A payload's value (JSON or plain); undefined when there is none or it cannot be read. */
+export function decode(payload: Payload | null | undefined): unknown {
   if (!payload) return undefined;
   try {
     return defaultPayloadConverter.fromPayload(payload);

@@ -12,7 +12,10 @@ import {
   type ClusterOperationObservation,
 } from '../shared/contracts/cluster-operation.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
+import type { Registry } from 'prom-client';
+import { ClusterOperationCounts } from './cluster-operation-counts.js';
 import { Ingest, type IngestOptions } from './ingest.js';
+import { createClusterOperationsGauge } from './metrics.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 
 export interface ClusterOperationObject extends NamespacedObject {
@@ -50,10 +53,14 @@ const retryAsked = (item: ClusterOperationObject) => {
   return item.status?.phase === 'Failed' && !!retry && retry !== item.status.retry;
 };
 
-export function clusterOperationIngest(options: IngestOptions): Ingest {
+export function clusterOperationIngest(options: IngestOptions & { metrics?: Registry }): Ingest {
   const ingest = new Ingest(options);
+  const counts = new ClusterOperationCounts();
+  if (options.metrics) createClusterOperationsGauge(options.metrics, () => counts.counts());
   const seen = async (item: ClusterOperationObject, gone: boolean, relisted: boolean) => {
     const { namespace, name, uid } = item.metadata;
+    // Counted before anything is sent: an ended one is counted too, though not told again.
+    counts.observe(uid, gone, item.status?.phase, item.spec?.action);
     const provisioning = item.spec?.provisioning;
     // The CRD requires it; an operation that has ended has nothing left to run or cancel.
     if (!provisioning) return;

@@ -1,4 +1,5 @@
-// The bridge's Prometheus metrics: what it signalled, and how much it remembers.
+// The bridge's Prometheus metrics: what it signalled, how much it remembers, and the
+// ClusterOperations it sees.
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 export interface BridgeMetrics {
@@ -35,4 +36,24 @@ export function createBridgeMetrics(registry: Registry, indexSize: () => number)
       registers: [registry],
     }),
   };
+}
+
+/**
+ * ClusterOperations the bridge sees now, by phase and action, counted at each scrape
+ * (cluster-operation-counts.ts): labels from closed lists only, so the series stay few.
+ */
+export function createClusterOperationsGauge(
+  registry: Registry,
+  counts: () => Iterable<[{ phase: string; action: string }, number]>,
+): Gauge<'phase' | 'action'> {
+  return new Gauge({
+    name: 'hostflow_cluster_operations',
+    help: 'ClusterOperations the bridge sees, by status phase (Pending before the engine wrote one) and action',
+    labelNames: ['phase', 'action'],
+    registers: [registry],
+    collect() {
+      this.reset(); // an `other` series no operation has any more goes, rather than keep its count
+      for (const [labels, n] of counts()) this.set(labels, n);
+    },
+  });
 }

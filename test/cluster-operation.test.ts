@@ -19,6 +19,7 @@ import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { clusterOperations, installCluster } from './support/cluster-operations.js';
+import { describeJson, hostflowOf } from './support/hostflow-cli.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { answer } from './support/refusals.js';
 import { createScope, type TestScope } from './support/scope.js';
@@ -63,6 +64,15 @@ beforeAll(async () => {
 
 afterAll(() => tearDown([bridge, worker], metal, scope));
 
+/** `hostflow describe operation <ns>/<name>` as on-call reads it; it must succeed. */
+async function described(name: string): Promise<string> {
+  const result = await hostflowOf(scope, 'describe', 'operation', `${scope.namespace}/${name}`);
+  expect(result.code).toBe(0);
+  return result.stdout;
+}
+
+const TIME = '\\d\\d:\\d\\d:\\d\\d';
+
 describe('a ClusterOperation', () => {
   it('upgrades the cluster: its hooks and action in order, and the version before and after', async () => {
     expect(await ops.versions()).toEqual(['', '']);
@@ -103,6 +113,46 @@ describe('a ClusterOperation', () => {
     expect(found.map((w) => [w.workflowId, w.parentExecution?.workflowId])).toEqual([
       [`cluster-operation/${scope.namespace}/upgrade-1`, `provisioning/${scope.namespace}/ops`],
     ]);
+    // On-call's view through the CLI, by kubectl's short name too: its steps in order, with times.
+    const d = await describeJson(scope, 'clusterop', `${scope.namespace}/upgrade-1`);
+    expect(d).toMatchObject({
+      kind: 'ClusterOperation',
+      workflowId: `cluster-operation/${scope.namespace}/upgrade-1`,
+      status: 'COMPLETED',
+      phase: 'Succeeded',
+      facts: {
+        provisioning: 'ops',
+        cluster: CLUSTER,
+        action: 'upgrade-cluster.yml',
+        message: done.message,
+        failedStep: null,
+      },
+    });
+    const text = await described('upgrade-1');
+    const step = (name: string, action: string) =>
+      `${name} ${action}: Succeeded ${TIME} → ${TIME} \\([^)]+\\)`;
+    expect(text).toMatch(
+      new RegExp(
+        `^Steps: +${step('preHook\\[0\\]', 'cluster\\.yml')}\n +${step('action', 'upgrade-cluster\\.yml')}` +
+          `\n +${step('postHook\\[0\\]', 'scale\\.yml')}$`,
+        'm',
+      ),
+    );
+    // The history's timeline shows the same steps as activities, each with its summary.
+    const ran = [...text.matchAll(/^ .* (\S+): kubespray (\S+) on cluster .* — done in /gm)];
+    expect(ran.map((m) => `${m[1]} ${m[2]}`)).toEqual([
+      'preHook[0] cluster.yml',
+      'action upgrade-cluster.yml',
+      'postHook[0] scale.yml',
+    ]);
+    // One not (yet) run has no workflow: describe says why there may be none.
+    const ghost = await hostflowOf(scope, 'describe', 'operation', `${scope.namespace}/ghost`);
+    expect(ghost.code).toBe(1);
+    expect(ghost.stderr).toContain(
+      `no workflow cluster-operation/${scope.namespace}/ghost for ClusterOperation ` +
+        `${scope.namespace}/ghost`,
+    );
+    expect(ghost.stderr).toContain('status.queuePosition');
   }, 180_000);
 
   it('stops at a failed pre-hook: the action never runs, a post-hook marked always does', async () => {
@@ -129,6 +179,20 @@ describe('a ClusterOperation', () => {
       });
       expect(done.message).toContain('disk /dev/sdb is read-only');
       expect(done.log).toMatch(/cluster\.[0-9a-f]+\.log$/);
+      // describe tells on-call the same: each step's phase, and where the failure was.
+      const text = await described('upgrade-2');
+      for (const line of [
+        /^Phase: +Failed$/,
+        /^Failed step: +preHook\[0\]$/,
+        /^Failed host: +worker$/,
+        /^Failed task: +Check the node$/,
+        new RegExp(`^Log: +${done.log!.replace(/[/.]/g, '\\$&')}$`),
+        new RegExp(`^Steps: +preHook\\[0\\] cluster\\.yml: Failed ${TIME} → .*read-only`),
+        /^ +action upgrade-cluster\.yml: Skipped$/,
+        /^ +postHook\[0\] scale\.yml: Skipped$/,
+        /^ +postHook\[1\] cluster\.yml: Failed .*read-only/,
+      ])
+        expect(text).toMatch(new RegExp(line.source, 'm'));
       expect(await ops.versions()).toEqual(['1.35.1', '1.35.1']);
       expect((await ops.noted('upgrade-2')).lastOperation).toMatchObject({ phase: 'Failed' });
     });
@@ -231,6 +295,28 @@ describe('a ClusterOperation', () => {
         extraVars: { kube_version: '1.35.4' },
       });
       await ops.actionRunning('deleted');
+      // While it runs, describe says where its playbook is: the activity's last heartbeat, which
+      // the SDK sends at most every 24 s (80% of the heartbeat timeout). The banner of a task
+      // comes with its first result under kubespray's ansible.cfg: the slowed node's task shows
+      // as the one before it until it ends, so the play is what is waited for.
+      const upgrading = /, at play "Upgrade the nodes", task "[^"]+" \(heartbeat [^)]+ ago\)$/m;
+      const running = await waitFor(
+        'describe to show the upgrade play',
+        async () => {
+          const text = await described('deleted');
+          return upgrading.test(text) ? text : undefined;
+        },
+        { timeoutMs: 75_000, intervalMs: 2000 },
+      );
+      expect(running).toMatch(
+        new RegExp(
+          `^Waiting on:\n  activity action: kubespray upgrade-cluster\\.yml on cluster ${CLUSTER}, at `,
+          'm',
+        ),
+      );
+      expect(running).toMatch(
+        new RegExp(`^Steps: +action upgrade-cluster\\.yml: Running since ${TIME}$`, 'm'),
+      );
       await scope.kube.custom.deleteNamespacedCustomObject({
         ...CLUSTER_OPERATION_API,
         namespace: scope.namespace,

@@ -118,6 +118,7 @@ const NOT_PRODUCED_HERE = [
 let pool: StaticPool;
 let live: Map<string, MetricType>;
 let workerBody: string;
+let bridgeBody: string;
 
 /** Serves TaskRuns so that the worker has recorded its workflow metrics: a host that fails, the
  * OTP service down for a while, and leftovers of a terminated workflow for garbage collection. */
@@ -184,6 +185,7 @@ beforeAll(async () => {
   const others = [pool.metrics.bridge, pool.metrics.otp, testEnv('lockAuditMetrics')];
   const bodies = await Promise.all(others.map(async (url) => (await fetch(url)).text()));
   workerBody = worker;
+  bridgeBody = bodies[0]!;
   live = types([worker, ...bodies]);
 }, 240_000);
 
@@ -255,6 +257,17 @@ describe('the metric names they query', () => {
     console.log(
       `${used.size} metric names used; checked against workflows/metrics.ts only: ${fromSource.join(', ')}`,
     );
+  });
+
+  it('include ClusterOperations from the bridge: every phase and action from zero, no names', () => {
+    expect(live.get('hostflow_cluster_operations')).toBe('gauge');
+    const series = [...bridgeBody.matchAll(/^hostflow_cluster_operations\{([^}]*)\} \d+$/gm)];
+    const labels = series.map(([, text]) => [...text!.matchAll(/(\w+)="([^"]*)"/g)]);
+    // Each of 5 phases with each of 3 actions, at zero when none is (other suites' may count).
+    expect(series).toHaveLength(15);
+    for (const pairs of labels) {
+      expect(pairs.map((m) => m[1]).sort()).toEqual(['action', 'phase', 'process']);
+    }
   });
 
   it("gives the worker's latency histograms bucket edges in seconds, not the SDK's milliseconds", () => {

@@ -52,7 +52,7 @@ async function main(logger: Logger): Promise<void> {
       provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
     }),
     machineIngest({ ...common, watchNamespace }),
-    clusterOperationIngest({ ...common, watchNamespace }),
+    clusterOperationIngest({ ...common, watchNamespace, metrics: registry }),
     new RolloutIngest({ ...common, core, engineNamespace }),
   ];
   ingests.forEach((ingest) => ingest.start());
