@@ -253,6 +253,8 @@ export const DESCRIBED_KINDS: readonly DescribedKind[] = [
           status.phase === 'Pending' && status.queuePosition !== undefined
             ? String(status.queuePosition)
             : null,
+        // It waits for its Provisioning's maintenance window, which opens then.
+        notBefore: status.phase === 'Pending' ? (status.notBefore ?? null) : null,
         steps: (status.steps ?? []).map(operationStep),
         failedStep: status.failedStep ?? null,
         failedHost: status.failedHost ?? null,
@@ -288,6 +290,7 @@ interface OperationStatus {
   phase?: string;
   message?: string;
   queuePosition?: number;
+  notBefore?: string;
   steps?: OperationStepStatus[];
   failedStep?: string;
   failedHost?: string;
@@ -303,6 +306,7 @@ interface OperationStepStatus {
   completionTime?: string;
   message?: string;
   wouldChange?: Record<string, number>;
+  hosts?: Record<string, { ok?: number; changed?: number }>;
 }
 
 /** `action upgrade-cluster.yml: Succeeded 10:01:02 → 10:01:09 (7 s)`, then what it said. */
@@ -318,8 +322,12 @@ function operationStep(step: OperationStepStatus): string {
   const would = changes.length
     ? `, would change ${changes.map(([host, n]) => `${host} ${n}`).join(', ')}`
     : '';
+  const hosts = Object.entries(step.hosts ?? {});
+  const done = hosts.length
+    ? `; ${hosts.map(([host, r]) => `${host} ${r.ok ?? 0} ok, ${r.changed ?? 0} changed`).join('; ')}`
+    : '';
   return (
-    `${step.name} ${step.action}: ${step.phase}${when}${would}` +
+    `${step.name} ${step.action}: ${step.phase}${when}${would}${done}` +
     (step.message ? `: ${step.message}` : '')
   );
 }

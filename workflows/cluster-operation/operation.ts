@@ -57,6 +57,9 @@ export async function clusterOperationWorkflow(
     : {};
   await report.publish('Running', steps[from]!.name, resume ? 'Retrying.' : 'Started.', {
     startTime,
+    // What it was told while it waited means nothing once it runs.
+    queuePosition: null,
+    notBefore: null,
     ...(resume ? { retry: resume.retry } : {}),
     ...afresh,
   });
@@ -93,6 +96,10 @@ export async function clusterOperationWorkflow(
     try {
       const outcome = await running.run(() => runStep(input, step, actions.get(step.name)));
       Object.assign(result, { phase: 'Succeeded', completionTime: now(), log: outcome.log });
+      // Each host's tasks, as ansible's recap counted them.
+      result.hosts = Object.fromEntries(
+        Object.entries(outcome.recap).map(([host, r]) => [host, { ok: r.ok, changed: r.changed }]),
+      );
       if (spec.dryRun) {
         result.wouldChange = Object.fromEntries(
           Object.entries(outcome.recap).map(([host, recap]) => [host, recap.changed]),

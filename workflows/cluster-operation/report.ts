@@ -14,6 +14,8 @@ export interface StepReport {
   completionTime?: string;
   message?: string;
   log?: string;
+  /** Tasks done and changed on each host, as ansible's recap counted them. */
+  hosts?: Record<string, { ok: number; changed: number }>;
   /** A dry run's: how many tasks would change something, by host. */
   wouldChange?: Record<string, number>;
 }
