@@ -60,7 +60,7 @@ export function clusterOperationIngest(options: IngestOptions & { metrics?: Regi
   const seen = async (item: ClusterOperationObject, gone: boolean, relisted: boolean) => {
     const { namespace, name, uid } = item.metadata;
     // Counted before anything is sent: an ended one is counted too, though not told again.
-    counts.observe(uid, gone, item.status?.phase, item.spec?.action);
+    counts.observe(uid, gone, item.status?.phase, item.spec);
     const provisioning = item.spec?.provisioning;
     // The CRD requires it; an operation that has ended has nothing left to run or cancel.
     if (!provisioning) return;

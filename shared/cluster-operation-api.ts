@@ -157,7 +157,6 @@ export function checkOperationSpec(
     if (problems.length > before || !playbook) return undefined;
     return { name, action: playbook, extraVars: s.extraVars ?? {}, always };
   };
-  problems.push(...checkDestructive(spec));
   const pre = spec.preHook ?? [];
   const post = spec.postHook ?? [];
   if (pre.length > MAX_HOOKS || post.length > MAX_HOOKS) {
@@ -177,6 +176,7 @@ export function checkOperationSpec(
     step(spec, 'spec'),
     ...post.map((h, i) => step(h, `spec.postHook[${i}]`, h.always === true)),
   ];
+  problems.push(...checkDestructive(spec));
   if (problems.length) return { ok: false, problems };
   return {
     ok: true,

@@ -201,6 +201,19 @@ describe('the image', () => {
     }
   });
 
+  it("sandboxes a ClusterOperation's custom action in the worker, as uid 1000 with no capabilities", async () => {
+    // The worker's own probe (activities/ansible/sandbox.ts): bubblewrap makes its namespaces,
+    // with no network and no /proc, and runs socat, the SSH relay's ProxyCommand, inside.
+    const probe = await execIn(worker.container, [
+      'node',
+      '--input-type=module',
+      '-e',
+      "const { sandboxProblem } = await import('/app/dist/activities/ansible/sandbox.js');" +
+        'const problem = await sandboxProblem(); console.log(problem ?? "sandboxed");',
+    ]);
+    expect(probe).toEqual({ code: 0, output: 'sandboxed\n' });
+  });
+
   it('serves a local TaskRun and cleans up when it completes', async () => {
     const { taskRuns } = scope;
     const tr = await taskRuns.create({ name: 'local', platform: 'linux/amd64' });

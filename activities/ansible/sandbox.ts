@@ -4,7 +4,8 @@
 // programs read-only, the ansible install read-only, and its cluster's own directory; not the
 // worker's files, its service-account token, other clusters' keys, or its environment. It has no
 // network: the SSH relay (ssh-relay.ts) is its only way out, to its own nodes' sshd. It runs as
-// nobody in user, PID, IPC, UTS and cgroup namespaces of its own, and dies with the worker.
+// nobody in user, PID, IPC, UTS and cgroup namespaces of its own, with no /proc, and dies with
+// the worker.
 import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -53,6 +54,10 @@ export function sandboxArgs(
     '--new-session',
     '--cap-drop',
     'ALL',
+    // First, so the binds below (the venv may live under /tmp) land on top of the empty /tmp.
+    // No /proc: ansible and ssh do without, the worker's processes stay out of sight, and a
+    // container's masked /proc refuses to mount a new one.
+    ...['--dev', '/dev', '--tmpfs', '/tmp'],
   ];
   for (const path of SYSTEM) {
     if (!existsSync(path)) continue;
@@ -64,7 +69,6 @@ export function sandboxArgs(
   for (const path of ETC) if (existsSync(path)) args.push('--ro-bind', path, path);
   for (const path of paths.readOnly) args.push('--ro-bind', path, path);
   args.push(
-    ...['--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp'],
     ...['--bind', paths.clusterDir, paths.clusterDir],
     ...['--ro-bind', paths.relayDir, RELAY_INSIDE],
     ...['--chdir', paths.clusterDir, '--clearenv'],
