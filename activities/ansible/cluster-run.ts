@@ -78,6 +78,30 @@ export const ANSIBLE_QUIET = {
   ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
 };
 
+/**
+ * How ssh checks the nodes' keys on every run: only against the keys hostflow checked for it
+ * (known-hosts.ts), nothing trusted on first use. As ssh_config's `[option, value]` pairs.
+ */
+export function checkedHostKeys(knownHosts: string): Array<[string, string]> {
+  return [
+    ['UserKnownHostsFile', knownHosts],
+    ['GlobalKnownHostsFile', '/dev/null'],
+    ['StrictHostKeyChecking', 'yes'],
+  ];
+}
+
+/** The same options on ssh's command line (ANSIBLE_SSH_ARGS). */
+export const sshArgs = (options: Array<[string, string]>): string =>
+  options.map(([name, value]) => `-o ${name}=${value}`).join(' ');
+
+/** A dry run, and a run's variables in one JSON argument (no shell, so quoting cannot go wrong). */
+export function runVars(check: boolean | undefined, vars: Record<string, unknown>): string[] {
+  return [
+    ...(check ? ['--check'] : []),
+    ...(Object.keys(vars).length ? ['--extra-vars', JSON.stringify(vars)] : []),
+  ];
+}
+
 /** Runs `how` for the cluster; its progress and log once it exited 0, else a failure. */
 export async function runInCluster(
   deps: ClusterRunDeps,

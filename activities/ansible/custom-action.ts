@@ -6,7 +6,14 @@ import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { ActionType } from '../../shared/cluster-operation-api.js';
-import { ANSIBLE_QUIET, type ClusterRunInput, type RunFiles } from './cluster-run.js';
+import {
+  ANSIBLE_QUIET,
+  checkedHostKeys,
+  runVars,
+  sshArgs,
+  type ClusterRunInput,
+  type RunFiles,
+} from './cluster-run.js';
 import { inventoryHosts } from './known-hosts.js';
 import { sandboxArgs } from './sandbox.js';
 import { startSshRelay } from './ssh-relay.js';
@@ -45,12 +52,7 @@ export async function customActionCommand(
     relayDir,
     hosts.map((host) => host.address),
   );
-  const sshOptions = [
-    `-o ProxyCommand="${relay.proxyCommand}"`,
-    `-o UserKnownHostsFile=${files.knownHosts}`,
-    '-o GlobalKnownHostsFile=/dev/null',
-    '-o StrictHostKeyChecking=yes',
-  ];
+  const hostKeys = checkedHostKeys(files.knownHosts);
   const vars = input.extraVars ?? {};
   const inner =
     action.type === 'shell'
@@ -59,8 +61,7 @@ export async function customActionCommand(
           ansiblePlaybook,
           ...['-i', files.inventory, actionFile, '--user', input.sshUser],
           ...['--private-key', files.keyFile],
-          ...(input.check ? ['--check'] : []),
-          ...(Object.keys(vars).length ? ['--extra-vars', JSON.stringify(vars)] : []),
+          ...runVars(input.check, vars),
         ];
   const sshConfig = join(dir, `ssh_config.${run}`);
   if (action.type === 'shell') {
@@ -76,9 +77,7 @@ export async function customActionCommand(
         `  User ${input.sshUser}`,
         `  IdentityFile ${files.keyFile}`,
         `  ProxyCommand ${relay.proxyCommand}`,
-        `  UserKnownHostsFile ${files.knownHosts}`,
-        '  GlobalKnownHostsFile /dev/null',
-        '  StrictHostKeyChecking yes',
+        ...hostKeys.map(([name, value]) => `  ${name} ${value}`),
         '',
       ].join('\n'),
     );
@@ -90,7 +89,7 @@ export async function customActionCommand(
     HOME: home,
     LANG: 'C.UTF-8',
     ...ANSIBLE_QUIET,
-    ANSIBLE_SSH_ARGS: sshOptions.join(' '),
+    ANSIBLE_SSH_ARGS: `-o ProxyCommand="${relay.proxyCommand}" ${sshArgs(hostKeys)}`,
     ANSIBLE_HOST_KEY_CHECKING: 'True',
     ANSIBLE_LOCAL_TEMP: join(dir, '.ansible-tmp'),
     HOSTFLOW_INVENTORY: files.inventory,

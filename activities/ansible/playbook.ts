@@ -8,7 +8,14 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ansibleCoreVersion, chooseCheckout, readCheckout } from './kubespray-release.js';
 import type { Playbook, ProvisioningRef } from '../../shared/contracts/provisioning.js';
-import { ANSIBLE_QUIET, runInCluster, type ClusterRunDeps } from './cluster-run.js';
+import {
+  ANSIBLE_QUIET,
+  checkedHostKeys,
+  runInCluster,
+  runVars,
+  sshArgs,
+  type ClusterRunDeps,
+} from './cluster-run.js';
 import { customActionCommand, type CustomAction } from './custom-action.js';
 import { ansibleEnvironment } from './environment.js';
 import type { HostRecap } from './progress.js';
@@ -127,8 +134,7 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
             ...ansibleEnvironment(process.env),
             ...kubesprayConfig(kubespray.dir, files.dir),
             ...ANSIBLE_QUIET,
-            // Only the keys hostflow checked for this run (known-hosts.ts); nothing trusted on first use.
-            ANSIBLE_SSH_ARGS: `-o UserKnownHostsFile=${files.knownHosts} -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes`,
+            ANSIBLE_SSH_ARGS: sshArgs(checkedHostKeys(files.knownHosts)),
             ANSIBLE_LOCAL_TEMP: join(files.dir, '.ansible-tmp'),
           },
         }),
@@ -185,12 +191,7 @@ function playbookVars(input: PlaybookInput): string[] {
   if (ASKS_FIRST.includes(input.playbook)) vars.skip_confirmation = true;
   if (input.playbook === 'remove-node.yml' && nodes.length) vars.node = nodes.join(',');
   const limit = input.playbook !== 'remove-node.yml' && nodes.length;
-  return [
-    ...(input.check ? ['--check'] : []),
-    ...(limit ? ['--limit', nodes.join(',')] : []),
-    // JSON in one argument (no shell): labels were checked, and quoting cannot go wrong.
-    ...(Object.keys(vars).length ? ['--extra-vars', JSON.stringify(vars)] : []),
-  ];
+  return [...(limit ? ['--limit', nodes.join(',')] : []), ...runVars(input.check, vars)];
 }
 
 /**
