@@ -202,22 +202,25 @@ describe('a ClusterOperation', () => {
 
   it('runs one at a time in creation order, with the Provisioning locked while one runs', async () => {
     await ops.withFault(0, 'slow', '4', async () => {
-      await ops.operate('first', {
-        action: 'upgrade-cluster.yml',
-        extraVars: { kube_version: '1.35.2' },
-      });
-      await ops.operate('second', {
-        action: 'upgrade-cluster.yml',
-        extraVars: { kube_version: '1.35.3' },
-      });
-      const waiting = await waitFor('the second to wait in line', async () => {
-        const found = await ops.status('second');
-        return found.phase === 'Pending' && (await ops.status('first')).phase === 'Running'
-          ? found
+      for (const [name, kube_version] of [
+        ['first', '1.35.2'],
+        ['second', '1.35.9'],
+        ['third', '1.35.3'],
+      ] as const)
+        await ops.operate(name, { action: 'upgrade-cluster.yml', extraVars: { kube_version } });
+      // The line is told its places before the first's workflow says it runs: read in that order.
+      const places = async () => {
+        if ((await ops.status('first')).phase !== 'Running') return undefined;
+        const [second, third] = [await ops.status('second'), await ops.status('third')];
+        return second.queuePosition === 1 && third.queuePosition === 2
+          ? { second, third }
           : undefined;
-      });
-      expect(waiting.queuePosition).toBe(1);
-      expect(waiting.message).toContain(`Waiting for its turn on cluster ${CLUSTER}`);
+      };
+      const { second, third } = await waitFor('the second and third to wait in line', places);
+      const turn = `Waiting for its turn on cluster ${CLUSTER}: ClusterOperation first is running`;
+      expect([second.phase, third.phase]).toEqual(['Pending', 'Pending']);
+      expect(second.message).toBe(`${turn}, and 0 operation(s) wait ahead of it.`);
+      expect(third.message).toBe(`${turn}, and 1 operation(s) wait ahead of it.`);
       // Neither a spec change nor a deletion while an operation runs.
       const spec = { PodSubnet: '10.9.0.0/16' };
       const refused =
@@ -239,13 +242,23 @@ describe('a ClusterOperation', () => {
           }),
         ),
       ).toMatch(refused);
-      const [first, second] = [await ops.ended('first'), await ops.ended('second')];
-      expect([first.phase, second.phase]).toEqual(['Succeeded', 'Succeeded']);
-      expect(Date.parse(second.startTime!)).toBeGreaterThanOrEqual(
-        Date.parse(first.completionTime!),
-      );
+      // One leaves the line: the one behind it moves up, and is told so.
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...CLUSTER_OPERATION_API,
+        namespace: scope.namespace,
+        name: 'second',
+      });
+      const movedUp = await waitFor('the third to move up', async () => {
+        const found = await ops.status('third');
+        return found.queuePosition === 1 ? found : undefined;
+      });
+      expect(movedUp.message).toBe(`${turn}, and 0 operation(s) wait ahead of it.`);
+      const [first, last] = [await ops.ended('first'), await ops.ended('third')];
+      expect([first.phase, last.phase]).toEqual(['Succeeded', 'Succeeded']);
+      expect(Date.parse(last.startTime!)).toBeGreaterThanOrEqual(Date.parse(first.completionTime!));
+      // The deleted one never ran.
       expect(await ops.versions()).toEqual(['1.35.3', '1.35.3']);
-      expect((await ops.noted('second')).lastOperation).toMatchObject({
+      expect((await ops.noted('third')).lastOperation).toMatchObject({
         kubeVersionBefore: '1.35.2',
         kubeVersionAfter: '1.35.3',
       });

@@ -31,6 +31,12 @@ export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
 export const PATCH_OPERATION_HISTORY = 'provisioning-operation-history';
 
 /**
+ * v12: a queued operation's place is said again whenever the line moves (one starts, or one
+ * ahead is deleted), and its message names the operation running.
+ */
+export const PATCH_OPERATION_PLACES = 'provisioning-operation-places';
+
+/**
  * Operations that ended and retries taken, remembered so a relist that still shows an operation
  * running, or a retry it has not seen taken yet, does not run it again.
  */
@@ -48,9 +54,11 @@ export class Operations {
   private queued: ClusterOperationObservation[];
   private ended: string[];
   private kubeVersion: string | undefined;
-  private running: { uid: string; scope: CancellationScope } | undefined;
+  private running: { uid: string; name: string; scope: CancellationScope } | undefined;
   /** Why they wait, as the queued operations were last told. */
   private told: string | undefined;
+  /** How many were ahead of each queued operation (by uid), as its status last said (v12). */
+  private placed = new Map<string, number>();
 
   constructor(
     private readonly ref: ProvisioningRef,
@@ -83,6 +91,7 @@ export class Operations {
     if (seen.deleting) {
       if (this.running?.uid === uid) this.running.scope.cancel();
       this.queued = this.queued.filter((op) => op.uid !== uid);
+      this.placed.delete(uid);
       return undefined;
     }
     if (this.running?.uid === uid || this.queued.some((op) => op.uid === uid)) return undefined;
@@ -112,7 +121,11 @@ export class Operations {
     waitsFor: string,
     wait?: OperationWait,
   ): Promise<void> {
-    const line = `${ahead} operation(s) ahead of it`;
+    this.placed.set(seen.uid, ahead);
+    const running = this.running && patched(PATCH_OPERATION_PLACES) ? this.running.name : '';
+    const line = running
+      ? `ClusterOperation ${running} is running, and ${ahead} operation(s) wait ahead of it`
+      : `${ahead} operation(s) ahead of it`;
     await operationApi.writeClusterOperationStatus({
       ref: this.operationRef(seen),
       status: {
@@ -136,15 +149,29 @@ export class Operations {
   }
 
   /**
+   * Tells each queued operation its new place, when the line moved since its status said it
+   * (v12): one started, or one ahead of it was deleted.
+   */
+  async sayPlaces(waitsFor: string, wait: OperationWait | undefined): Promise<void> {
+    if (!patched(PATCH_OPERATION_PLACES)) return;
+    for (const [ahead, seen] of this.queued.entries()) {
+      if (this.placed.get(seen.uid) !== ahead) await this.sayQueued(seen, ahead, waitsFor, wait);
+    }
+  }
+
+  /**
    * Runs the first in line as this workflow's child, with the Provisioning locked meanwhile;
    * then keeps only the newest `keep` ended operations.
    */
   async runNext(provisioner: Provisioner, keep = DEFAULT_OPERATION_HISTORY): Promise<void> {
     const seen = this.queued.shift()!;
+    this.placed.delete(seen.uid);
     this.told = undefined;
     const target = provisioner.operationTarget()!;
     const scope = new CancellationScope();
-    this.running = { uid: seen.uid, scope };
+    this.running = { uid: seen.uid, name: seen.name, scope };
+    // The rest wait for their turn, one place nearer.
+    await this.sayPlaces(`cluster ${target.cluster}`, undefined);
     const start = clusterOperationStart({
       namespace: this.ref.namespace,
       name: seen.name,

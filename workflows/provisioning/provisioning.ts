@@ -110,9 +110,10 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   const waitsFor = () => `cluster ${provisioner.cluster || name}`;
   setHandler(clusterOperationObserved, async (seen) => {
     const ahead = operations?.observe(seen);
-    if (ahead === undefined) return;
-    const wait = operationWaits() ? whyOperationsWait() : undefined;
-    await operations!.sayQueued(seen, ahead, waitsFor(), wait);
+    const wait = () => (operationWaits() ? whyOperationsWait() : undefined);
+    if (ahead !== undefined) await operations!.sayQueued(seen, ahead, waitsFor(), wait());
+    // One deleted from the line: those behind it are told their new place (v12).
+    else if (seen.deleting && operations?.waiting) await operations.sayPlaces(waitsFor(), wait());
   });
   // An operation runs on the cluster as installed, not while a failed step waits for on-call,
   // and (v10) only in the Provisioning's maintenance window.
