@@ -31,8 +31,8 @@ export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
 export const PATCH_OPERATION_HISTORY = 'provisioning-operation-history';
 
 /**
- * v12: a queued operation's place is said again whenever the line moves (one starts, or one
- * ahead is deleted), and its message names the operation running.
+ * v12: a queued operation's place is said again whenever the line moves (one starts, one joins
+ * ahead of it, one ahead of it is deleted), and its message names the operation running.
  */
 export const PATCH_OPERATION_PLACES = 'provisioning-operation-places';
 
@@ -150,7 +150,7 @@ export class Operations {
 
   /**
    * Tells each queued operation its new place, when the line moved since its status said it
-   * (v12): one started, or one ahead of it was deleted.
+   * (v12): one started, one joined the line ahead of it, or one ahead of it was deleted.
    */
   async sayPlaces(waitsFor: string, wait: OperationWait | undefined): Promise<void> {
     if (!patched(PATCH_OPERATION_PLACES)) return;
