@@ -152,11 +152,14 @@ export class Operations {
    * Tells each queued operation its new place, when the line moved since its status said it
    * (v12): one started, one joined the line ahead of it, or one ahead of it was deleted.
    */
-  async sayPlaces(waitsFor: string, wait: OperationWait | undefined): Promise<void> {
+  async sayPlaces(waitsFor: string, wait: () => OperationWait | undefined): Promise<void> {
     if (!patched(PATCH_OPERATION_PLACES)) return;
-    for (const [ahead, seen] of this.queued.entries()) {
-      if (this.placed.get(seen.uid) !== ahead) await this.sayQueued(seen, ahead, waitsFor, wait);
-    }
+    const moved = [...this.queued.entries()].filter(
+      ([ahead, seen]) => this.placed.get(seen.uid) !== ahead,
+    );
+    // Asked only when one is to be told: asking checks a patch, which must replay where it ran.
+    const why = moved.length ? wait() : undefined;
+    for (const [ahead, seen] of moved) await this.sayQueued(seen, ahead, waitsFor, why);
   }
 
   /**
@@ -171,7 +174,7 @@ export class Operations {
     const scope = new CancellationScope();
     this.running = { uid: seen.uid, name: seen.name, scope };
     // The rest wait for their turn, one place nearer.
-    await this.sayPlaces(`cluster ${target.cluster}`, undefined);
+    await this.sayPlaces(`cluster ${target.cluster}`, () => undefined);
     const start = clusterOperationStart({
       namespace: this.ref.namespace,
       name: seen.name,

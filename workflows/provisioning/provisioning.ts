@@ -113,7 +113,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
     const wait = () => (operationWaits() ? whyOperationsWait() : undefined);
     if (ahead !== undefined) await operations!.sayQueued(seen, ahead, waitsFor(), wait());
     // The line moved: one joined it ahead of others, or one left it. Those behind are told (v12).
-    if (ahead !== undefined || seen.deleting) await operations?.sayPlaces(waitsFor(), wait());
+    if (ahead !== undefined || seen.deleting) await operations?.sayPlaces(waitsFor(), wait);
   });
   // An operation runs on the cluster as installed, not while a failed step waits for on-call,
   // and (v10) only in the Provisioning's maintenance window.
