@@ -126,12 +126,7 @@ export async function runReplayIndex(indexFile: string): Promise<number> {
 
 /** An index's entries, [file, workflowId], or an error saying what is wrong with it. */
 function parseIndex(indexFile: string): Array<[string, string]> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(indexFile, 'utf8'));
-  } catch (err) {
-    throw new Error(`cannot read index ${indexFile}: ${(err as Error).message}`, { cause: err });
-  }
+  const parsed = readJson('index', indexFile);
   const entries =
     parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? Object.entries(parsed) : [];
   const bad = entries.filter(([, id]) => typeof id !== 'string' || !id).map(([file]) => file);
@@ -145,11 +140,14 @@ function parseIndex(indexFile: string): Array<[string, string]> {
   return entries as Array<[string, string]>;
 }
 
-function parseHistoryFile(file: string): unknown {
+const parseHistoryFile = (file: string): unknown => readJson('history', file);
+
+/** A JSON file, or an error naming what it was to be and why it cannot be read. */
+function readJson(what: string, file: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`cannot read history ${file}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`cannot read ${what} ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 
