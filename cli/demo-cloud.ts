@@ -2,9 +2,9 @@
 // (local-stack/ec2-vms.ts), with a dynamic platform (one VM per TaskRun) and a dynamic pool
 // configured on it in host-config. Other host-config keys are the operator's and are left alone.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { isConflict } from '../activities/kubernetes/errors.js';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
 import { startMoto } from '../local-stack/moto.js';
+import { upsert } from '../local-stack/upsert.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 
@@ -42,11 +42,13 @@ export async function startDemoCloud(options: {
     // Written in place, not deleted and made again: while the last start's VMs may live, the
     // allocator Locks these Secrets against deletion (locks/platform-secrets.ts), never updates.
     for (const [name, stringData] of Object.entries(secrets)) {
-      const body = { metadata: { name }, stringData };
-      await core.createNamespacedSecret({ namespace, body }).catch(async (err: unknown) => {
-        if (!isConflict(err)) throw err;
-        await core.replaceNamespacedSecret({ name, namespace, body });
-      });
+      await upsert(
+        (name) => core.readNamespacedSecret({ name, namespace }),
+        (body) => core.createNamespacedSecret({ namespace, body }),
+        (name, body) => core.replaceNamespacedSecret({ name, namespace, body }),
+        { metadata: { name }, stringData },
+        `Secret ${namespace}/${name}`,
+      );
     }
     const platform = (cfg: string, tag: string, extra: Record<string, string>) => ({
       [`dynamic.${cfg}.type`]: 'aws',

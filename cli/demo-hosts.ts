@@ -2,7 +2,12 @@
 // admin keys as Secrets, and `host.demo-N.*` entries in host-config pointing at them. Other
 // host-config keys are the operator's and are left as they are. The same hosts are registered
 // as BareMetalHosts (their real MACs and IPs), so Provisionings can be tried on them too.
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import { hostMac, startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
@@ -10,6 +15,7 @@ import { statusCode } from '../shared/kube-errors.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../shared/bpa-api.js';
 import type { SshHost } from '../local-stack/ssh-hosts.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
+import { upsert } from '../local-stack/upsert.js';
 
 export const DEMO_STATIC_PLATFORM = 'linux/arm64';
 const DEMO_HOSTS = 2;
@@ -20,11 +26,14 @@ export async function startDemoHosts(options: {
   kubeConfig: KubeConfig;
   engineNamespace: string;
 }): Promise<SshHostPool> {
+  // Machines that keep their disks: builds' users, a cluster's installer key and the hosts'
+  // keys are there again after a restart, as after a reboot, for the work the engine resumes.
   const pool = await startSshHosts({
     count: DEMO_HOSTS,
     stateDir: options.stateDir,
     prefix: 'hfdemo',
     restart: true,
+    keep: true,
   });
   try {
     const core = options.kubeConfig.makeApiClient(CoreV1Api);
@@ -32,21 +41,26 @@ export async function startDemoHosts(options: {
     const entries: Record<string, string> = {};
     for (const [i, host] of pool.hosts.entries()) {
       const name = `demo-${i + 1}`;
-      const secret = {
-        metadata: { name: `${name}-ssh`, namespace },
+      const secretName = `${name}-ssh`;
+      const secret: V1Secret = {
+        metadata: { name: secretName, namespace },
         stringData: { id_rsa: host.adminPrivateKey },
       };
-      // The hosts get fresh admin keys each start: replace the Secret.
-      await core
-        .deleteNamespacedSecret({ name: secret.metadata.name, namespace })
-        .catch(() => undefined);
-      await core.createNamespacedSecret({ namespace, body: secret });
-      await registerBareMetalHost(options.kubeConfig, namespace, name, host, secret.metadata.name);
+      // Written in place, never deleted: while builds run on a host, its allocator Locks this
+      // Secret against deletion (locks/platform-secrets.ts), not against updates.
+      await upsert(
+        (name) => core.readNamespacedSecret({ name, namespace }),
+        (body) => core.createNamespacedSecret({ namespace, body }),
+        (name, body) => core.replaceNamespacedSecret({ name, namespace, body }),
+        secret,
+        `Secret ${namespace}/${secretName}`,
+      );
+      await registerBareMetalHost(options.kubeConfig, namespace, name, host, secretName);
       Object.assign(entries, {
         [`host.${name}.address`]: host.address,
         [`host.${name}.user`]: host.adminUser,
         [`host.${name}.platform`]: DEMO_STATIC_PLATFORM,
-        [`host.${name}.secret`]: secret.metadata.name,
+        [`host.${name}.secret`]: secretName,
         [`host.${name}.concurrency`]: String(DEMO_CONCURRENCY),
         // as a platform team lists its hosts' keys: nothing is trusted on first use
         [`host.${name}.host-key`]: host.hostPublicKey,
@@ -65,8 +79,8 @@ export async function startDemoHosts(options: {
 }
 
 /**
- * The hosts' keys as their BareMetalHosts' (reached by address) known keys: the hosts get fresh
- * host keys each start, as reinstalled machines would, and their operator records the new ones.
+ * The hosts' keys as their BareMetalHosts' (reached by address) known keys, as their operator
+ * records them: the same after a restart; new ones for hosts started afresh (a clean slate).
  */
 async function recordBareMetalHostKeys(
   core: CoreV1Api,

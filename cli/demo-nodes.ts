@@ -38,8 +38,6 @@ export async function startDemoNodes(options: {
     restart: true,
     bootDelayMs: 2000, // a reboot, seen from outside
   });
-  // Nodes left from the last start are those hosts' old selves: registered afresh.
-  for (const host of hosts.hosts) await core.deleteNode({ name: host.name }).catch(() => undefined);
   const standIns = await startNodeStandIns(core, hosts.hosts, {
     image: DEMO_BASE_IMAGE,
     kubeletVersion: 'v1.34.1',
@@ -64,13 +62,13 @@ export async function startDemoNodes(options: {
         MERGE_PATCH,
       );
     }
-    await core
-      .deleteNamespacedSecret({ namespace, name: 'machine-config-ssh' })
-      .catch(() => undefined);
-    await core.createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: 'machine-config-ssh' }, stringData: { id_rsa: key.privateKey } },
-    });
+    await upsert(
+      (name) => core.readNamespacedSecret({ namespace, name }),
+      (body) => core.createNamespacedSecret({ namespace, body }),
+      (name, body) => core.replaceNamespacedSecret({ namespace, name, body }),
+      { metadata: { name: 'machine-config-ssh' }, stringData: { id_rsa: key.privateKey } },
+      `Secret ${namespace}/machine-config-ssh`,
+    );
     await upsert(
       (name) => core.readNamespacedConfigMap({ namespace, name }),
       (body) => core.createNamespacedConfigMap({ namespace, body }),

@@ -26,6 +26,7 @@ import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
 import { DEMO_POOL, startDemoNodes } from './demo-nodes.js';
 import { prettyLine } from './pretty-log.js';
 import { supervise, type Supervised } from './supervise.js';
+import { oneLineError } from '../shared/kube-errors.js';
 
 export interface StartOptions {
   kubeconfig?: string;
@@ -57,6 +58,11 @@ environment: TEMPORAL_* and KUBECONFIG as for the temporal CLI and kubectl;
 HOSTFLOW_NAMESPACE is the engine namespace holding host-config (default ${DEFAULT_ENGINE_NAMESPACE});
 HOSTFLOW_OTP_NAMESPACE holds the OTP service's records (default ${DEFAULT_OTP_NAMESPACE}).`;
 
+/** After a failed start, which stops what it started and leaves the state as it was. */
+const whatToDo = (stateDir: string) =>
+  `nothing it started is left running, and ${stateDir} is as it was: fix what the line above ` +
+  `names (the components' logs are in ${join(stateDir, 'logs')}) and start again; or remove ` +
+  `${stateDir} to start from a clean slate, losing the local cluster and the workflow histories`;
 const DEMO_HOST_CONFIG = { 'local-platforms': 'linux/amd64' };
 /** The processes' names line up in the log lines shown (otp-server and lock-audit are longest). */
 const NAME_WIDTH = 'otp-server'.length;
@@ -244,7 +250,8 @@ export async function runStart(options: StartOptions): Promise<number> {
     await Promise.all(processes.map((p) => p.ready(/polling|watching/)));
     printBanner(uiUrl, kubeconfigPath, logDir, engineNamespace, demoHosts);
   } catch (err) {
-    console.error(`hostflow start: ${(err as Error).message}`);
+    console.error(`hostflow start: ${oneLineError(err)}`);
+    console.error(`hostflow start: ${whatToDo(stateDir)}`);
     await stopAll();
     return 1;
   }

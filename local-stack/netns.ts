@@ -60,7 +60,8 @@ interface SlotRecord {
   owner: number; // pid of the process that started the pool
   prefix: string;
   netns: string;
-  stateDir: string; // removed when a dead owner's slot is reclaimed
+  stateDir: string; // removed when a dead owner's slot is reclaimed, unless
+  keep?: boolean; // the host keeps its disk across restarts
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -146,7 +147,10 @@ async function releaseSlot(slot: number, netns: string): Promise<void> {
   rmSync(`${SLOTS_DIR}/${slot}`, { force: true });
 }
 
-/** Frees what crashed runs left: slots of this prefix or of dead owners, this prefix's netns. */
+/**
+ * Frees what crashed runs left: slots of this prefix or of dead owners, this prefix's netns. The
+ * state dirs of hosts that keep their disks stay: their pool comes back on them.
+ */
 async function cleanStale(prefix: string): Promise<void> {
   for (const file of readdirSync(SLOTS_DIR)) {
     let record: SlotRecord;
@@ -157,6 +161,7 @@ async function cleanStale(prefix: string): Promise<void> {
     }
     if (record.prefix === prefix || !alive(record.owner)) {
       await releaseSlot(Number(file), record.netns);
+      if (record.keep) continue;
       rmSync(record.stateDir, { recursive: true, force: true });
       try {
         rmdirSync(dirname(record.stateDir)); // the pool's dir, once its last host is gone
@@ -169,8 +174,10 @@ async function cleanStale(prefix: string): Promise<void> {
   for (const name of names) if (name?.startsWith(`${prefix}-`)) await deleteNetns(name);
 }
 
-function claimSlot(record: SlotRecord): number {
-  for (let slot = FIRST_SLOT; slot <= LAST_POOL_SLOT; slot++) {
+/** The first free slot, or `preferred` when it is free. */
+function claimSlot(record: SlotRecord, preferred?: number): number {
+  const order = preferred === undefined ? [] : [preferred];
+  for (const slot of order.concat(range(FIRST_SLOT, LAST_POOL_SLOT))) {
     try {
       const fd = openSync(`${SLOTS_DIR}/${slot}`, 'wx');
       writeFileSync(fd, JSON.stringify(record));
@@ -181,6 +188,20 @@ function claimSlot(record: SlotRecord): number {
     }
   }
   throw new Error(`ssh hosts: all ${LAST_POOL_SLOT - FIRST_SLOT + 1} addresses in use`);
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
+/**
+ * A MAC of the slot's own (locally administered, from its address): a host that comes back at
+ * its address comes back with its NIC, as a rebooted machine does.
+ */
+function slotMac(slot: number): string {
+  return ['02', '00', '0a', 'e7', slot >> 8, slot & 255]
+    .map((b) => (typeof b === 'number' ? b.toString(16).padStart(2, '0') : b))
+    .join(':');
 }
 
 async function ensureBridge(): Promise<void> {
@@ -202,7 +223,7 @@ export function bridgeUp(): Promise<string> {
   });
 }
 
-async function addHostNet(slot: number, netns: string): Promise<HostNet> {
+async function addHostNet(slot: number, netns: string, fixedMac = false): Promise<HostNet> {
   const veth = `hfv${slot}`;
   const address = slotAddress(slot);
   await must('ip', ['netns', 'add', netns]);
@@ -212,6 +233,7 @@ async function addHostNet(slot: number, netns: string): Promise<HostNet> {
   await must('ip', ['link', 'set', veth, 'master', BRIDGE, 'up']);
   const inNs = (...args: string[]) => must('ip', ['-n', netns, ...args]);
   await inNs('link', 'set', `hfp${slot}`, 'name', 'eth0');
+  if (fixedMac) await inNs('link', 'set', 'eth0', 'address', slotMac(slot));
   await inNs('addr', 'add', `${address}/16`, 'dev', 'eth0');
   await inNs('link', 'set', 'eth0', 'up');
   await inNs('link', 'set', 'lo', 'up');
@@ -221,11 +243,16 @@ async function addHostNet(slot: number, netns: string): Promise<HostNet> {
   return { netns, address, slot };
 }
 
-/** Creates namespaces `<prefix>-1` … `<prefix>-<count>`, each with its own address on the bridge. */
+/**
+ * Creates namespaces `<prefix>-1` … `<prefix>-<count>`, each with its own address on the bridge.
+ * With `comeBack`, a host gets the address it had (`comeBack(netns)`, when still free) and a MAC
+ * of that address, and the last run's state dirs of the prefix are kept.
+ */
 export function createHostNets(
   prefix: string,
   count: number,
   hostStateDir: (netns: string) => string,
+  comeBack?: (netns: string) => string | undefined,
 ): Promise<HostNet[]> {
   return withLock(async () => {
     mkdirSync(SLOTS_DIR, { recursive: true });
@@ -235,10 +262,17 @@ export function createHostNets(
     try {
       for (let i = 1; i <= count; i++) {
         const netns = `${prefix}-${i}`;
-        const record = { owner: process.pid, prefix, netns, stateDir: hostStateDir(netns) };
-        const slot = claimSlot(record);
+        const record: SlotRecord = {
+          owner: process.pid,
+          prefix,
+          netns,
+          stateDir: hostStateDir(netns),
+          ...(comeBack ? { keep: true } : {}),
+        };
+        const had = comeBack?.(netns);
+        const slot = claimSlot(record, had === undefined ? undefined : addressSlot(had));
         try {
-          nets.push(await addHostNet(slot, netns));
+          nets.push(await addHostNet(slot, netns, comeBack !== undefined));
         } catch (err) {
           await releaseSlot(slot, netns);
           throw err;
@@ -291,7 +325,7 @@ export function createHostNetAt(
         throw new Error(`ssh hosts: ${address} is in use by ${by}`);
       }
       await releaseSlot(slot, record.netns);
-      rmSync(record.stateDir, { recursive: true, force: true });
+      if (!record.keep) rmSync(record.stateDir, { recursive: true, force: true });
     }
     await ensureBridge();
     const fd = openSync(file, 'wx');

@@ -10,6 +10,7 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { netnsPids } from './netns.js';
 import { waitFor } from './process.js';
+import { upsert } from './upsert.js';
 import type { SshHost } from './ssh-hosts.js';
 import { sshBanner } from '../activities/ssh/banner.js';
 import { ZONE_LABEL } from '../shared/mco-api.js';
@@ -125,14 +126,19 @@ export async function startNodeStandIns(
   const nodes = hosts.map((host) => ({ host, node: host.name }));
   for (const [i, { host, node }] of nodes.entries()) {
     await install(host, options.image);
-    await core.createNode({
-      body: {
+    // A Node left by an earlier run that was killed is this host's old self: written over.
+    await upsert(
+      (name) => core.readNode({ name }),
+      (body) => core.createNode({ body }),
+      (name, body) => core.replaceNode({ name, body }),
+      {
         metadata: {
           name: node,
           labels: { ...options.labels, [ZONE_LABEL]: options.zones[i % options.zones.length]! },
         },
       },
-    });
+      `Node ${node}`,
+    );
     await core.patchNodeStatus(
       {
         name: node,

@@ -63,6 +63,12 @@ export interface SshHostsOptions {
   bootDelayMs?: number;
   /** One admin key for every host (a pool of nodes one Secret logs in to); default one each. */
   adminKey?: KeyPair;
+  /**
+   * Machines that keep their disks (`hostflow start`): the state dir stays at stop, and the next
+   * start brings each host back on it, as a reboot would: its address and MAC when still free,
+   * its host key and admin key, its users, homes and /etc. Else the hosts are new each start.
+   */
+  keep?: boolean;
 }
 
 const SSHD = '/usr/sbin/sshd';
@@ -142,14 +148,19 @@ done
 atd || true
 grep -qx "$ADDR $NAME" /etc/hosts || echo "$ADDR $NAME" >> /etc/hosts
 # '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
+# A restarted host finds its /etc (the overlay) and homes as it left them, like a rebooted one:
+# the admin key is added once, and keys added since (an installer's) stay.
 if [ "$ADMIN" = root ]; then # as on IBM Cloud images: root logs in with the key
-  install -d -m 700 /root/.ssh && install -m 600 "$S/admin.pub" /root/.ssh/authorized_keys
-else # a restarted sshd finds its /etc (the overlay) as it left it, like a rebooted host
+  HOME_DIR=/root
+else
   id -u "$ADMIN" >/dev/null 2>&1 || useradd -m -s /bin/bash -p '*' "$ADMIN"
-  install -d -m 700 -o "$ADMIN" -g "$ADMIN" "/home/$ADMIN/.ssh"
-  install -m 600 -o "$ADMIN" -g "$ADMIN" "$S/admin.pub" "/home/$ADMIN/.ssh/authorized_keys"
+  HOME_DIR=/home/$ADMIN
   echo "$ADMIN ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/$ADMIN" && chmod 440 "/etc/sudoers.d/$ADMIN"
 fi
+install -d -m 700 -o "$ADMIN" -g "$ADMIN" "$HOME_DIR/.ssh"
+AK=$HOME_DIR/.ssh/authorized_keys
+touch "$AK" && chown "$ADMIN:$ADMIN" "$AK" && chmod 600 "$AK"
+grep -qxF -f "$S/admin.pub" "$AK" || cat "$S/admin.pub" >> "$AK"
 exec ${SSHD} -D -e -f "$S/sshd_config"
 `;
 
@@ -181,6 +192,7 @@ async function startHost(
   restart = false,
   bootDelayMs?: number,
   givenHostKey?: KeyPair,
+  keep = false,
 ): Promise<SshHost> {
   const name = net.netns;
   let proc: ManagedProcess | undefined;
@@ -197,7 +209,7 @@ async function startHost(
       }
       await proc?.stop(2000);
       await destroyHostNet(net);
-      rmSync(dir, { recursive: true, force: true });
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     })());
 
   try {
@@ -212,10 +224,19 @@ async function startHost(
       await must('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', keyFile]);
       return readFileSync(`${keyFile}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
     };
+    const kept = keep && existsSync(`${keyFile}.pub`);
     // A VM's host is given the key its user data carries (ec2-vms.ts, as cloud-init would)
-    const hostPublicKey = givenHostKey ? installHostKey(keyFile, givenHostKey) : await newHostKey();
-    const admin = adminKey ?? generateEd25519KeyPair(`${adminUser}@${name}`);
+    const hostPublicKey = givenHostKey
+      ? installHostKey(keyFile, givenHostKey)
+      : kept
+        ? publicKeyIn(`${keyFile}.pub`)
+        : await newHostKey();
+    const admin =
+      adminKey ??
+      (keep ? keptAdminKey(dir, `${adminUser}@${name}`) : undefined) ??
+      generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
+    if (keep) writeFileSync(join(dir, ADDRESS_FILE), net.address);
     writeFileSync(join(dir, 'sshd_config'), sshdConfig(net.address, adminUser));
     cpSync(join(REPO_ROOT, 'local-stack/apt-stand-in'), join(dir, 'apt-stand-in'), {
       recursive: true,
@@ -297,6 +318,37 @@ async function startHost(
   }
 }
 
+/** Where a kept host records the address it comes back at. */
+const ADDRESS_FILE = 'address';
+
+function publicKeyIn(file: string): string {
+  return readFileSync(file, 'utf8').split(' ').slice(0, 2).join(' ');
+}
+
+/** A kept host's admin key pair, made and written on its first start. */
+function keptAdminKey(dir: string, comment: string): KeyPair {
+  const file = join(dir, 'admin_key');
+  if (existsSync(file) && existsSync(`${file}.pub`)) {
+    return {
+      privateKey: readFileSync(file, 'utf8'),
+      publicKey: readFileSync(`${file}.pub`, 'utf8'),
+    };
+  }
+  const pair = generateEd25519KeyPair(comment);
+  writeFileSync(file, pair.privateKey, { mode: 0o600 });
+  writeFileSync(`${file}.pub`, pair.publicKey);
+  return pair;
+}
+
+/** The address a kept host had, if it was started before. */
+function keptAddress(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, ADDRESS_FILE), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A process's command line ('' once it is gone). */
 function readCmdline(pid: number): string {
   try {
@@ -369,13 +421,24 @@ export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool>
   const adminUser = opts.adminUser ?? 'hfadmin';
   const stateDir = resolve(opts.stateDir);
   const hostDir = (name: string) => join(stateDir, name);
-  rmSync(stateDir, { recursive: true, force: true });
+  const keep = opts.keep ?? false;
+  if (!keep) rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(stateDir, { recursive: true });
 
-  const nets = await createHostNets(prefix, opts.count, hostDir);
+  const comeBack = keep ? (netns: string) => keptAddress(hostDir(netns)) : undefined;
+  const nets = await createHostNets(prefix, opts.count, hostDir, comeBack);
   const results = await Promise.allSettled(
     nets.map((net) =>
-      startHost(net, hostDir(net.netns), adminUser, opts.adminKey, opts.restart, opts.bootDelayMs),
+      startHost(
+        net,
+        hostDir(net.netns),
+        adminUser,
+        opts.adminKey,
+        opts.restart,
+        opts.bootDelayMs,
+        undefined,
+        keep,
+      ),
     ),
   );
   const hosts = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
@@ -385,7 +448,7 @@ export async function startSshHosts(opts: SshHostsOptions): Promise<SshHostPool>
     stop: () =>
       (stopping ??= (async () => {
         await Promise.all(hosts.map((h) => h.stop()));
-        rmSync(stateDir, { recursive: true, force: true });
+        if (!keep) rmSync(stateDir, { recursive: true, force: true });
       })()),
   };
   const failures = results.flatMap((r) =>

@@ -1,0 +1,223 @@
+// `npm start` again on a state dir whose last run left work behind, as a user meets it: the
+// README's tour through `hostflow start` (its fixed ports, its demo hosts, the examples applied
+// with kubectl), Ctrl-C while a static TaskRun holds a build user and a Provisioning runs
+// kubespray, then a second start on the same state. This file runs its own stack, the one
+// `npm start` runs, beside the suite's shared one (other ports, other host prefixes).
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { V1Secret } from '@kubernetes/client-node';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ensureKubeBinaries } from '../local-stack/kube-apiserver.js';
+import { REPO_ROOT } from '../local-stack/paths.js';
+import { waitFor } from '../local-stack/process.js';
+import { upsert } from '../local-stack/upsert.js';
+import { oneLineError } from '../shared/kube-errors.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
+
+const run = promisify(execFile);
+/** A start builds nothing here (global setup did), but brings up a dozen processes. */
+const START_TIMEOUT_MS = 180_000;
+
+/** One `hostflow start`, its output kept. */
+class Start {
+  private output = '';
+  readonly exited: Promise<number | null>;
+  private readonly proc: ChildProcess;
+
+  constructor(stateDir: string) {
+    this.proc = spawn(
+      process.execPath,
+      [join(REPO_ROOT, 'dist/cli/hostflow.js'), 'start', '--state-dir', stateDir],
+      { env: withoutEngineSettings(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    for (const stream of [this.proc.stdout!, this.proc.stderr!]) {
+      stream.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    }
+    this.exited = new Promise((done) => this.proc.on('exit', (code) => done(code)));
+  }
+
+  async running(): Promise<void> {
+    await waitFor(
+      '`hostflow start` to say it is running',
+      async () => {
+        if (this.proc.exitCode !== null) {
+          throw new Error(`hostflow start exited ${this.proc.exitCode}:\n${this.output}`);
+        }
+        return this.output.includes('hostflow is running.') || undefined;
+      },
+      { timeoutMs: START_TIMEOUT_MS, intervalMs: 500 },
+    );
+  }
+
+  /** Ctrl-C, as a user stops it; resolves with its exit code. */
+  async interrupt(): Promise<number | null> {
+    this.proc.kill('SIGINT');
+    return this.exited;
+  }
+
+  get log(): string {
+    return this.output;
+  }
+}
+
+/** The suite's own settings must not point this stack at the suite's Temporal or cluster. */
+function withoutEngineSettings(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (/^(TEMPORAL_|HOSTFLOW_|KUBECONFIG$)/.test(key)) delete env[key];
+  }
+  return env;
+}
+
+describe('hostflow start again on a used state dir', () => {
+  const stateDir = mkdtempSync(join(testEnv('stateDir'), 'start-again-'));
+  const kubeconfig = join(stateDir, 'kube/kubeconfig');
+  const examples = join(REPO_ROOT, 'deploy/examples');
+  let kubeBin: string;
+  let start: Start | undefined;
+
+  /** kubectl and login.sh as the tour runs them, against this stack. */
+  const tourEnv = () => ({
+    ...withoutEngineSettings(),
+    KUBECONFIG: kubeconfig,
+    PATH: `${kubeBin}:${process.env.PATH}`,
+  });
+  const kubectl = async (...args: string[]) =>
+    (await run(join(kubeBin, 'kubectl'), args, { env: tourEnv() })).stdout;
+  const secretKey = async (name: string, key: string) =>
+    kubectl('-n', 'demo', 'get', 'secret', name, '-o', `jsonpath={.data.${key}}`).then(
+      (b64) => Buffer.from(b64, 'base64').toString(),
+      () => '',
+    );
+  const provisioning = async () =>
+    JSON.parse(await kubectl('-n', 'demo', 'get', 'bpa', 'demo-cluster', '-o', 'json')) as {
+      status?: { phase?: string; step?: string; message?: string };
+    };
+  const login = async (taskRun: string) =>
+    (
+      await run('bash', [join(examples, 'login.sh'), 'demo', taskRun, 'whoami'], {
+        env: tourEnv(),
+      })
+    ).stdout.trim();
+  /** A copy of the static example under another name. */
+  const staticTaskRun = (name: string) => {
+    const file = join(stateDir, `${name}.yaml`);
+    const example = readFileSync(join(examples, 'taskrun-static.yaml'), 'utf8');
+    writeFileSync(file, example.replaceAll('name: demo-static', `name: ${name}`));
+    return file;
+  };
+
+  beforeAll(async () => {
+    kubeBin = await ensureKubeBinaries();
+  });
+
+  afterAll(async () => {
+    await start?.interrupt();
+  });
+
+  it(
+    'resumes a static build and a kubespray install after Ctrl-C, and serves new builds',
+    async () => {
+      start = new Start(stateDir);
+      await start.running();
+
+      // A build holds a user on a demo host, and a Provisioning is in kubespray's cluster.yml.
+      await kubectl('apply', '-f', join(examples, 'taskrun-static.yaml'));
+      await waitFor('the static build to be served', async () =>
+        (await secretKey('multi-platform-ssh-demo-static', 'otp')) ? true : undefined,
+      );
+      const host = await secretKey('multi-platform-ssh-demo-static', 'host');
+      await kubectl('apply', '-f', join(examples, 'provisioning.yaml'));
+      await waitFor(
+        'the Provisioning to run cluster.yml',
+        async () =>
+          (await provisioning()).status?.step === 'Run kubespray cluster.yml' || undefined,
+        { timeoutMs: 120_000, intervalMs: 200 },
+      );
+
+      expect((await provisioning()).status?.phase).toBe('Installing');
+      expect(await start.interrupt()).toBe(0);
+      start = new Start(stateDir);
+      await start.running();
+      // The first start's Secrets, Locked against deletion meanwhile, were written in place.
+      expect(start.log).not.toMatch(/HTTP-Code|Headers:/);
+
+      // The build that was running goes on: its user is still on its host, its key redeems once.
+      expect(await login('demo-static')).toBe(host.split('@')[0]);
+      // A new build is served.
+      await kubectl('apply', '-f', staticTaskRun('demo-static-again'));
+      await waitFor('the new static build to be served', async () =>
+        (await secretKey('multi-platform-ssh-demo-static-again', 'otp')) ? true : undefined,
+      );
+      expect(await login('demo-static-again')).toMatch(/^u-/);
+      // The Provisioning finishes its install.
+      await waitFor(
+        'the Provisioning to be Ready',
+        async () => {
+          const { status } = await provisioning();
+          if (status?.phase === 'Failed') throw new Error(`Provisioning failed: ${status.message}`);
+          return status?.phase === 'Ready' || undefined;
+        },
+        { timeoutMs: 300_000, intervalMs: 1000 },
+      );
+      expect(await secretKey('cluster-demo-kubeconfig', 'value')).toContain('clusters:');
+
+      // The first build ends: its user and Secret go.
+      await kubectl(
+        '-n',
+        'demo',
+        'patch',
+        'taskrun',
+        'demo-static',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        '{"status":{"conditions":[{"type":"Succeeded","status":"True"}]}}',
+      );
+      await waitFor(
+        'the finished build to be cleaned up',
+        async () =>
+          (await secretKey('multi-platform-ssh-demo-static', 'host')) ? undefined : true,
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(await start.interrupt()).toBe(0);
+      start = undefined;
+    },
+    15 * 60_000,
+  );
+
+  it('says in one line what it wrote and what the API server answered when a write fails', async () => {
+    const { core } = kube();
+    const namespace = `absent-${uniqueSuffix()}`;
+    const body: V1Secret = { metadata: { name: 'demo-1-ssh' }, stringData: { id_rsa: 'x' } };
+    const refused = (call: Promise<unknown>) =>
+      call.then(
+        () => {
+          throw new Error('the API server took the write');
+        },
+        (err: unknown) => err as Error,
+      );
+    const answer = `the API server answered 404 NotFound: namespaces "${namespace}" not found`;
+    // Through the one way the local stack writes its objects.
+    const viaUpsert = await refused(
+      upsert(
+        (name) => core.readNamespacedSecret({ name, namespace }),
+        (created) => core.createNamespacedSecret({ namespace, body: created }),
+        (name, replaced) => core.replaceNamespacedSecret({ name, namespace, body: replaced }),
+        body,
+        `Secret ${namespace}/demo-1-ssh`,
+      ),
+    );
+    expect(
+      oneLineError(new Error(`demo SSH hosts: ${viaUpsert.message}`, { cause: viaUpsert })),
+    ).toBe(`demo SSH hosts: write Secret ${namespace}/demo-1-ssh: ${answer}`);
+    // A client error wrapped as it is: its raw HTTP exchange is not shown.
+    const raw = await refused(core.createNamespacedSecret({ namespace, body }));
+    expect(raw.message).toContain('Headers:');
+    expect(oneLineError(new Error(`demo SSH hosts: ${raw.message}`, { cause: raw }))).toBe(
+      `demo SSH hosts: ${answer}`,
+    );
+  });
+});
