@@ -4,9 +4,8 @@
 // machine-config-ssh, and the pool `demo-workers` (maxUnavailable 1) selecting them. A
 // MachineConfig with an osImageURL (deploy/examples/rollout.yaml) rolls an image over them.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
 import { startNodeStandIns } from '../local-stack/os-stand-in.js';
-import { startSshHosts } from '../local-stack/ssh-hosts.js';
+import { keptKeyPair, startSshHosts } from '../local-stack/ssh-hosts.js';
 import { upsert } from '../local-stack/upsert.js';
 import {
   MACHINE_CONFIG_POOL_API,
@@ -28,8 +27,11 @@ export async function startDemoNodes(options: {
 }): Promise<{ nodes: string[]; stop(): Promise<void> }> {
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
-  const key = generateEd25519KeyPair('core@demo-nodes');
+  // Machines that keep their disks, as the demo hosts do (demo-hosts.ts): a rollout that was
+  // under way finds its nodes as it left them.
+  const key = keptKeyPair(options.stateDir, 'core@demo-nodes');
   const hosts = await startSshHosts({
+    keep: true,
     count: 3,
     stateDir: options.stateDir,
     prefix: 'hfnode',
@@ -43,10 +45,15 @@ export async function startDemoNodes(options: {
     kubeletVersion: 'v1.34.1',
     labels: { [`node-role.kubernetes.io/${ROLE}`]: '' },
     zones: ['zone-a', 'zone-b', 'zone-c'],
+    keep: true,
   });
   try {
     const namespace = options.engineNamespace;
     for (const { node } of standIns.nodes) {
+      // Booted on the base image as the MCO's daemon would say it; a Node kept from the last
+      // start says what the engine last wrote there.
+      const current = await core.readNode({ name: node });
+      if (current.metadata?.annotations?.[NODE_ANNOTATIONS.currentImage]) continue;
       await core.patchNode(
         {
           name: node,

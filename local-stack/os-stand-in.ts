@@ -7,10 +7,10 @@
 //   - the kubelet's part, here: the Node object, NotReady while its host reboots.
 // Both scripts go on a tmpfs over /usr/local/sbin inside the host's own mount namespace, first in
 // sudo's secure_path, so the engine runs the real command lines unchanged.
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { netnsPids } from './netns.js';
 import { waitFor } from './process.js';
-import { upsert } from './upsert.js';
+import { statusCode } from '../shared/kube-errors.js';
 import type { SshHost } from './ssh-hosts.js';
 import { sshBanner } from '../activities/ssh/banner.js';
 import { ZONE_LABEL } from '../shared/mco-api.js';
@@ -85,7 +85,21 @@ async function install(host: SshHost, image: string): Promise<void> {
   );
 }
 
-async function setReady(core: CoreV1Api, node: string, ready: boolean): Promise<void> {
+async function createUnlessPresent(core: CoreV1Api, body: V1Node): Promise<void> {
+  try {
+    await core.readNode({ name: body.metadata!.name! });
+  } catch (err) {
+    if (statusCode(err) !== 404) throw err;
+    await core.createNode({ body });
+  }
+}
+
+async function setReady(
+  core: CoreV1Api,
+  node: string,
+  ready: boolean,
+  notReadyReason = 'NodeRebooting',
+): Promise<void> {
   const now = new Date().toISOString();
   await core.patchNodeStatus(
     {
@@ -96,7 +110,7 @@ async function setReady(core: CoreV1Api, node: string, ready: boolean): Promise<
             {
               type: 'Ready',
               status: ready ? 'True' : 'False',
-              reason: ready ? 'KubeletReady' : 'NodeRebooting',
+              reason: ready ? 'KubeletReady' : notReadyReason,
               message: 'stand-in kubelet (local-stack/os-stand-in.ts)',
               lastHeartbeatTime: now,
               lastTransitionTime: now,
@@ -121,24 +135,23 @@ export async function startNodeStandIns(
     kubeletVersion: string;
     labels: Record<string, string>;
     zones: string[];
+    /** Hosts that keep their disks (`hostflow start`): their Nodes stay, NotReady, at stop. */
+    keep?: boolean;
   },
 ): Promise<NodeStandIns> {
   const nodes = hosts.map((host) => ({ host, node: host.name }));
   for (const [i, { host, node }] of nodes.entries()) {
     await install(host, options.image);
-    // A Node left by an earlier run that was killed is this host's old self: written over.
-    await upsert(
-      (name) => core.readNode({ name }),
-      (body) => core.createNode({ body }),
-      (name, body) => core.replaceNode({ name, body }),
-      {
-        metadata: {
-          name: node,
-          labels: { ...options.labels, [ZONE_LABEL]: options.zones[i % options.zones.length]! },
-        },
+    const body = {
+      metadata: {
+        name: node,
+        labels: { ...options.labels, [ZONE_LABEL]: options.zones[i % options.zones.length]! },
       },
-      `Node ${node}`,
-    );
+    };
+    // A kept host's Node is its own from the last start, as a rebooted machine's kubelet finds
+    // it: left as the engine last wrote it (a rollout may be updating it, under a Lock).
+    if (options.keep) await createUnlessPresent(core, body);
+    else await core.createNode({ body });
     await core.patchNodeStatus(
       {
         name: node,
@@ -220,7 +233,10 @@ export async function startNodeStandIns(
     async stop() {
       stopped = true;
       await loop;
-      for (const { node } of nodes) await core.deleteNode({ name: node }).catch(() => undefined);
+      for (const { node } of nodes) {
+        if (options.keep) await setReady(core, node, false, 'KubeletStopped');
+        else await core.deleteNode({ name: node }).catch(() => undefined);
+      }
     },
   };
 }

@@ -233,7 +233,7 @@ async function startHost(
         : await newHostKey();
     const admin =
       adminKey ??
-      (keep ? keptAdminKey(dir, `${adminUser}@${name}`) : undefined) ??
+      (keep ? keptKeyPair(dir, `${adminUser}@${name}`) : undefined) ??
       generateEd25519KeyPair(`${adminUser}@${name}`);
     writeFileSync(join(dir, 'admin.pub'), `${admin.publicKey}\n`);
     if (keep) writeFileSync(join(dir, ADDRESS_FILE), net.address);
@@ -325,8 +325,8 @@ function publicKeyIn(file: string): string {
   return readFileSync(file, 'utf8').split(' ').slice(0, 2).join(' ');
 }
 
-/** A kept host's admin key pair, made and written on its first start. */
-function keptAdminKey(dir: string, comment: string): KeyPair {
+/** A key pair kept in `dir` (as `admin_key`), made and written there the first time. */
+export function keptKeyPair(dir: string, comment: string): KeyPair {
   const file = join(dir, 'admin_key');
   if (existsSync(file) && existsSync(`${file}.pub`)) {
     return {
@@ -335,6 +335,7 @@ function keptAdminKey(dir: string, comment: string): KeyPair {
     };
   }
   const pair = generateEd25519KeyPair(comment);
+  mkdirSync(dir, { recursive: true });
   writeFileSync(file, pair.privateKey, { mode: 0o600 });
   writeFileSync(`${file}.pub`, pair.publicKey);
   return pair;

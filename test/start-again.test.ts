@@ -1,7 +1,7 @@
 // `npm start` again on a state dir whose last run left work behind, as a user meets it: the
 // README's tour through `hostflow start` (its fixed ports, its demo hosts, the examples applied
-// with kubectl), Ctrl-C while a static TaskRun holds a build user and a Provisioning runs
-// kubespray, then a second start on the same state. This file runs its own stack, the one
+// with kubectl), Ctrl-C while a static TaskRun holds a build user, a Provisioning runs kubespray
+// and a rollout updates a Node, then a second start on the same state. This file runs its own stack, the one
 // `npm start` runs, beside the suite's shared one (other ports, other host prefixes).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
@@ -95,6 +95,13 @@ describe('hostflow start again on a used state dir', () => {
     JSON.parse(await kubectl('-n', 'demo', 'get', 'bpa', 'demo-cluster', '-o', 'json')) as {
       status?: { phase?: string; step?: string; message?: string };
     };
+  const pool = async () =>
+    JSON.parse(await kubectl('get', 'mcp', 'demo-workers', '-o', 'json')) as {
+      status?: {
+        machineCount?: number;
+        updatedMachineCount?: number;
+      };
+    };
   const login = async (taskRun: string) =>
     (
       await run('bash', [join(examples, 'login.sh'), 'demo', taskRun, 'whoami'], {
@@ -118,17 +125,20 @@ describe('hostflow start again on a used state dir', () => {
   });
 
   it(
-    'resumes a static build and a kubespray install after Ctrl-C, and serves new builds',
+    'resumes a static build, a kubespray install and a rollout after Ctrl-C, and serves new builds',
     async () => {
       start = new Start(stateDir);
       await start.running();
 
-      // A build holds a user on a demo host, and a Provisioning is in kubespray's cluster.yml.
+      // A build holds a user on a demo host.
       await kubectl('apply', '-f', join(examples, 'taskrun-static.yaml'));
       await waitFor('the static build to be served', async () =>
         (await secretKey('multi-platform-ssh-demo-static', 'otp')) ? true : undefined,
       );
       const host = await secretKey('multi-platform-ssh-demo-static', 'host');
+      // An OS image rollout goes over the demo Nodes meanwhile (it Locks each while updating it),
+      // while the Provisioning gets to kubespray.
+      await kubectl('apply', '-f', join(examples, 'rollout.yaml'));
       await kubectl('apply', '-f', join(examples, 'provisioning.yaml'));
       await waitFor(
         'the Provisioning to run cluster.yml',
@@ -163,6 +173,16 @@ describe('hostflow start again on a used state dir', () => {
         { timeoutMs: 300_000, intervalMs: 1000 },
       );
       expect(await secretKey('cluster-demo-kubeconfig', 'value')).toContain('clusters:');
+
+      // The rollout goes on over the Nodes it had: every one ends on the new image.
+      await waitFor(
+        'the rollout to update every Node',
+        async () => {
+          const { status } = await pool();
+          return (status?.machineCount === 3 && status.updatedMachineCount === 3) || undefined;
+        },
+        { timeoutMs: 180_000, intervalMs: 1000 },
+      );
 
       // The first build ends: its user and Secret go.
       await kubectl(
