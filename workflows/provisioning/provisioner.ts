@@ -68,6 +68,13 @@ export const PATCH_FORBIDDEN_ANSWERED = 'provisioning-forbidden-answered';
  */
 export const PATCH_CLEARER_SCALE = 'provisioning-clearer-scale';
 
+/**
+ * v13: a spec that removes every worker is refused only when masters that do not work now would
+ * (naming them); masters listed as workers too are scaled down to, as before v8 (issue 41). A
+ * scale to one node says `1 node`.
+ */
+export const PATCH_SCALE_DOWN_TO_WORKING_MASTERS = 'provisioning-scale-down-to-working-masters';
+
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
   cluster: string;
@@ -184,7 +191,11 @@ export class Provisioner {
       const scale = planScale(
         this.installed,
         { cluster: label, ...found, spec: seen.spec },
-        patched(PATCH_CLEARER_SCALE),
+        !patched(PATCH_CLEARER_SCALE)
+          ? 'as-masters'
+          : patched(PATCH_SCALE_DOWN_TO_WORKING_MASTERS)
+            ? 'masters-made-workers'
+            : 'every-worker-goes',
       );
       if ('problems' in scale) return this.refuse(scale.problems);
       plan = scale.plan;
@@ -369,7 +380,7 @@ export class Provisioner {
     const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
     const what = first
       ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
-      : `cluster ${this.cluster} has ${plan.nodes.length} nodes` +
+      : `cluster ${this.cluster} has ${nodeCount(plan.nodes.length)}` +
         (unchanged ? ': the spec asks for the nodes it has; no playbook ran' : '') +
         (plan.added.length ? `; added ${plan.added.join(', ')}` : '') +
         (plan.removed.length ? `; removed ${plan.removed.join(', ')}` : '');
@@ -554,6 +565,10 @@ export class Provisioner {
     });
   }
 }
+
+/** `n nodes`; `1 node` since a cluster can be scaled down to its one master again (v13). */
+const nodeCount = (n: number) =>
+  n === 1 && patched(PATCH_SCALE_DOWN_TO_WORKING_MASTERS) ? '1 node' : `${n} nodes`;
 
 /** The host keys the nodes were given, by address, for ansible's known_hosts (none: unset). */
 function givenHostKeys(nodes: ProvisioningNode[]): { hostKeys?: Record<string, GivenHostKey> } {
