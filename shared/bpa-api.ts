@@ -103,6 +103,20 @@ export interface HostInventory {
   /** Why that annotation is not a host key, when it is not. */
   hostKeyProblem?: string;
 }
+/**
+ * Where a Provisioning's BareMetalHosts were looked for: its own namespace, and the namespaces
+ * whose names match the worker's HOSTFLOW_BAREMETAL_NAMESPACES (its patterns, as set).
+ */
+export interface HostNamespaces {
+  own: string;
+  allowed: string[];
+}
+
+/** The BareMetalHosts a Provisioning may see, and where they were looked for. */
+export interface HostSearch {
+  hosts: HostInventory[];
+  searched: HostNamespaces;
+}
 /** On a Provisioning: `dhcp` takes node IPs from the DHCP server's leases instead of the hosts' NICs. */
 export const IP_SOURCE_ANNOTATION = 'bpa.akraino.org/ip-source';
 /**

@@ -529,9 +529,14 @@ describe('a Provisioning', () => {
         masters: [{ m: { 'mac-address': mac(2) } }],
         workers: [3, 4, 5].map((i) => ({ [`w${i}`]: { 'mac-address': mac(i) } })),
       });
+      // Not found, and where it was not: only its own namespace and the allowed ones.
       expect(await decided('reach')).toEqual({
         phase: 'Refused',
-        message: `master m: no BareMetalHost has a NIC with MAC ${mac(0)}`,
+        message:
+          `master m: no BareMetalHost in the namespaces searched has a NIC with MAC ${mac(0)}; ` +
+          `BareMetalHosts were looked for in namespace ${scope.namespace} (the Provisioning's own) ` +
+          `and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker (${metal3}): to use a ` +
+          'host in another namespace, add that namespace to HOSTFLOW_BAREMETAL_NAMESPACES on the worker',
       });
       expect(await decided('grab')).toEqual({
         phase: 'Refused',

@@ -15,6 +15,8 @@ import {
   installerKeySecretName,
   PROVISIONING_API,
   RETRY_ANNOTATION,
+  type HostInventory,
+  type HostNamespaces,
 } from '../../shared/bpa-api.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
@@ -74,6 +76,12 @@ export const PATCH_CLEARER_SCALE = 'provisioning-clearer-scale';
  * scale to one node says `1 node`.
  */
 export const PATCH_SCALE_DOWN_TO_WORKING_MASTERS = 'provisioning-scale-down-to-working-masters';
+
+/**
+ * v14: a MAC no BareMetalHost has is refused saying which namespaces were searched and how to
+ * have another searched (the hosts are listed with searchBareMetalHosts, which says where).
+ */
+export const PATCH_SAY_WHERE_HOSTS_SEARCHED = 'provisioning-say-where-hosts-searched';
 
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
@@ -173,11 +181,9 @@ export class Provisioner {
       const check = await kubesprayCheck.checkKubespray(release ? { release } : {});
       if (check.problem) return this.refuse([check.problem]);
     }
-    const hosts = await provisioningApi.listBareMetalHosts(
-      patched(PATCH_TENANTS_APART) ? { consumer: { ...this.ref } } : undefined,
-    );
+    const { hosts, searched } = await this.listHosts();
     const current = this.installed?.nodes ?? this.held;
-    const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
+    const assignment = assignRoles(seen.spec, this.consumer, hosts, current, searched);
     if (!assignment.ok) return this.refuse(assignment.problems, assignment.busy);
     const found = await nodeAddresses(
       assignment.nodes,
@@ -218,6 +224,18 @@ export class Provisioner {
     await this.revokeInstallerKey(withoutNodes(before, this.held));
     await this.release();
     return plan;
+  }
+
+  /** The hosts it may use, and (v14) where they were looked for. */
+  private async listHosts(): Promise<{ hosts: HostInventory[]; searched?: HostNamespaces }> {
+    const tenantsApart = patched(PATCH_TENANTS_APART);
+    if (tenantsApart && patched(PATCH_SAY_WHERE_HOSTS_SEARCHED)) {
+      return provisioningApi.searchBareMetalHosts({ consumer: { ...this.ref } });
+    }
+    const hosts = await provisioningApi.listBareMetalHosts(
+      tenantsApart ? { consumer: { ...this.ref } } : undefined,
+    );
+    return { hosts };
   }
 
   /** Carries out `plan` from step `from`; the index of the step that failed, if one did. */
