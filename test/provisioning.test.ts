@@ -439,12 +439,41 @@ describe('a Provisioning', () => {
     await create('waiter', 'cluster-waiter', { masters: [{ big: { cpu: 12 } }] });
     const refused = await phase('waiter', 'Refused');
     expect(refused.conditions?.[0]?.message).toBe('master big: no free BareMetalHost has 12 CPUs');
-    await scope.kube.custom.deleteNamespacedCustomObject({
-      ...PROVISIONING_API,
-      namespace: scope.namespace,
-      name: 'holder',
-    });
-    // Nobody touches the waiter: it looks again on its own and installs on the freed host.
+    // The freed host is slow to install, until the file goes: the install is seen as it runs.
+    const slow = '/var/tmp/hostflow-stand-in-slow';
+    await metal.pool.hosts[2]!.exec(['sh', '-c', `echo 600 > ${slow}`]);
+    try {
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        name: 'holder',
+      });
+      // Nobody touches the waiter: it looks again on its own, takes the freed host, and says so.
+      const installing = await waitFor(
+        'waiter to install on the freed host',
+        async () => {
+          const status = (await get('waiter'))?.status;
+          return status?.step === 'Run kubespray cluster.yml' ? status : undefined;
+        },
+        { timeoutMs: 240_000 },
+      );
+      const tookIt = new RegExp(
+        `^looked again \\(look \\d+ since it was refused for hosts that were not free\\) at the BareMetalHosts of namespace ${scope.namespace} \\(the Provisioning's own\\) and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker \\(${metal3}\\): took BareMetalHost ${metal3}/node-2 for master big; installing cluster cluster-waiter$`,
+      );
+      // Its Ready condition no longer shows the refusal while it installs.
+      expect(installing.conditions?.[0]).toMatchObject({
+        type: 'Ready',
+        status: 'False',
+        reason: 'HostsFreed',
+        message: expect.stringMatching(tookIt),
+      });
+      const freed = await events('HostsFreed', 1);
+      expect(freed.map((e) => [e.type, e.involvedObject.name, e.message])).toEqual([
+        ['Normal', 'waiter', expect.stringMatching(tookIt)],
+      ]);
+    } finally {
+      await metal.pool.hosts[2]!.exec(['rm', '-f', slow]);
+    }
     const ready = await waitFor(
       'waiter to install once the holder let its host go',
       async () => {

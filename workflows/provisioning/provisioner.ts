@@ -36,6 +36,7 @@ import {
   type Plan,
   type PlanStep,
 } from './plans.js';
+import { sayHostsFreed } from './notices.js';
 import { failureDetails, ProvisioningReport } from './report.js';
 import { assignRoles } from './roles.js';
 
@@ -83,6 +84,12 @@ export const PATCH_SCALE_DOWN_TO_WORKING_MASTERS = 'provisioning-scale-down-to-w
  */
 export const PATCH_SAY_WHERE_HOSTS_SEARCHED = 'provisioning-say-where-hosts-searched';
 
+/**
+ * v15: a Provisioning that waited for hosts and takes them once freed says so (Event
+ * HostsFreed) and no longer shows the refusal in its Ready condition while it goes on.
+ */
+export const PATCH_SAY_HOSTS_FREED = 'provisioning-say-hosts-freed';
+
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
   cluster: string;
@@ -121,6 +128,8 @@ export class Provisioner {
   /** The last kubespray run that succeeded, and where its log is. */
   private lastRun: { playbook: Playbook; log: string } | undefined;
   private readonly consumer: string;
+  /** Where the last plan looked for hosts (v14). */
+  private searched: HostNamespaces | undefined;
 
   constructor(
     private readonly ref: ProvisioningRef,
@@ -230,12 +239,25 @@ export class Provisioner {
   private async listHosts(): Promise<{ hosts: HostInventory[]; searched?: HostNamespaces }> {
     const tenantsApart = patched(PATCH_TENANTS_APART);
     if (tenantsApart && patched(PATCH_SAY_WHERE_HOSTS_SEARCHED)) {
-      return provisioningApi.searchBareMetalHosts({ consumer: { ...this.ref } });
+      const found = await provisioningApi.searchBareMetalHosts({ consumer: { ...this.ref } });
+      this.searched = found.searched;
+      return found;
     }
     const hosts = await provisioningApi.listBareMetalHosts(
       tenantsApart ? { consumer: { ...this.ref } } : undefined,
     );
     return { hosts };
+  }
+
+  /** The hosts it waited for were freed, and `plan` takes them (v15): says so. */
+  sayHostsFreed(plan: Plan, looks: number): Promise<void> {
+    return sayHostsFreed(this.report, {
+      plan,
+      cluster: this.cluster,
+      installed: this.isInstalled,
+      looks,
+      searched: this.searched,
+    });
   }
 
   /** Carries out `plan` from step `from`; the index of the step that failed, if one did. */
