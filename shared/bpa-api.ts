@@ -29,6 +29,12 @@ export const BAREMETALHOST_API = {
 
 /** The label naming the cluster a Provisioning builds (required, as in the original). */
 export const CLUSTER_LABEL = 'cluster';
+/**
+ * The original's second label: `virtlet-vm` had it take virtlet VM pods as hosts, which hostflow
+ * does not provision (a Provisioning with it installs on BareMetalHosts, and is warned so).
+ */
+export const CLUSTER_TYPE_LABEL = 'cluster-type';
+export const VIRTLET_CLUSTER_TYPE = 'virtlet-vm';
 /** On a BareMetalHost: the feature labels resource matching reads (metal3 reports neither). */
 export const HOST_FEATURE_LABELS = {
   sriov: 'bpa.akraino.org/sriov',

@@ -1,10 +1,22 @@
-// What a Provisioning says on its own about what it does without being asked: hosts it took
-// once they were freed. Each is a patch of the Provisioning workflow (provisioner.ts), since
-// runs recorded before it said nothing.
+// What a Provisioning says on its own about what it does without being asked: a label of the
+// original that it does not act on, and hosts it took once they were freed. Each is a patch of
+// the Provisioning workflow (provisioner.ts), since runs recorded before it said nothing.
 import type { HostNamespaces } from '../../shared/bpa-api.js';
+import { CLUSTER_TYPE_LABEL, VIRTLET_CLUSTER_TYPE } from '../../shared/bpa-api.js';
 import type { Plan } from './plans.js';
 import type { ProvisioningReport } from './report.js';
 import { searchedWhere } from './roles.js';
+
+/** The original took virtlet VM pods as hosts for this label; hostflow only BareMetalHosts. */
+export function sayVirtletIgnored(report: ProvisioningReport): Promise<void> {
+  return report.event(
+    'Warning',
+    'ClusterTypeIgnored',
+    `the label ${CLUSTER_TYPE_LABEL}: ${VIRTLET_CLUSTER_TYPE} asks for virtlet VM pods as hosts, ` +
+      'which hostflow does not provision: it installs on BareMetalHosts, as for any ' +
+      'Provisioning. Remove the label to say so, or delete the Provisioning if VMs were meant',
+  );
+}
 
 /**
  * A Provisioning that waited for hosts took them once they were freed: an Event says what it

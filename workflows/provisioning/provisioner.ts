@@ -15,6 +15,7 @@ import {
   installerKeySecretName,
   PROVISIONING_API,
   RETRY_ANNOTATION,
+  VIRTLET_CLUSTER_TYPE,
   type HostInventory,
   type HostNamespaces,
 } from '../../shared/bpa-api.js';
@@ -36,7 +37,7 @@ import {
   type Plan,
   type PlanStep,
 } from './plans.js';
-import { sayHostsFreed } from './notices.js';
+import { sayHostsFreed, sayVirtletIgnored } from './notices.js';
 import { failureDetails, ProvisioningReport } from './report.js';
 import { assignRoles } from './roles.js';
 
@@ -89,6 +90,12 @@ export const PATCH_SAY_WHERE_HOSTS_SEARCHED = 'provisioning-say-where-hosts-sear
  * HostsFreed) and no longer shows the refusal in its Ready condition while it goes on.
  */
 export const PATCH_SAY_HOSTS_FREED = 'provisioning-say-hosts-freed';
+
+/**
+ * v16: a Provisioning labelled cluster-type: virtlet-vm is warned that hostflow does not take
+ * virtlet VM pods as hosts, and installs on BareMetalHosts.
+ */
+export const PATCH_VIRTLET_WARNED = 'provisioning-virtlet-vm-warned';
 
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
@@ -182,6 +189,9 @@ export class Provisioner {
     if (!(await provisioningApi.addProvisioningFinalizer(this.ref))) return 'gone';
     if (!this.installed)
       await this.report.step('Assigning', 'Assign roles from the BareMetalHosts');
+    if (seen.clusterType === VIRTLET_CLUSTER_TYPE && patched(PATCH_VIRTLET_WARNED)) {
+      await sayVirtletIgnored(this.report);
+    }
     if (!label) {
       return this.refuse(['the label `cluster` is missing: it names the cluster to build']);
     }
