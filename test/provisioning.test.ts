@@ -135,6 +135,17 @@ async function phase(
   );
 }
 
+/** The status of `name` once `done` holds of it (a host freed, an install that runs). */
+const statusWhen = (name: string, what: string, done: (status: ProvisioningStatus) => boolean) =>
+  waitFor(
+    `Provisioning ${name} ${what}`,
+    async () => {
+      const status = (await get(name))?.status;
+      return status && done(status) ? status : undefined;
+    },
+    { timeoutMs: 240_000 },
+  );
+
 /** The phase and message once role assignment is over: Refused, or on to claim and install. */
 async function decided(name: string): Promise<{ phase: string; message: string }> {
   return waitFor(
@@ -468,13 +479,10 @@ describe('a Provisioning', () => {
         name: 'holder',
       });
       // Nobody touches the waiter: it looks again on its own, takes the freed host, and says so.
-      const installing = await waitFor(
-        'waiter to install on the freed host',
-        async () => {
-          const status = (await get('waiter'))?.status;
-          return status?.step === 'Run kubespray cluster.yml' ? status : undefined;
-        },
-        { timeoutMs: 240_000 },
+      const installing = await statusWhen(
+        'waiter',
+        'to install on the freed host',
+        (status) => status.step === 'Run kubespray cluster.yml',
       );
       const tookIt = new RegExp(
         `^looked again \\(look \\d+ since it was refused for hosts that were not free\\) at the BareMetalHosts of namespace ${scope.namespace} \\(the Provisioning's own\\) and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker \\(${metal3}\\): took BareMetalHost ${metal3}/node-2 for master big; installing cluster cluster-waiter$`,
@@ -493,13 +501,10 @@ describe('a Provisioning', () => {
     } finally {
       await metal.pool.hosts[2]!.exec(['rm', '-f', slow]);
     }
-    const ready = await waitFor(
-      'waiter to install once the holder let its host go',
-      async () => {
-        const status = (await get('waiter'))?.status;
-        return status?.phase === 'Ready' ? status : undefined;
-      },
-      { timeoutMs: 240_000 },
+    const ready = await statusWhen(
+      'waiter',
+      'to install once the holder let its host go',
+      (status) => status.phase === 'Ready',
     );
     expect(ready.nodes?.map((n) => n.host)).toEqual([`${metal3}/node-2`]);
     expect(await consumerOf(2)).toBe('waiter');
