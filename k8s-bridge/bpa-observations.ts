@@ -1,6 +1,7 @@
 // What the bridge tells each BPA workflow it saw: pure derivations from the objects it watches.
 import {
   CLUSTER_LABEL,
+  CLUSTER_TYPE_LABEL,
   IP_SOURCE_ANNOTATION,
   RETRY_ANNOTATION,
   type ProvisioningSpec,
@@ -39,10 +40,13 @@ export function provisioningObservation(
   gone: boolean,
 ): ProvisioningObservation {
   const { uid, generation, cluster, deleting, retry } = common(item, gone);
+  // Only when set, so that what a Provisioning without it is sent stays as it was.
+  const clusterType = item.metadata.labels?.[CLUSTER_TYPE_LABEL];
   return {
     uid,
     generation,
     ...(cluster ? { cluster } : {}),
+    ...(clusterType ? { clusterType } : {}),
     spec: item.spec ?? {},
     ipSource: item.metadata.annotations?.[IP_SOURCE_ANNOTATION] === 'dhcp' ? 'dhcp' : 'nic',
     deleting,

@@ -29,6 +29,12 @@ export const BAREMETALHOST_API = {
 
 /** The label naming the cluster a Provisioning builds (required, as in the original). */
 export const CLUSTER_LABEL = 'cluster';
+/**
+ * The original's second label: `virtlet-vm` had it take virtlet VM pods as hosts, which hostflow
+ * does not provision (a Provisioning with it installs on BareMetalHosts, and is warned so).
+ */
+export const CLUSTER_TYPE_LABEL = 'cluster-type';
+export const VIRTLET_CLUSTER_TYPE = 'virtlet-vm';
 /** On a BareMetalHost: the feature labels resource matching reads (metal3 reports neither). */
 export const HOST_FEATURE_LABELS = {
   sriov: 'bpa.akraino.org/sriov',
@@ -102,6 +108,20 @@ export interface HostInventory {
   hostKey?: string;
   /** Why that annotation is not a host key, when it is not. */
   hostKeyProblem?: string;
+}
+/**
+ * Where a Provisioning's BareMetalHosts were looked for: its own namespace, and the namespaces
+ * whose names match the worker's HOSTFLOW_BAREMETAL_NAMESPACES (its patterns, as set).
+ */
+export interface HostNamespaces {
+  own: string;
+  allowed: string[];
+}
+
+/** The BareMetalHosts a Provisioning may see, and where they were looked for. */
+export interface HostSearch {
+  hosts: HostInventory[];
+  searched: HostNamespaces;
 }
 /** On a Provisioning: `dhcp` takes node IPs from the DHCP server's leases instead of the hosts' NICs. */
 export const IP_SOURCE_ANNOTATION = 'bpa.akraino.org/ip-source';

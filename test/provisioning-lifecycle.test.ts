@@ -289,11 +289,12 @@ describe('an installed Provisioning', () => {
     );
     expect(await events('lc', 'Scaled')).toHaveLength(2);
 
-    // Every worker removed: refused as what it means, not as a change of the masters' roles.
+    // Every worker removed from a master that does not work: refused as what it means, naming
+    // the master it leaves and why it would change (a dual-role master is scaled down to: below).
     await patchSpec('lc', { workers: [] });
     const noWorkers = await until('lc', 'no workers refused', readyAt(5, 'ChangeRefused'));
     expect(noWorkers.conditions?.[0]?.message).toBe(
-      'removing every worker (w1, w3) makes the masters schedulable, workers too, which an installed cluster cannot change: keep at least one worker, or delete and re-create the Provisioning; the cluster runs as last installed',
+      'removing every worker (w1, w3) leaves master m alone, and a cluster without workers runs its workloads on its masters: m is a master only and would become a worker too, which an installed cluster cannot change: keep at least one worker, or delete and re-create the Provisioning; the cluster runs as last installed',
     );
 
     // What kubespray cannot change on a live cluster is refused; the cluster runs on.
@@ -519,13 +520,17 @@ describe('a Provisioning whose namespace refuses what it writes', () => {
 });
 
 describe('a Provisioning workflow at its history limit', () => {
-  it('continues as new while it waits, and still scales and tears down what it installed', async () => {
+  it('continues as new while it waits, and still scales (down to its dual-role master and up again) and tears down what it installed', async () => {
     const [mac0, mac1, mac2] = metal.macs;
     const masters = [{ m: { 'mac-address': mac0! } }];
+    // m is a master and a worker: it works before and after any scale.
+    const m = { m: { 'mac-address': mac0! } };
+    const w1 = { w1: { 'mac-address': mac1! } };
+    const each = (of: (index: number) => Promise<unknown>) => Promise.all([0, 1, 2].map(of));
     await bridge.stop();
     bridge = await startBridge(scope, { HOSTFLOW_PROVISIONING_MAX_HISTORY: '10' });
     try {
-      await create('ca', 'cluster-ca', { masters, workers: [{ w1: { 'mac-address': mac1! } }] });
+      await create('ca', 'cluster-ca', { masters, workers: [m, w1] });
       await until('ca', 'installed', readyAt(1, 'Installed'));
       const workflowId = `provisioning/${ns()}/ca`;
       const continued = async () =>
@@ -539,17 +544,32 @@ describe('a Provisioning workflow at its history limit', () => {
         (await continued()) >= 2 ? true : undefined,
       );
       // The next run knows the cluster it installed: a new worker is a scale, not an install.
-      await patchSpec('ca', {
-        workers: [{ w1: { 'mac-address': mac1! } }, { w2: { 'mac-address': mac2! } }],
-      });
+      await patchSpec('ca', { workers: [m, w1, { w2: { 'mac-address': mac2! } }] });
       const scaled = await until('ca', 'scaled', readyAt(2, 'Scaled'));
-      expect(scaled.workers).toBe(2);
+      expect(scaled.workers).toBe(3);
       expect(scaled.conditions?.[0]?.message).toBe('cluster cluster-ca has 3 nodes; added w2');
       expect(await metal.marker(2)).toBe('w2 in cluster-ca');
       expect(await events('ca', 'Provisioned')).toHaveLength(1);
+
+      // Down to its master alone, which works already: only the workers go (issue 41).
+      await patchSpec('ca', { workers: [m] });
+      const alone = await until('ca', 'scaled down to m', readyAt(3, 'Scaled'));
+      expect([alone.workers, alone.conditions?.[0]?.message]).toEqual([
+        1,
+        'cluster cluster-ca has 1 node; removed w1, w2',
+      ]);
+      expect(await each((i) => metal.marker(i))).toEqual(['m in cluster-ca', '', '']);
+      expect(await each((i) => metal.consumerOf(i))).toEqual([`${ns()}/ca`, undefined, undefined]);
+      // And up again.
+      await patchSpec('ca', { workers: [m, w1] });
+      const again = await until('ca', 'scaled up again', readyAt(4, 'Scaled'));
+      expect([again.workers, again.conditions?.[0]?.message]).toEqual([
+        2,
+        'cluster cluster-ca has 2 nodes; added w1',
+      ]);
+      expect(await metal.marker(1)).toBe('w1 in cluster-ca');
       await deleteAndWait('ca');
       // Reset and released: the torn-down hosts are those every run held.
-      const each = (of: (index: number) => Promise<unknown>) => Promise.all([0, 1, 2].map(of));
       expect(await each((i) => metal.marker(i))).toEqual(['', '', '']);
       expect(await each((i) => metal.consumerOf(i))).toEqual([undefined, undefined, undefined]);
       expect(await each(lockOf)).toEqual([false, false, false]);

@@ -129,6 +129,26 @@ describe('assignment by MAC', () => {
       'worker w2: MAC 00:c6:14:04:61:b2 is BareMetalHost metal3/h-a, which has 8 CPUs, needs 16, no QAT',
     ]);
   });
+
+  it('says where an unknown MAC was looked for, and how to have another namespace searched', () => {
+    const spec = { masters: [{ m1: { 'mac-address': '00:00:00:00:00:99' } }] };
+    const searched = (allowed: string[]) =>
+      assignRoles(spec, 'team-a/p', hosts, [], { own: 'team-a', allowed });
+    expect(searched([])).toEqual({
+      ok: false,
+      busy: false,
+      problems: [
+        'master m1: no BareMetalHost in the namespaces searched has a NIC with MAC 00:00:00:00:00:99',
+        "BareMetalHosts were looked for in namespace team-a only, the Provisioning's own (HOSTFLOW_BAREMETAL_NAMESPACES on the worker allows no other): to use a host in another namespace, add that namespace to HOSTFLOW_BAREMETAL_NAMESPACES on the worker",
+      ],
+    });
+    expect(searched(['metal3', 'pool-.*'])).toMatchObject({
+      problems: [
+        expect.any(String),
+        "BareMetalHosts were looked for in namespace team-a (the Provisioning's own) and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker (metal3, pool-.*): to use a host in another namespace, add that namespace to HOSTFLOW_BAREMETAL_NAMESPACES on the worker",
+      ],
+    });
+  });
 });
 
 describe('assignment by resources', () => {

@@ -60,14 +60,19 @@ beforeAll(async () => {
 
 afterAll(() => tearDown([bridge, worker], metal, scope));
 
-async function create(name: string, cluster: string, spec: ProvisioningSpec): Promise<void> {
+async function create(
+  name: string,
+  cluster: string,
+  spec: ProvisioningSpec,
+  labels: Record<string, string> = {},
+): Promise<void> {
   await scope.kube.custom.createNamespacedCustomObject({
     ...PROVISIONING_API,
     namespace: scope.namespace,
     body: {
       apiVersion: 'bpa.akraino.org/v1alpha1',
       kind: 'Provisioning',
-      metadata: { name, labels: { cluster } },
+      metadata: { name, labels: { ...labels, cluster } },
       spec,
     },
   });
@@ -130,6 +135,17 @@ async function phase(
   );
 }
 
+/** The status of `name` once `done` holds of it (a host freed, an install that runs). */
+const statusWhen = (name: string, what: string, done: (status: ProvisioningStatus) => boolean) =>
+  waitFor(
+    `Provisioning ${name} ${what}`,
+    async () => {
+      const status = (await get(name))?.status;
+      return status && done(status) ? status : undefined;
+    },
+    { timeoutMs: 240_000 },
+  );
+
 /** The phase and message once role assignment is over: Refused, or on to claim and install. */
 async function decided(name: string): Promise<{ phase: string; message: string }> {
   return waitFor(
@@ -184,11 +200,17 @@ const events = (reason: string, count: number) =>
 describe('a Provisioning', () => {
   it('installs its cluster: roles by MAC and by resources, IPs from the NICs, kubeconfig kept', async () => {
     const seen: string[] = [];
-    await create('alpha', 'cluster-alpha', {
-      masters: [{ master: { 'mac-address': macs[0]!.toUpperCase() } }],
-      workers: [{ 'worker-1': { 'mac-address': macs[1]! } }, { 'worker-2': { cpu: 12 } }],
-      PodSubnet: '10.244.64.0/18',
-    });
+    // The original took virtlet VM pods as hosts for this label: hostflow warns, and goes on.
+    await create(
+      'alpha',
+      'cluster-alpha',
+      {
+        masters: [{ master: { 'mac-address': macs[0]!.toUpperCase() } }],
+        workers: [{ 'worker-1': { 'mac-address': macs[1]! } }, { 'worker-2': { cpu: 12 } }],
+        PodSubnet: '10.244.64.0/18',
+      },
+      { 'cluster-type': 'virtlet-vm' },
+    );
     const status = await phase('alpha', 'Ready', seen);
     console.log(`phases of alpha: ${seen.join(' → ')}`);
     // As `kubectl get bpa -w` shows them; Assigning takes milliseconds, too short to poll.
@@ -240,6 +262,14 @@ describe('a Provisioning', () => {
     ]);
     expect((await get('alpha'))?.metadata.finalizers).toContain(PROVISIONING_FINALIZER);
     expect(await events('Provisioned', 1)).toHaveLength(1);
+    const ignored = await events('ClusterTypeIgnored', 1);
+    expect(ignored.map((e) => [e.type, e.involvedObject.name, e.message])).toEqual([
+      [
+        'Warning',
+        'alpha',
+        'the label cluster-type: virtlet-vm asks for virtlet VM pods as hosts, which hostflow does not provision: it installs on BareMetalHosts, as for any Provisioning. Remove the label to say so, or delete the Provisioning if VMs were meant',
+      ],
+    ]);
     // On-call finds it by kind, phase and cluster, as Machines and TaskRuns are found.
     expect(
       await foundBy(
@@ -439,19 +469,42 @@ describe('a Provisioning', () => {
     await create('waiter', 'cluster-waiter', { masters: [{ big: { cpu: 12 } }] });
     const refused = await phase('waiter', 'Refused');
     expect(refused.conditions?.[0]?.message).toBe('master big: no free BareMetalHost has 12 CPUs');
-    await scope.kube.custom.deleteNamespacedCustomObject({
-      ...PROVISIONING_API,
-      namespace: scope.namespace,
-      name: 'holder',
-    });
-    // Nobody touches the waiter: it looks again on its own and installs on the freed host.
-    const ready = await waitFor(
-      'waiter to install once the holder let its host go',
-      async () => {
-        const status = (await get('waiter'))?.status;
-        return status?.phase === 'Ready' ? status : undefined;
-      },
-      { timeoutMs: 240_000 },
+    // The freed host is slow to install, until the file goes: the install is seen as it runs.
+    const slow = '/var/tmp/hostflow-stand-in-slow';
+    await metal.pool.hosts[2]!.exec(['sh', '-c', `echo 600 > ${slow}`]);
+    try {
+      await scope.kube.custom.deleteNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        name: 'holder',
+      });
+      // Nobody touches the waiter: it looks again on its own, takes the freed host, and says so.
+      const installing = await statusWhen(
+        'waiter',
+        'to install on the freed host',
+        (status) => status.step === 'Run kubespray cluster.yml',
+      );
+      const tookIt = new RegExp(
+        `^looked again \\(look \\d+ since it was refused for hosts that were not free\\) at the BareMetalHosts of namespace ${scope.namespace} \\(the Provisioning's own\\) and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker \\(${metal3}\\): took BareMetalHost ${metal3}/node-2 for master big; installing cluster cluster-waiter$`,
+      );
+      // Its Ready condition no longer shows the refusal while it installs.
+      expect(installing.conditions?.[0]).toMatchObject({
+        type: 'Ready',
+        status: 'False',
+        reason: 'HostsFreed',
+        message: expect.stringMatching(tookIt),
+      });
+      const freed = await events('HostsFreed', 1);
+      expect(freed.map((e) => [e.type, e.involvedObject.name, e.message])).toEqual([
+        ['Normal', 'waiter', expect.stringMatching(tookIt)],
+      ]);
+    } finally {
+      await metal.pool.hosts[2]!.exec(['rm', '-f', slow]);
+    }
+    const ready = await statusWhen(
+      'waiter',
+      'to install once the holder let its host go',
+      (status) => status.phase === 'Ready',
     );
     expect(ready.nodes?.map((n) => n.host)).toEqual([`${metal3}/node-2`]);
     expect(await consumerOf(2)).toBe('waiter');
@@ -529,9 +582,14 @@ describe('a Provisioning', () => {
         masters: [{ m: { 'mac-address': mac(2) } }],
         workers: [3, 4, 5].map((i) => ({ [`w${i}`]: { 'mac-address': mac(i) } })),
       });
+      // Not found, and where it was not: only its own namespace and the allowed ones.
       expect(await decided('reach')).toEqual({
         phase: 'Refused',
-        message: `master m: no BareMetalHost has a NIC with MAC ${mac(0)}`,
+        message:
+          `master m: no BareMetalHost in the namespaces searched has a NIC with MAC ${mac(0)}; ` +
+          `BareMetalHosts were looked for in namespace ${scope.namespace} (the Provisioning's own) ` +
+          `and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker (${metal3}): to use a ` +
+          'host in another namespace, add that namespace to HOSTFLOW_BAREMETAL_NAMESPACES on the worker',
       });
       expect(await decided('grab')).toEqual({
         phase: 'Refused',

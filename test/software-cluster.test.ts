@@ -129,7 +129,7 @@ const eventsOf = async (name: string, reason: string) =>
     .map((e) => e.message ?? '');
 
 describe('a Software', () => {
-  it('waits for its cluster, installs per role with pinned versions, reports a failing package on its node, installs it on a retry once it exists, and installs the difference on a change', async () => {
+  it('waits for its cluster, installs per role with pinned versions, names every package that fails on its node, installs them on a retry once they exist, and installs the difference on a change', async () => {
     const [mac0, mac1] = metal.macs;
     await create(
       SOFTWARE_API,
@@ -173,13 +173,29 @@ describe('a Software', () => {
     expect(await packagesOn(0)).toEqual(['curl 7.88.1-10', 'htop 3.2.2-2']);
     expect(await packagesOn(1)).toEqual(['jq 1.7.1-3']);
 
-    // A package the repository does not have: that node fails, saying so; nothing else reruns.
-    await patchSpec(SOFTWARE_API, 'tools', { workerSoftware: ['jq', 'nosuchpkg'] });
+    // Packages the repository does not have, and a version it does not have: that node fails,
+    // naming every one of them as apt does (more than its last lines); nothing else reruns.
+    await patchSpec(SOFTWARE_API, 'tools', {
+      workerSoftware: [
+        'jq',
+        'nosuchpkg',
+        'nosuchlib',
+        'nosuchtool',
+        { chrony: { version: '9.9-1' } },
+      ],
+    });
     const failed = await until(SOFTWARE_API, 'tools', 'failed', (s) => s.phase === 'Failed');
     const w1 = failed.nodes?.find((n) => n.label === 'w1');
-    expect(w1?.error).toMatch(
-      /node w1 \(.*\): .* install nosuchpkg failed \(exit 100\): E: Unable to locate package nosuchpkg/,
+    const [what, said] = w1?.error?.split(' (exit 100): ') ?? [];
+    expect(what).toMatch(
+      /^node w1 \(.*\): .* install chrony=9\.9-1 nosuchlib nosuchpkg nosuchtool failed$/,
     );
+    expect(said?.split('; ')).toEqual([
+      "E: Version '9.9-1' for 'chrony' was not found",
+      'E: Unable to locate package nosuchlib',
+      'E: Unable to locate package nosuchpkg',
+      'E: Unable to locate package nosuchtool',
+    ]);
     expect(failed.nodes?.find((n) => n.label === 'm1')?.error).toBeUndefined();
     expect(failed.conditions?.[0]).toMatchObject({ status: 'False', reason: 'InstallFailed' });
     expect(await eventsOf('tools', 'InstallFailed')).toEqual([w1?.error]);
@@ -189,17 +205,19 @@ describe('a Software', () => {
     await metal.pool.hosts[1]!.exec([
       'sh',
       '-c',
-      'echo "nosuchpkg 1.0-1" >> /run/hostflow-host/apt-stand-in/catalog',
+      'printf "%s\\n" "nosuchpkg 1.0-1" "nosuchlib 1.0-1" "nosuchtool 1.0-1" "chrony 9.9-1" >> /run/hostflow-host/apt-stand-in/catalog',
     ]);
     expect(await hostflow('retry', 'software', `${scope.namespace}/tools`)).toMatchObject({
       code: 0,
       output: expect.stringContaining(`asked Software ${scope.namespace}/tools to retry`),
     });
     const retried = await until(SOFTWARE_API, 'tools', 'retried', (s) => s.phase === 'Installed');
+    const added = ['nosuchlib', 'nosuchpkg', 'nosuchtool'];
     expect(retried.nodes?.find((n) => n.label === 'w1')).toMatchObject({
-      installed: ['jq', 'nosuchpkg'],
+      installed: ['chrony=9.9-1', 'jq', ...added],
     });
-    expect(await packagesOn(1)).toEqual(['jq 1.7.1-3', 'nosuchpkg 1.0-1']);
+    const addedOn1 = added.map((name) => `${name} 1.0-1`);
+    expect(await packagesOn(1)).toEqual(['chrony 9.9-1', 'jq 1.7.1-3', ...addedOn1]);
 
     // A change installs the difference, on the worker only.
     await patchSpec(SOFTWARE_API, 'tools', {
@@ -214,11 +232,12 @@ describe('a Software', () => {
     );
     // Dropped from the list, a package stays (nothing is removed, as in the original).
     expect(changed.nodes?.find((n) => n.label === 'w1')?.installed).toEqual([
+      'chrony=9.9-1',
       'jq',
-      'nosuchpkg',
+      ...added,
       'tmux=3.3a-3',
     ]);
-    expect(await packagesOn(1)).toEqual(['jq 1.7.1-3', 'nosuchpkg 1.0-1', 'tmux 3.3a-3']);
+    expect(await packagesOn(1)).toEqual(['chrony 9.9-1', 'jq 1.7.1-3', ...addedOn1, 'tmux 3.3a-3']);
     expect(await packagesOn(0)).toEqual(['curl 7.88.1-10', 'htop 3.2.2-2']);
 
     await scope.kube.custom.deleteNamespacedCustomObject({

@@ -13,6 +13,7 @@ import {
   HOST_FEATURE_LABELS,
   HOST_SSH_ANNOTATIONS,
   type HostInventory,
+  type HostSearch,
 } from '../../shared/bpa-api.js';
 import { parseHostKey } from '../../platform-config/host-key.js';
 import { printable } from '../../platform-config/platform.js';
@@ -173,6 +174,37 @@ export function createBareMetalHostActivities({
     }
   }
 
+  async function visibleHosts(own: HostRef | undefined): Promise<HostInventory[]> {
+    const mine = own && `${own.namespace}/${own.name}`;
+    const visible = (host: BareMetalHost) =>
+      allowed(host.metadata.namespace, own?.namespace) ||
+      (mine ? consumerOf(host) === mine : consumerOf(host) !== undefined);
+    return (await list()).filter(visible).map((host) => {
+      const why = unavailable(host);
+      const { labels = {}, annotations = {} } = host.metadata;
+      const hardware = host.status?.hardware ?? {};
+      const sshSecret = annotations[HOST_SSH_ANNOTATIONS.secret];
+      return {
+        namespace: host.metadata.namespace,
+        name: host.metadata.name,
+        nics: (hardware.nics ?? [])
+          .filter((nic) => nic.mac)
+          .map((nic) => ({ mac: nic.mac!.toLowerCase(), ...(nic.ip ? { ip: nic.ip } : {}) })),
+        ...(hardware.cpu?.count !== undefined ? { cpus: hardware.cpu.count } : {}),
+        ...(hardware.ramMebibytes !== undefined ? { ramMebibytes: hardware.ramMebibytes } : {}),
+        sriov: labels[HOST_FEATURE_LABELS.sriov] === 'true',
+        qat: labels[HOST_FEATURE_LABELS.qat] === 'true',
+        ...(consumerOf(host) ? { consumer: consumerOf(host) } : {}),
+        ...(why ? { unavailable: why } : {}),
+        ...(sshSecret ? { sshSecret: `${host.metadata.namespace}/${sshSecret}` } : {}),
+        ...(annotations[HOST_SSH_ANNOTATIONS.user]
+          ? { sshUser: annotations[HOST_SSH_ANNOTATIONS.user] }
+          : {}),
+        ...givenHostKey(annotations[HOST_SSH_ANNOTATIONS.hostKey]),
+      };
+    });
+  }
+
   return {
     /**
      * The BareMetalHosts the Provisioning may see, as role assignment sees them: those of its
@@ -180,35 +212,18 @@ export function createBareMetalHostActivities({
      * from before it was passed): the allowed namespaces' and those Provisionings consume.
      */
     async listBareMetalHosts(input?: { consumer?: HostRef }): Promise<HostInventory[]> {
-      const own = input?.consumer;
-      const mine = own && `${own.namespace}/${own.name}`;
-      const visible = (host: BareMetalHost) =>
-        allowed(host.metadata.namespace, own?.namespace) ||
-        (mine ? consumerOf(host) === mine : consumerOf(host) !== undefined);
-      return (await list()).filter(visible).map((host) => {
-        const why = unavailable(host);
-        const { labels = {}, annotations = {} } = host.metadata;
-        const hardware = host.status?.hardware ?? {};
-        const sshSecret = annotations[HOST_SSH_ANNOTATIONS.secret];
-        return {
-          namespace: host.metadata.namespace,
-          name: host.metadata.name,
-          nics: (hardware.nics ?? [])
-            .filter((nic) => nic.mac)
-            .map((nic) => ({ mac: nic.mac!.toLowerCase(), ...(nic.ip ? { ip: nic.ip } : {}) })),
-          ...(hardware.cpu?.count !== undefined ? { cpus: hardware.cpu.count } : {}),
-          ...(hardware.ramMebibytes !== undefined ? { ramMebibytes: hardware.ramMebibytes } : {}),
-          sriov: labels[HOST_FEATURE_LABELS.sriov] === 'true',
-          qat: labels[HOST_FEATURE_LABELS.qat] === 'true',
-          ...(consumerOf(host) ? { consumer: consumerOf(host) } : {}),
-          ...(why ? { unavailable: why } : {}),
-          ...(sshSecret ? { sshSecret: `${host.metadata.namespace}/${sshSecret}` } : {}),
-          ...(annotations[HOST_SSH_ANNOTATIONS.user]
-            ? { sshUser: annotations[HOST_SSH_ANNOTATIONS.user] }
-            : {}),
-          ...givenHostKey(annotations[HOST_SSH_ANNOTATIONS.hostKey]),
-        };
-      });
+      return visibleHosts(input?.consumer);
+    },
+
+    /**
+     * The same hosts as listBareMetalHosts, and where they were looked for, so that a refusal can
+     * say which namespaces were searched (a result of its own: runs that list read an array).
+     */
+    async searchBareMetalHosts(input: { consumer: HostRef }): Promise<HostSearch> {
+      return {
+        hosts: await visibleHosts(input.consumer),
+        searched: { own: input.consumer.namespace, allowed: allowedNamespaces },
+      };
     },
 
     /** Marks the hosts as the Provisioning's; fails when another took one meanwhile. */

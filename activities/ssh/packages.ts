@@ -22,6 +22,17 @@ const HEARTBEAT_MS = 10_000;
 const APT_REQUEST_FAILED = 100;
 const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
 
+/**
+ * What the package manager said went wrong: apt's error lines (`E: …`), every one, since apt
+ * names each package it cannot install on a line of its own; else its last lines.
+ */
+function whatFailed({ stdout, stderr }: { stdout: string; stderr: string }): string {
+  const lines = `${stderr}\n${stdout}`.split('\n').map((line) => line.trim());
+  const errors = lines.filter((line) => line.startsWith('E: '));
+  if (errors.length) return errors.join('; ');
+  return (stderr.trim() || stdout.trim()).split('\n').slice(-3).join(' ');
+}
+
 export function createPackageActivities(deps: {
   /** The package manager's path on the nodes (apt-get, or a stand-in in tests). */
   packageManager: string;
@@ -54,10 +65,9 @@ export function createPackageActivities(deps: {
           throw classifySshError(err, context);
         });
         if (result.code !== 0) {
-          const said = (result.stderr.trim() || result.stdout.trim()).split('\n').slice(-3);
           throw ApplicationFailure.nonRetryable(
             `node ${node.label} (${node.ip}): ${deps.packageManager} install ` +
-              `${packages.join(' ')} failed (exit ${result.code}): ${said.join(' ')}`,
+              `${packages.join(' ')} failed (exit ${result.code}): ${whatFailed(result)}`,
             result.code === APT_REQUEST_FAILED ? 'PackageNotInstallable' : 'PackageInstallFailed',
           );
         }

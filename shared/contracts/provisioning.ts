@@ -32,6 +32,8 @@ export interface ProvisioningObservation {
   generation: number;
   /** Its `cluster` label. */
   cluster?: string;
+  /** Its `cluster-type` label, when it has one (absent in what older bridges sent). */
+  clusterType?: string;
   spec: ProvisioningSpec;
   /** Where node IPs come from: the hosts' NIC status, or the DHCP server's leases. */
   ipSource: 'nic' | 'dhcp';

@@ -88,6 +88,17 @@ const settings = (spec: ProvisioningSpec) => ({
 const release = (pin: string | undefined) => pin?.replace(/^v/, '');
 
 /**
+ * How a spec that leaves no worker-only node is judged. With no workers, the masters work too
+ * (roles.ts), so such a spec may change the masters' roles:
+ * - `as-masters` (before provisioning-clearer-scale): refused as any change of the masters;
+ * - `every-worker-goes` (provisioning-clearer-scale): refused as removing every worker, even when
+ *   the masters are workers already and nothing about them changes (issue 41);
+ * - `masters-made-workers` (provisioning-scale-down-to-working-masters): refused only when masters
+ *   that do not work now would, naming them; masters that work already are scaled down to.
+ */
+export type NoWorkersRule = 'as-masters' | 'every-worker-goes' | 'masters-made-workers';
+
+/**
  * Takes an installed cluster to `wanted`: workers come and go; what kubespray cannot change on a
  * live cluster (its masters, its name, its pod subnet and plugins) is refused, saying why.
  */
@@ -99,8 +110,7 @@ export function planScale(
     keyHosts: KeyHost[];
     spec: ProvisioningSpec;
   },
-  /** Says what removing every worker means, instead of that the masters' roles changed. */
-  explain = false,
+  noWorkers: NoWorkersRule = 'as-masters',
 ): { plan: Plan } | { problems: string[] } {
   const problems: string[] = [];
   if (wanted.cluster !== installed.cluster) {
@@ -113,13 +123,9 @@ export function planScale(
       .filter(isMaster)
       .map((node) => `${nodeKey(node)}:${node.roles.join('+')}`)
       .join(', ');
-  const workers = (nodes: ProvisioningNode[]) => nodes.filter((node) => !isMaster(node));
-  const allWorkersGo = workers(installed.nodes).length > 0 && !workers(wanted.nodes).length;
-  if (explain && allWorkersGo) {
-    // With no workers the masters work too (roles.ts): that is what the spec now asks.
-    problems.push(
-      `removing every worker (${labels(workers(installed.nodes))}) makes the masters schedulable, workers too, which an installed cluster cannot change: keep at least one worker, or delete and re-create the Provisioning`,
-    );
+  const noWorkersLeft = noWorkersProblem(installed.nodes, wanted.nodes, noWorkers);
+  if (noWorkersLeft) {
+    problems.push(noWorkersLeft);
   } else if (masters(installed.nodes) !== masters(wanted.nodes)) {
     problems.push(
       `the masters of an installed cluster cannot change (now ${masters(installed.nodes)}; asked ${masters(wanted.nodes)}): only workers are added and removed; delete and re-create the Provisioning to change its control plane`,
@@ -168,6 +174,43 @@ export function planScale(
       removed: removed.map((node) => node.label),
     },
   };
+}
+
+/**
+ * Why `wanted`, which removes every worker-only node, cannot be scaled to under `rule`; undefined
+ * when it can, or when it is not such a spec (the masters' comparison then says what changed).
+ */
+function noWorkersProblem(
+  installed: ProvisioningNode[],
+  wanted: ProvisioningNode[],
+  rule: NoWorkersRule,
+): string | undefined {
+  const workers = installed.filter((node) => !isMaster(node));
+  if (rule === 'as-masters' || !workers.length || !wanted.every(isMaster)) return undefined;
+  const fix = 'keep at least one worker, or delete and re-create the Provisioning';
+  if (rule === 'every-worker-goes') {
+    return `removing every worker (${labels(workers)}) makes the masters schedulable, workers too, which an installed cluster cannot change: ${fix}`;
+  }
+  // The same masters, all working as none are left to (masters the spec also lists as workers
+  // leave the others alone, and then the masters' comparison says what changed).
+  const keys = (nodes: ProvisioningNode[]) => nodes.filter(isMaster).map(nodeKey).join(', ');
+  const allWork = wanted.every((node) => node.roles.includes('worker'));
+  if (keys(installed) !== keys(wanted) || !allWork) return undefined;
+  const masterOnly = new Set(
+    installed.filter((node) => !node.roles.includes('worker')).map(nodeKey),
+  );
+  const madeWorkers = wanted.filter((node) => masterOnly.has(nodeKey(node)));
+  if (!madeWorkers.length) return undefined; // they work already: only the workers go
+  const leaves = `${wanted.length === 1 ? 'master' : 'masters'} ${labels(wanted)}`;
+  const become =
+    madeWorkers.length === 1
+      ? 'is a master only and would become a worker'
+      : 'are masters only and would become workers';
+  return (
+    `removing every worker (${labels(workers)}) leaves ${leaves} alone, and a cluster without ` +
+    `workers runs its workloads on its masters: ${labels(madeWorkers)} ${become} too, which an ` +
+    `installed cluster cannot change: ${fix}`
+  );
 }
 
 /** Nodes of `a` and `b`, each once, in that order. */

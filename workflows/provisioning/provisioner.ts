@@ -15,6 +15,9 @@ import {
   installerKeySecretName,
   PROVISIONING_API,
   RETRY_ANNOTATION,
+  VIRTLET_CLUSTER_TYPE,
+  type HostInventory,
+  type HostNamespaces,
 } from '../../shared/bpa-api.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
@@ -34,6 +37,7 @@ import {
   type Plan,
   type PlanStep,
 } from './plans.js';
+import { sayHostsFreed, sayVirtletIgnored } from './notices.js';
 import { failureDetails, ProvisioningReport } from './report.js';
 import { assignRoles } from './roles.js';
 
@@ -67,6 +71,31 @@ export const PATCH_FORBIDDEN_ANSWERED = 'provisioning-forbidden-answered';
  * worker is refused as what it means (the masters would become schedulable).
  */
 export const PATCH_CLEARER_SCALE = 'provisioning-clearer-scale';
+
+/**
+ * v13: a spec that removes every worker is refused only when masters that do not work now would
+ * (naming them); masters listed as workers too are scaled down to, as before v8 (issue 41). A
+ * scale to one node says `1 node`.
+ */
+export const PATCH_SCALE_DOWN_TO_WORKING_MASTERS = 'provisioning-scale-down-to-working-masters';
+
+/**
+ * v14: a MAC no BareMetalHost has is refused saying which namespaces were searched and how to
+ * have another searched (the hosts are listed with searchBareMetalHosts, which says where).
+ */
+export const PATCH_SAY_WHERE_HOSTS_SEARCHED = 'provisioning-say-where-hosts-searched';
+
+/**
+ * v15: a Provisioning that waited for hosts and takes them once freed says so (Event
+ * HostsFreed) and no longer shows the refusal in its Ready condition while it goes on.
+ */
+export const PATCH_SAY_HOSTS_FREED = 'provisioning-say-hosts-freed';
+
+/**
+ * v16: a Provisioning labelled cluster-type: virtlet-vm is warned that hostflow does not take
+ * virtlet VM pods as hosts, and installs on BareMetalHosts.
+ */
+export const PATCH_VIRTLET_WARNED = 'provisioning-virtlet-vm-warned';
 
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
@@ -106,6 +135,8 @@ export class Provisioner {
   /** The last kubespray run that succeeded, and where its log is. */
   private lastRun: { playbook: Playbook; log: string } | undefined;
   private readonly consumer: string;
+  /** Where the last plan looked for hosts (v14). */
+  private searched: HostNamespaces | undefined;
 
   constructor(
     private readonly ref: ProvisioningRef,
@@ -158,6 +189,9 @@ export class Provisioner {
     if (!(await provisioningApi.addProvisioningFinalizer(this.ref))) return 'gone';
     if (!this.installed)
       await this.report.step('Assigning', 'Assign roles from the BareMetalHosts');
+    if (seen.clusterType === VIRTLET_CLUSTER_TYPE && patched(PATCH_VIRTLET_WARNED)) {
+      await sayVirtletIgnored(this.report);
+    }
     if (!label) {
       return this.refuse(['the label `cluster` is missing: it names the cluster to build']);
     }
@@ -166,11 +200,9 @@ export class Provisioner {
       const check = await kubesprayCheck.checkKubespray(release ? { release } : {});
       if (check.problem) return this.refuse([check.problem]);
     }
-    const hosts = await provisioningApi.listBareMetalHosts(
-      patched(PATCH_TENANTS_APART) ? { consumer: { ...this.ref } } : undefined,
-    );
+    const { hosts, searched } = await this.listHosts();
     const current = this.installed?.nodes ?? this.held;
-    const assignment = assignRoles(seen.spec, this.consumer, hosts, current);
+    const assignment = assignRoles(seen.spec, this.consumer, hosts, current, searched);
     if (!assignment.ok) return this.refuse(assignment.problems, assignment.busy);
     const found = await nodeAddresses(
       assignment.nodes,
@@ -184,7 +216,11 @@ export class Provisioner {
       const scale = planScale(
         this.installed,
         { cluster: label, ...found, spec: seen.spec },
-        patched(PATCH_CLEARER_SCALE),
+        !patched(PATCH_CLEARER_SCALE)
+          ? 'as-masters'
+          : patched(PATCH_SCALE_DOWN_TO_WORKING_MASTERS)
+            ? 'masters-made-workers'
+            : 'every-worker-goes',
       );
       if ('problems' in scale) return this.refuse(scale.problems);
       plan = scale.plan;
@@ -207,6 +243,31 @@ export class Provisioner {
     await this.revokeInstallerKey(withoutNodes(before, this.held));
     await this.release();
     return plan;
+  }
+
+  /** The hosts it may use, and (v14) where they were looked for. */
+  private async listHosts(): Promise<{ hosts: HostInventory[]; searched?: HostNamespaces }> {
+    const tenantsApart = patched(PATCH_TENANTS_APART);
+    if (tenantsApart && patched(PATCH_SAY_WHERE_HOSTS_SEARCHED)) {
+      const found = await provisioningApi.searchBareMetalHosts({ consumer: { ...this.ref } });
+      this.searched = found.searched;
+      return found;
+    }
+    const hosts = await provisioningApi.listBareMetalHosts(
+      tenantsApart ? { consumer: { ...this.ref } } : undefined,
+    );
+    return { hosts };
+  }
+
+  /** The hosts it waited for were freed, and `plan` takes them (v15): says so. */
+  sayHostsFreed(plan: Plan, looks: number): Promise<void> {
+    return sayHostsFreed(this.report, {
+      plan,
+      cluster: this.cluster,
+      installed: this.isInstalled,
+      looks,
+      searched: this.searched,
+    });
   }
 
   /** Carries out `plan` from step `from`; the index of the step that failed, if one did. */
@@ -369,7 +430,7 @@ export class Provisioner {
     const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
     const what = first
       ? `cluster ${this.cluster} is installed; kubeconfig in Secret ${this.kubeconfigSecret}`
-      : `cluster ${this.cluster} has ${plan.nodes.length} nodes` +
+      : `cluster ${this.cluster} has ${nodeCount(plan.nodes.length)}` +
         (unchanged ? ': the spec asks for the nodes it has; no playbook ran' : '') +
         (plan.added.length ? `; added ${plan.added.join(', ')}` : '') +
         (plan.removed.length ? `; removed ${plan.removed.join(', ')}` : '');
@@ -554,6 +615,10 @@ export class Provisioner {
     });
   }
 }
+
+/** `n nodes`; `1 node` since a cluster can be scaled down to its one master again (v13). */
+const nodeCount = (n: number) =>
+  n === 1 && patched(PATCH_SCALE_DOWN_TO_WORKING_MASTERS) ? '1 node' : `${n} nodes`;
 
 /** The host keys the nodes were given, by address, for ansible's known_hosts (none: unset). */
 function givenHostKeys(nodes: ProvisioningNode[]): { hostKeys?: Record<string, GivenHostKey> } {

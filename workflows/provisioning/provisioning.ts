@@ -27,7 +27,7 @@ import { backoffMs } from '../kit/retry.js';
 import type { Plan } from './plans.js';
 import { operationWait, PATCH_OPERATION_WAITS } from './operation-wait.js';
 import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
-import { Provisioner, type ProvisionerState } from './provisioner.js';
+import { PATCH_SAY_HOSTS_FREED, Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
 
 /** v2: scaling, resuming a failed step, and Locks on the hosts and the spec. */
@@ -176,6 +176,10 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       } else {
         provisioner.generation = seen.generation;
         plan = await provisioner.plan(seen);
+        // It looked again by itself and took the hosts it waited for: says so (v15).
+        if (lookAgain && typeof plan === 'object' && patched(PATCH_SAY_HOSTS_FREED)) {
+          await provisioner.sayHostsFreed(plan, looks!);
+        }
       }
       stuck = undefined;
       if (plan === 'gone') {

@@ -11,7 +11,12 @@
 // - A host serves one cluster at a time. A label in both lists is one dual-role node; with no
 //   workers, the masters also work (as in the BPA operator).
 // - What can never work is refused with a precise message, before anything runs.
-import type { HostInventory, NodeRequirements, ProvisioningSpec } from '../../shared/bpa-api.js';
+import type {
+  HostInventory,
+  HostNamespaces,
+  NodeRequirements,
+  ProvisioningSpec,
+} from '../../shared/bpa-api.js';
 import { mebibytes } from './quantity.js';
 
 export type Role = 'master' | 'worker';
@@ -149,6 +154,8 @@ export function assignRoles(
   hosts: HostInventory[],
   /** The nodes as last installed: a node matched by resources keeps its host while it fits. */
   current: AssignedNode[] = [],
+  /** Where `hosts` were looked for: a MAC no host has is then told where it was not found. */
+  searched?: HostNamespaces,
 ): Assignment {
   const { nodes, problems } = checkSpec(spec);
   if (problems.length) return { ok: false, problems };
@@ -158,6 +165,7 @@ export function assignRoles(
     busy++;
     problems.push(problem);
   };
+  let unknownMacs = false;
   const taken = new Set<HostInventory>();
   const assigned: AssignedNode[] = [];
   const free = (host: HostInventory) =>
@@ -176,8 +184,11 @@ export function assignRoles(
     const mac = node['mac-address']!;
     const host = hosts.find((h) => h.nics.some((nic) => normalMac(nic.mac) === mac));
     const what = `${node.roles[0]} ${node.label}`;
-    if (!host) problems.push(`${what}: no BareMetalHost has a NIC with MAC ${mac}`);
-    else if (host.unavailable && host.consumer !== consumer) {
+    if (!host) {
+      const where = searched ? ' in the namespaces searched' : '';
+      problems.push(`${what}: no BareMetalHost${where} has a NIC with MAC ${mac}`);
+      unknownMacs = true;
+    } else if (host.unavailable && host.consumer !== consumer) {
       busyNow(`${what}: MAC ${mac} is ${hostRef(host)}, which ${host.unavailable}`);
     } else if (!free(host)) {
       busyNow(
@@ -221,11 +232,27 @@ export function assignRoles(
       busyNow(`${node.roles[0]} ${node.label}: no free BareMetalHost has ${wants}`);
     }
   }
+  if (unknownMacs && searched) problems.push(searchedOnly(searched));
   if (problems.length) return { ok: false, problems, busy: busy === problems.length };
   // In the spec's order, masters first, so the inventory reads like the resource.
   const order = nodes.map((node) => node.label);
   assigned.sort((a, b) => order.indexOf(a.label) - order.indexOf(b.label));
   return { ok: true, nodes: assigned };
+}
+
+/** The namespaces a Provisioning's hosts were looked for in, in words. */
+export function searchedWhere({ own, allowed }: HostNamespaces): string {
+  return allowed.length
+    ? `namespace ${own} (the Provisioning's own) and those matching HOSTFLOW_BAREMETAL_NAMESPACES on the worker (${allowed.join(', ')})`
+    : `namespace ${own} only, the Provisioning's own (HOSTFLOW_BAREMETAL_NAMESPACES on the worker allows no other)`;
+}
+
+/** Which namespaces were searched for hosts, and how to have another searched. */
+function searchedOnly(searched: HostNamespaces): string {
+  return (
+    `BareMetalHosts were looked for in ${searchedWhere(searched)}: to use a host in another ` +
+    'namespace, add that namespace to HOSTFLOW_BAREMETAL_NAMESPACES on the worker'
+  );
 }
 
 function describeWants(node: NodeRequest): string {
