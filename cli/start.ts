@@ -21,10 +21,11 @@ import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
 import { planOtpService } from '../local-stack/otp-service.js';
 import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
-import { DEMO_DYNAMIC_PLATFORM, DEMO_POOL_PLATFORM, startDemoCloud } from './demo-cloud.js';
-import { DEMO_STATIC_PLATFORM, startDemoHosts } from './demo-hosts.js';
-import { DEMO_POOL, startDemoNodes } from './demo-nodes.js';
+import { startDemoCloud } from './demo-cloud.js';
+import { startDemoHosts } from './demo-hosts.js';
+import { startDemoNodes } from './demo-nodes.js';
 import { prettyLine } from './pretty-log.js';
+import { printBanner } from './start-banner.js';
 import { supervise, type Supervised } from './supervise.js';
 import { oneLineError } from '../shared/kube-errors.js';
 
@@ -72,22 +73,47 @@ export async function runStart(options: StartOptions): Promise<number> {
   const logDir = join(stateDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const stops: Array<() => Promise<void>> = [];
-  const stopAll = async (): Promise<void> => {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  };
   let stopping = false;
-  const stopped = new Promise<number>((done) => {
-    const onSignal = () => {
-      if (stopping) return;
-      stopping = true;
-      console.log('\nhostflow: stopping…');
-      void stopAll().then(() => done(0));
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+  let stoppedAll = Promise.resolve();
+  /** Stops what has started, newest first; one stop at a time, however often it is asked. */
+  const stopAll = (): Promise<void> =>
+    (stoppedAll = stoppedAll.then(async () => {
+      while (stops.length > 0) await stops.pop()!().catch(() => undefined);
+    }));
+  /**
+   * Registers what just started. Once a stop was asked for (Ctrl-C while it comes up), what
+   * finishes starting after it is stopped too, and the start goes no further.
+   */
+  const started = (stop: () => Promise<void>): void => {
+    stops.push(stop);
+    if (stopping) throw new StartInterrupted();
+  };
+  const signalled = new Promise<void>((asked) => {
+    process.on('SIGINT', () => onSignal(asked));
+    process.on('SIGTERM', () => onSignal(asked));
   });
+  const onSignal = (asked: () => void) => {
+    if (stopping) {
+      // A second Ctrl-C: the user will not wait for what is still starting.
+      console.log('hostflow: stopped at once; what was still starting may be left running');
+      process.exit(130);
+    }
+    stopping = true;
+    console.log('\nhostflow: stopping…');
+    void stopAll();
+    asked();
+  };
 
-  try {
+  /** Waits for a process it started to be ready, or gives up once a stop is asked for. */
+  const unlessStopped = <T>(ready: Promise<T>): Promise<T> =>
+    Promise.race([
+      ready,
+      signalled.then(() => {
+        throw new StartInterrupted();
+      }),
+    ]);
+
+  const startUp = async (): Promise<void> => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     const engineNamespace = env.HOSTFLOW_NAMESPACE || DEFAULT_ENGINE_NAMESPACE;
     const otpNamespace = env.HOSTFLOW_OTP_NAMESPACE || DEFAULT_OTP_NAMESPACE;
@@ -121,7 +147,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         logDir,
         restart: true,
       });
-      stops.push(temporal.stop);
+      started(temporal.stop);
       uiUrl = temporal.uiUrl;
       Object.assign(env, {
         TEMPORAL_ADDRESS: temporal.address,
@@ -154,7 +180,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         audit: lockAudit.sink,
         resourcesFor: LOCAL_ENGINE_USER,
       });
-      stops.push(kube.stop);
+      started(kube.stop);
       kubeconfigPath = kube.kubeconfigPath;
       engineKubeconfigPath = kube.engineKubeconfigPath;
       await prepareLocalCluster(kubeconfigPath, engineNamespace);
@@ -165,7 +191,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         restart: true,
         echo: (line) => console.log(prettyLine(line, 'lock-audit', NAME_WIDTH)),
       });
-      stops.push(audit.stop);
+      started(audit.stop);
       console.log('hostflow: starting the demo SSH hosts…');
       const kc = new KubeConfig();
       kc.loadFromFile(kubeconfigPath);
@@ -174,7 +200,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         kubeConfig: kc,
         engineNamespace,
       });
-      stops.push(demo.stop);
+      started(demo.stop);
       demoHosts = demo.hosts.map((h) => `${h.name} ${h.address}`);
       console.log('hostflow: starting the demo Nodes (a MachineConfigPool of three sshd hosts)…');
       const demoPool = await startDemoNodes({
@@ -182,7 +208,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         kubeConfig: kc,
         engineNamespace,
       });
-      stops.push(demoPool.stop);
+      started(demoPool.stop);
       console.log('hostflow: starting the demo cloud (moto EC2 whose instances boot sshd hosts)…');
       await assertPortsFree('moto (demo cloud)', [LOCAL_PORTS.moto]);
       const cloud = await startDemoCloud({
@@ -192,7 +218,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         kubeConfig: kc,
         engineNamespace,
       });
-      stops.push(cloud.stop);
+      started(cloud.stop);
       env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
     }
     const engineKubeconfig = engineKubeconfigPath ?? kubeconfigPath;
@@ -227,8 +253,8 @@ export async function runStart(options: StartOptions): Promise<number> {
         logFile: join(logDir, 'otp-server.log'),
         nameWidth: NAME_WIDTH,
       });
-      stops.push(() => service.stop());
-      await service.ready(new RegExp(otp.readyLine));
+      started(() => service.stop());
+      await unlessStopped(service.ready(new RegExp(otp.readyLine)));
       Object.assign(env, otp.workerEnv);
     }
 
@@ -244,18 +270,39 @@ export async function runStart(options: StartOptions): Promise<number> {
         nameWidth: NAME_WIDTH,
       }),
     );
-    stops.push(async () => {
+    started(async () => {
       await Promise.all(processes.map((p) => p.stop()));
     });
-    await Promise.all(processes.map((p) => p.ready(/polling|watching/)));
+    await unlessStopped(Promise.all(processes.map((p) => p.ready(/polling|watching/))));
     printBanner(uiUrl, kubeconfigPath, logDir, engineNamespace, demoHosts);
-  } catch (err) {
-    console.error(`hostflow start: ${oneLineError(err)}`);
+  };
+
+  const up = startUp();
+  const first = await Promise.race([
+    up.then(
+      () => ({ up: true as const }),
+      (err: unknown) => ({ failed: err }),
+    ),
+    signalled.then(() => ({ signalled: true as const })),
+  ]);
+  if ('failed' in first && !stopping) {
+    console.error(`hostflow start: ${oneLineError(first.failed)}`);
     console.error(`hostflow start: ${whatToDo(stateDir)}`);
     await stopAll();
     return 1;
   }
-  return stopped;
+  if ('up' in first) await signalled;
+  // Stopped while it came up: what it was starting is stopped as soon as it has started.
+  await up.catch(() => undefined);
+  await stopAll();
+  return 0;
+}
+
+/** Ctrl-C while `hostflow start` comes up: not a failure, and not reported as one. */
+class StartInterrupted extends Error {
+  constructor() {
+    super('stopped while starting');
+  }
 }
 
 /** A fresh local cluster (its CRDs installed as it started) gets the engine namespace and a demo host-config. */
@@ -276,56 +323,4 @@ async function prepareLocalCluster(kubeconfigPath: string, engineNamespace: stri
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err; // kept: the operator may have edited it
   }
-}
-
-function printBanner(
-  uiUrl: string,
-  kubeconfig: string | undefined,
-  logDir: string,
-  engineNamespace: string,
-  demoHosts: string[],
-): void {
-  const examples = join(REPO_ROOT, 'deploy/examples');
-  const staticDemo = demoHosts.length
-    ? `
-Try a static-pool TaskRun (${DEMO_STATIC_PLATFORM} on the demo hosts ${demoHosts.join(', ')}):
-  kubectl apply -f ${examples}/taskrun-static.yaml
-  bash ${examples}/login.sh demo demo-static     # redeems the OTP like a build task, then logs in
-
-Try cloud TaskRuns on the demo cloud (moto EC2; each instance boots into an sshd host):
-  kubectl apply -f ${examples}/taskrun-dynamic.yaml   # ${DEMO_DYNAMIC_PLATFORM}: a VM of its own
-  kubectl apply -f ${examples}/taskrun-pool.yaml      # ${DEMO_POOL_PLATFORM}: a slot on a shared VM
-  bash ${examples}/login.sh demo demo-dynamic
-
-Try a Provisioning on the demo hosts (registered as BareMetalHosts; kubespray's stand-in runs):
-  kubectl apply -f ${examples}/provisioning.yaml && kubectl -n demo get bpa -w
-  kubectl -n demo get secret cluster-demo-kubeconfig -o jsonpath='{.data.value}' | base64 -d
-  kubectl apply -f ${examples}/cluster-operation.yaml && kubectl -n demo get clusterop -w   # once Ready: an upgrade
-  kubectl -n demo delete bpa demo-cluster     # resets and releases the hosts
-Or a Cluster: a Provisioning and a Software (packages per role) as one:
-  kubectl apply -f ${examples}/cluster.yaml && kubectl -n demo get cl -w
-
-Try an OS image rollout over the demo pool ${DEMO_POOL} (three Nodes; rpm-ostree and reboots stand in):
-  kubectl apply -f ${examples}/rollout.yaml && kubectl get mcp -w
-  kubectl delete mc 99-demo-worker-os-image            # reverts the pool to its base image
-
-Try a Cluster API Machine on the demo cloud (no kubelet there: node-join.sh plays its part):
-  kubectl apply -f ${examples}/machine.yaml && kubectl -n demo get ma -w
-  bash ${examples}/node-join.sh demo demo-machine    # once it is Provisioned
-  kubectl -n demo delete machine demo-machine        # drains, terminates the VM, deletes the Node
-`
-    : '';
-  console.log(`
-hostflow is running.
-  Temporal UI:  ${uiUrl}
-  kubeconfig:   ${kubeconfig ?? '(default)'}
-  host-config:  kubectl -n ${engineNamespace} edit configmap ${HOST_CONFIG_NAME}
-  logs:         ${logDir}
-
-Try a local-platform TaskRun:
-  export KUBECONFIG=${kubeconfig ?? '~/.kube/config'}
-  kubectl apply -f ${examples}/taskrun-local.yaml
-  kubectl -n demo get secret multi-platform-ssh-demo-local -o jsonpath='{.data.host}' | base64 -d
-${staticDemo}
-Ctrl-C stops everything hostflow started.`);
 }

@@ -10,7 +10,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ensureKubeBinaries } from '../local-stack/kube-apiserver.js';
+import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
+import { assertPortsFree } from '../local-stack/ports.js';
+import { loadTemporalDevConfig } from '../local-stack/temporal.js';
 import { waitFor } from '../local-stack/process.js';
 import { upsert } from '../local-stack/upsert.js';
 import { oneLineError } from '../shared/kube-errors.js';
@@ -38,17 +41,22 @@ class Start {
     this.exited = new Promise((done) => this.proc.on('exit', (code) => done(code)));
   }
 
-  async running(): Promise<void> {
+  /** Waits until it prints `line`; fails at once, with its output, if it exits first. */
+  async says(line: string): Promise<void> {
     await waitFor(
-      '`hostflow start` to say it is running',
+      `\`hostflow start\` to say "${line}"`,
       async () => {
         if (this.proc.exitCode !== null) {
           throw new Error(`hostflow start exited ${this.proc.exitCode}:\n${this.output}`);
         }
-        return this.output.includes('hostflow is running.') || undefined;
+        return this.output.includes(line) || undefined;
       },
-      { timeoutMs: START_TIMEOUT_MS, intervalMs: 500 },
+      { timeoutMs: START_TIMEOUT_MS, intervalMs: 200 },
     );
+  }
+
+  running(): Promise<void> {
+    return this.says('hostflow is running.');
   }
 
   /** Ctrl-C, as a user stops it; resolves with its exit code. */
@@ -123,6 +131,28 @@ describe('hostflow start again on a used state dir', () => {
   afterAll(async () => {
     await start?.interrupt();
   });
+
+  it(
+    'stops at once and cleanly on Ctrl-C while it is still coming up',
+    async () => {
+      start = new Start(stateDir);
+      await start.says('starting the demo SSH hosts');
+      expect(await start.interrupt()).toBe(0);
+      expect(start.log).not.toContain('hostflow start:'); // no failure reported for a stop
+      start = undefined;
+      // Everything it had started is gone: the next start finds its fixed ports free.
+      const temporal = loadTemporalDevConfig();
+      await assertPortsFree('the stopped stack', [
+        temporal.port,
+        temporal.uiPort,
+        LOCAL_PORTS.kubeApi,
+        LOCAL_PORTS.etcd,
+        LOCAL_PORTS.otp,
+        LOCAL_PORTS.moto,
+      ]);
+    },
+    START_TIMEOUT_MS + 60_000,
+  );
 
   it(
     'resumes a static build, a kubespray install and a rollout after Ctrl-C, and serves new builds',
