@@ -66,7 +66,8 @@ export interface SshHostsOptions {
   /**
    * Machines that keep their disks (`hostflow start`): the state dir stays at stop, and the next
    * start brings each host back on it, as a reboot would: its address and MAC when still free,
-   * its host key and admin key, its users, homes and /etc. Else the hosts are new each start.
+   * its host key and admin key, its users, homes and /etc. Else the hosts are new each start. (A
+   * host that comes back at another address keeps its users' ids, from its old address's block.)
    */
   keep?: boolean;
 }
@@ -147,12 +148,12 @@ done
 # checked in the spool.
 atd || true
 grep -qx "$ADDR $NAME" /etc/hosts || echo "$ADDR $NAME" >> /etc/hosts
-# '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
 # A restarted host finds its /etc (the overlay) and homes as it left them, like a rebooted one:
-# the admin key is added once, and keys added since (an installer's) stay.
+# the admin user and key are added once, and keys added since (an installer's) stay.
 if [ "$ADMIN" = root ]; then # as on IBM Cloud images: root logs in with the key
   HOME_DIR=/root
 else
+  # '*', not useradd's '!': sshd refuses key logins to accounts it considers locked
   id -u "$ADMIN" >/dev/null 2>&1 || useradd -m -s /bin/bash -p '*' "$ADMIN"
   HOME_DIR=/home/$ADMIN
   echo "$ADMIN ALL=(ALL) NOPASSWD:ALL" > "/etc/sudoers.d/$ADMIN" && chmod 440 "/etc/sudoers.d/$ADMIN"
