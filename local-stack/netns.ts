@@ -62,6 +62,11 @@ interface SlotRecord {
   netns: string;
   stateDir: string; // removed when a dead owner's slot is reclaimed, unless
   keep?: boolean; // the host keeps its disk across restarts
+  /**
+   * A kept host that is stopped: its address stays its own until its pool (same prefix) comes
+   * back, so no other pool takes it meanwhile and what was installed there finds it again.
+   */
+  parked?: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -159,7 +164,7 @@ async function cleanStale(prefix: string): Promise<void> {
     } catch {
       continue; // unreadable (torn by a crash): stays reserved rather than guessed at
     }
-    if (record.prefix === prefix || !alive(record.owner)) {
+    if (record.prefix === prefix || (!record.parked && !alive(record.owner))) {
       await releaseSlot(Number(file), record.netns);
       if (record.keep) continue;
       rmSync(record.stateDir, { recursive: true, force: true });
@@ -320,7 +325,7 @@ export function createHostNetAt(
       } catch {
         // torn by a crash: stays reserved, as in cleanStale
       }
-      if (!record || alive(record.owner)) {
+      if (!record || alive(record.owner) || (record.parked && record.prefix !== prefix)) {
         const by = record ? `${record.netns} (pid ${record.owner})` : 'an unreadable slot file';
         throw new Error(`ssh hosts: ${address} is in use by ${by}`);
       }
@@ -343,15 +348,34 @@ export function createHostNetAt(
   });
 }
 
+/** Deletes the bridge once no host is on it (parked addresses have none). */
 async function deleteBridgeIfUnused(): Promise<void> {
-  if (readdirSync(SLOTS_DIR).length === 0) await run('ip', ['link', 'delete', BRIDGE]);
+  const inUse = readdirSync(SLOTS_DIR).some((file) => {
+    try {
+      return !(JSON.parse(readFileSync(`${SLOTS_DIR}/${file}`, 'utf8')) as SlotRecord).parked;
+    } catch {
+      return true; // unreadable: counted as in use, as everywhere
+    }
+  });
+  if (!inUse) await run('ip', ['link', 'delete', BRIDGE]);
 }
 
-/** Kills whatever still runs in the namespace, deletes it and its veth, and the bridge if unused. */
-export function destroyHostNet(net: HostNet): Promise<void> {
+/**
+ * Kills whatever still runs in the namespace, deletes it and its veth, and the bridge if unused.
+ * With `park`, the address stays reserved for the host's pool (a kept host that comes back).
+ */
+export function destroyHostNet(net: HostNet, park = false): Promise<void> {
   return withLock(async () => {
     mkdirSync(SLOTS_DIR, { recursive: true });
-    await releaseSlot(net.slot, net.netns);
+    const file = `${SLOTS_DIR}/${net.slot}`;
+    if (park && existsSync(file)) {
+      await deleteNetns(net.netns);
+      await run('ip', ['link', 'delete', `hfv${net.slot}`]);
+      const record = JSON.parse(readFileSync(file, 'utf8')) as SlotRecord;
+      writeFileSync(file, JSON.stringify({ ...record, parked: true }));
+    } else {
+      await releaseSlot(net.slot, net.netns);
+    }
     await deleteBridgeIfUnused();
   });
 }

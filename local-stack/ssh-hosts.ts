@@ -65,9 +65,9 @@ export interface SshHostsOptions {
   adminKey?: KeyPair;
   /**
    * Machines that keep their disks (`hostflow start`): the state dir stays at stop, and the next
-   * start brings each host back on it, as a reboot would: its address and MAC when still free,
-   * its host key and admin key, its users, homes and /etc. Else the hosts are new each start. (A
-   * host that comes back at another address keeps its users' ids, from its old address's block.)
+   * start brings each host back on it, as a reboot would: its address (parked meanwhile, so no
+   * other pool takes it) and MAC, its host key and admin key, its users, homes and /etc. Else the
+   * hosts are new each start.
    */
   keep?: boolean;
 }
@@ -209,7 +209,7 @@ async function startHost(
         }
       }
       await proc?.stop(2000);
-      await destroyHostNet(net);
+      await destroyHostNet(net, keep);
       if (!keep) rmSync(dir, { recursive: true, force: true });
     })());
 

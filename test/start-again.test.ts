@@ -193,15 +193,15 @@ describe('hostflow start again on a used state dir', () => {
       );
       expect(await login('demo-static-again')).toMatch(/^u-/);
       // The Provisioning finishes its install.
-      await waitFor(
-        'the Provisioning to be Ready',
+      const installed = await waitFor(
+        'the Provisioning to end its install',
         async () => {
           const { status } = await provisioning();
-          if (status?.phase === 'Failed') throw new Error(`Provisioning failed: ${status.message}`);
-          return status?.phase === 'Ready' || undefined;
+          return ['Ready', 'Failed'].includes(status?.phase ?? '') ? status : undefined;
         },
         { timeoutMs: 300_000, intervalMs: 1000 },
       );
+      expect(installed).toMatchObject({ phase: 'Ready' });
       expect(await secretKey('cluster-demo-kubeconfig', 'value')).toContain('clusters:');
 
       // The rollout goes on over the Nodes it had: every one ends on the new image.
