@@ -4,7 +4,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
 import { startMoto } from '../local-stack/moto.js';
-import { upsert } from '../local-stack/upsert.js';
+import { upsertSecret } from '../local-stack/upsert.js';
 import { HOST_CONFIG_NAME } from '../platform-config/contract.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 
@@ -42,13 +42,7 @@ export async function startDemoCloud(options: {
     // Written in place, not deleted and made again: while the last start's VMs may live, the
     // allocator Locks these Secrets against deletion (locks/platform-secrets.ts), never updates.
     for (const [name, stringData] of Object.entries(secrets)) {
-      await upsert(
-        (name) => core.readNamespacedSecret({ name, namespace }),
-        (body) => core.createNamespacedSecret({ namespace, body }),
-        (name, body) => core.replaceNamespacedSecret({ name, namespace, body }),
-        { metadata: { name }, stringData },
-        `Secret ${namespace}/${name}`,
-      );
+      await upsertSecret(core, namespace, { metadata: { name }, stringData });
     }
     const platform = (cfg: string, tag: string, extra: Record<string, string>) => ({
       [`dynamic.${cfg}.type`]: 'aws',

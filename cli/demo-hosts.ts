@@ -15,7 +15,7 @@ import { statusCode } from '../shared/kube-errors.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../shared/bpa-api.js';
 import type { SshHost } from '../local-stack/ssh-hosts.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
-import { upsert } from '../local-stack/upsert.js';
+import { upsertSecret } from '../local-stack/upsert.js';
 
 export const DEMO_STATIC_PLATFORM = 'linux/arm64';
 const DEMO_HOSTS = 2;
@@ -48,13 +48,7 @@ export async function startDemoHosts(options: {
       };
       // Written in place, never deleted: while builds run on a host, its allocator Locks this
       // Secret against deletion (locks/platform-secrets.ts), not against updates.
-      await upsert(
-        (name) => core.readNamespacedSecret({ name, namespace }),
-        (body) => core.createNamespacedSecret({ namespace, body }),
-        (name, body) => core.replaceNamespacedSecret({ name, namespace, body }),
-        secret,
-        `Secret ${namespace}/${secretName}`,
-      );
+      await upsertSecret(core, namespace, secret);
       await registerBareMetalHost(options.kubeConfig, namespace, name, host, secretName);
       Object.assign(entries, {
         [`host.${name}.address`]: host.address,

@@ -6,7 +6,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { startNodeStandIns } from '../local-stack/os-stand-in.js';
 import { keptKeyPair, startSshHosts } from '../local-stack/ssh-hosts.js';
-import { upsert } from '../local-stack/upsert.js';
+import { upsert, upsertSecret } from '../local-stack/upsert.js';
 import {
   MACHINE_CONFIG_POOL_API,
   NODE_ANNOTATIONS,
@@ -69,13 +69,10 @@ export async function startDemoNodes(options: {
         MERGE_PATCH,
       );
     }
-    await upsert(
-      (name) => core.readNamespacedSecret({ namespace, name }),
-      (body) => core.createNamespacedSecret({ namespace, body }),
-      (name, body) => core.replaceNamespacedSecret({ namespace, name, body }),
-      { metadata: { name: 'machine-config-ssh' }, stringData: { id_rsa: key.privateKey } },
-      `Secret ${namespace}/machine-config-ssh`,
-    );
+    await upsertSecret(core, namespace, {
+      metadata: { name: 'machine-config-ssh' },
+      stringData: { id_rsa: key.privateKey },
+    });
     await upsert(
       (name) => core.readNamespacedConfigMap({ namespace, name }),
       (body) => core.createNamespacedConfigMap({ namespace, body }),

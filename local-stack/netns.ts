@@ -146,9 +146,14 @@ async function deleteNetns(netns: string): Promise<void> {
   await run('ip', ['netns', 'delete', netns]);
 }
 
-async function releaseSlot(slot: number, netns: string): Promise<void> {
+/** Takes the host's network down: its namespace and veth. */
+async function removeNet(slot: number, netns: string): Promise<void> {
   await deleteNetns(netns);
   await run('ip', ['link', 'delete', `hfv${slot}`]); // usually gone with the namespace already
+}
+
+async function releaseSlot(slot: number, netns: string): Promise<void> {
+  await removeNet(slot, netns);
   rmSync(`${SLOTS_DIR}/${slot}`, { force: true });
 }
 
@@ -179,24 +184,26 @@ async function cleanStale(prefix: string): Promise<void> {
   for (const name of names) if (name?.startsWith(`${prefix}-`)) await deleteNetns(name);
 }
 
-/** The first free slot, or `preferred` when it is free. */
+/** `preferred` when it is free, else the first free slot. */
 function claimSlot(record: SlotRecord, preferred?: number): number {
-  const order = preferred === undefined ? [] : [preferred];
-  for (const slot of order.concat(range(FIRST_SLOT, LAST_POOL_SLOT))) {
-    try {
-      const fd = openSync(`${SLOTS_DIR}/${slot}`, 'wx');
-      writeFileSync(fd, JSON.stringify(record));
-      closeSync(fd);
-      return slot;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
+  if (preferred !== undefined && takeSlot(preferred, record)) return preferred;
+  for (let slot = FIRST_SLOT; slot <= LAST_POOL_SLOT; slot++) {
+    if (takeSlot(slot, record)) return slot;
   }
   throw new Error(`ssh hosts: all ${LAST_POOL_SLOT - FIRST_SLOT + 1} addresses in use`);
 }
 
-function range(from: number, to: number): number[] {
-  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+/** Writes the slot's record if nobody holds the slot; false if somebody does. */
+function takeSlot(slot: number, record: SlotRecord): boolean {
+  try {
+    const fd = openSync(`${SLOTS_DIR}/${slot}`, 'wx');
+    writeFileSync(fd, JSON.stringify(record));
+    closeSync(fd);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return false;
+  }
 }
 
 /**
@@ -369,8 +376,7 @@ export function destroyHostNet(net: HostNet, park = false): Promise<void> {
     mkdirSync(SLOTS_DIR, { recursive: true });
     const file = `${SLOTS_DIR}/${net.slot}`;
     if (park && existsSync(file)) {
-      await deleteNetns(net.netns);
-      await run('ip', ['link', 'delete', `hfv${net.slot}`]);
+      await removeNet(net.slot, net.netns);
       const record = JSON.parse(readFileSync(file, 'utf8')) as SlotRecord;
       writeFileSync(file, JSON.stringify({ ...record, parked: true }));
     } else {

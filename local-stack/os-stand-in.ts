@@ -86,12 +86,9 @@ async function install(host: SshHost, image: string): Promise<void> {
 }
 
 async function createUnlessPresent(core: CoreV1Api, body: V1Node): Promise<void> {
-  try {
-    await core.readNode({ name: body.metadata!.name! });
-  } catch (err) {
-    if (statusCode(err) !== 404) throw err;
-    await core.createNode({ body });
-  }
+  await core.createNode({ body }).catch((err: unknown) => {
+    if (statusCode(err) !== 409) throw err; // there already: left as it is
+  });
 }
 
 async function setReady(

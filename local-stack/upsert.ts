@@ -1,6 +1,7 @@
 // The local stack's one way to create or replace the objects it installs (CRDs, policies, the
 // demo's Secrets, ConfigMaps and Nodes): installing again over a resumed cluster brings them up to
 // date with an update, which a Lock against deletion allows, never by deleting them first.
+import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { kubeErrorLine, statusCode } from '../shared/kube-errors.js';
 
 /**
@@ -28,4 +29,15 @@ export async function upsert<T extends { metadata?: { name?: string; resourceVer
   } catch (err) {
     throw new Error(`write ${what}: ${kubeErrorLine(err)}`, { cause: err });
   }
+}
+
+/** `upsert` for a Secret of `namespace`, named in a failure as `Secret ns/name`. */
+export function upsertSecret(core: CoreV1Api, namespace: string, body: V1Secret): Promise<void> {
+  return upsert(
+    (name) => core.readNamespacedSecret({ name, namespace }),
+    (created) => core.createNamespacedSecret({ namespace, body: created }),
+    (name, replaced) => core.replaceNamespacedSecret({ name, namespace, body: replaced }),
+    body,
+    `Secret ${namespace}/${body.metadata!.name!}`,
+  );
 }
