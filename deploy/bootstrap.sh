@@ -14,6 +14,10 @@ declare -A need=(
   [/usr/sbin/atd]=at [crontab]=cron [newuidmap]=uidmap [ipcmk]=util-linux
   # the sandbox of a ClusterOperation's custom action, and its SSH relay's ProxyCommand
   [bwrap]=bubblewrap [socat]=socat
+  # the local node that runs the runner Jobs (local-stack/kubelet.ts): containerd with runc and the
+  # CNI plugins, iptables for the kubelet and the bridge plugin, buildah for the images it runs
+  [containerd]=containerd [ctr]=containerd [runc]=runc [/usr/lib/cni/bridge]=containernetworking-plugins
+  [iptables]=iptables [buildah]=buildah [mount]=mount
 )
 # Debian's Chromium, which the UI test drives headless (playwright-core downloads no browser).
 need[/usr/bin/chromium]=chromium

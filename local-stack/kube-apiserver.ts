@@ -11,7 +11,7 @@ import { stringify } from 'yaml';
 import { httpsOk } from './https-get.js';
 import { installClusterResources } from './cluster-setup.js';
 import { startKubeControllerManager } from './kube-controller-manager.js';
-import { ensureCa, ensureCert } from './pki.js';
+import { ensureCa, ensureCert, type LocalCa } from './pki.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { freePort } from './ports.js';
 import { REPO_ROOT } from './paths.js';
@@ -31,6 +31,9 @@ export interface KubeApiServer {
   kubeconfigPath: string;
   /** The same cluster as LOCAL_ENGINE_USER. */
   engineKubeconfigPath: string;
+  /** Its CA (which signs the local node's certificates) and the Kubernetes binaries' folder. */
+  ca: LocalCa;
+  bin: string;
   stop(): Promise<void>;
 }
 
@@ -125,6 +128,12 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
     ips: ['127.0.0.1'],
     dns: ['localhost'],
   });
+  // For logs and exec through the local node's kubelet (local-stack/kubelet.ts).
+  const kubeletClient = await ensureCert(ca, 'apiserver-kubelet-client', {
+    cn: 'kube-apiserver-kubelet-client',
+    o: 'system:masters',
+    client: true,
+  });
   const saKey = join(pki, 'sa.key');
   const saPub = join(pki, 'sa.pub');
   if (!existsSync(saKey)) {
@@ -195,6 +204,9 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
         `--service-account-signing-key-file=${saKey}`,
         '--service-cluster-ip-range=10.0.0.0/24',
         '--allow-privileged=true',
+        `--kubelet-client-certificate=${kubeletClient.cert}`,
+        `--kubelet-client-key=${kubeletClient.key}`,
+        '--kubelet-preferred-address-types=InternalIP',
         '--disable-admission-plugins=ServiceAccount',
         '--profiling=false',
         '--v=0',
@@ -241,7 +253,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
         (await get('/api/v1/namespaces/default/serviceaccounts/default')) ? true : undefined,
       { timeoutMs: 60_000, intervalMs: 250, process: controllers },
     );
-    return { url, kubeconfigPath, engineKubeconfigPath, stop };
+    return { url, kubeconfigPath, engineKubeconfigPath, ca, bin, stop };
   } catch (err) {
     await stop();
     throw new Error(`kube-apiserver: could not start: ${(err as Error).message}`, { cause: err });

@@ -24,6 +24,9 @@ export const LOCAL_CONTROLLERS = [
   'replicaset-controller',
   'deployment-controller',
   'serviceaccount-controller',
+  // The runner Jobs (local-stack/kubelet.ts runs their Pods), and their clean-up once finished.
+  'job-controller',
+  'ttl-after-finished-controller',
 ] as const;
 
 /** Its identity towards the API server: bound to system:kube-controller-manager by RBAC's defaults. */

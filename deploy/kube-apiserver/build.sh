@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, etcd and kubectl once from the Go module proxy
+# Builds kube-apiserver, kube-controller-manager, etcd, kubectl, kubelet and kube-scheduler once from the Go module proxy
 # and caches them outside the repo. The controller-manager is the same release as the API server:
 # without it deleted namespaces stay Terminating, ownerReferences are never collected and no
 # PodDisruptionBudget gets a status. kubectl is the same release as the API server, so the manifests' dry-run and
@@ -9,7 +9,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(awk '/k8s.io\/kubernetes v/ {print $2; exit}' "$here/go.mod")
 cache=${1:-${HOSTFLOW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostflow}}/kube-$version
-if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ -x "$cache/kubectl" ] && [ -x "$cache/kube-controller-manager" ]; then
+binaries=(etcd kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler pause)
+have=1
+for b in "${binaries[@]}"; do [ -x "$cache/$b" ] || have=0; done
+if [ "$have" = 1 ]; then
   echo "$cache"
   exit 0
 fi
@@ -31,6 +34,19 @@ if [ ! -x "$cache/kube-controller-manager" ]; then
   echo "building kube-controller-manager $version into $cache (one-off, 5-10 min on 2 cores)" >&2
   go build -trimpath -ldflags="$stamp" -o "$cache/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
   mv "$cache/kube-controller-manager.tmp" "$cache/kube-controller-manager"
+fi
+# The kubelet and the scheduler run the runner Jobs (local-stack/kubelet.ts), with Debian's
+# containerd as their runtime.
+for cmd in kubelet kube-scheduler; do
+  if [ ! -x "$cache/$cmd" ]; then
+    echo "building $cmd $version into $cache (one-off, 1-3 min on 2 cores)" >&2
+    go build -trimpath -ldflags="$stamp" -o "$cache/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd"
+    mv "$cache/$cmd.tmp" "$cache/$cmd"
+  fi
+done
+if [ ! -x "$cache/pause" ]; then
+  go build -trimpath -ldflags=-s -o "$cache/pause.tmp" ./pause
+  mv "$cache/pause.tmp" "$cache/pause"
 fi
 if [ ! -x "$cache/kubectl" ]; then
   echo "building kubectl $version into $cache (one-off)" >&2
