@@ -1,5 +1,9 @@
 // Every activity the worker registers, built over the clients one process owns.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
+import { createRunner } from './runner/job.js';
+import type { RunnerSettings } from './runner/settings.js';
+import { createKubeconfigFetcher } from './ssh/admin-kubeconfig.js';
 import { createClusterLogActivities } from './ansible/cluster-logs.js';
 import { createPlaybookActivities, type KubesprayCheck } from './ansible/playbook.js';
 import { createCloudActivities } from './cloud/instances.js';
@@ -41,7 +45,12 @@ export interface ActivityDeps {
     ansiblePlaybook: string;
     /** kubespray checkouts; the first serves Provisionings that pin no release. */
     kubesprayDirs?: string[];
+    /** Where runs' logs are kept on the worker. */
     workDir: string;
+    /** The runner Jobs every run of ansible is; none set: nothing can run. */
+    runner?: RunnerSettings;
+    /** The client the runner makes its Jobs with (its namespace is RunnerSettings'). */
+    kc?: KubeConfig;
     leasesFile?: string;
     /** Namespace patterns Provisionings may take BareMetalHosts from besides their own. */
     bareMetalNamespaces?: string[];
@@ -110,14 +119,17 @@ export function createActivities(deps: ActivityDeps) {
 /** Without a kubespray directory, a Provisioning's install fails saying which setting to set. */
 function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
   const settings = deps.provisioning;
-  if (!settings?.kubesprayDirs?.length) {
-    const problem =
-      'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout';
+  const problem = !settings?.kubesprayDirs?.length
+    ? 'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout'
+    : !settings.runner || !settings.kc
+      ? 'no runner to run ansible in: set HOSTFLOW_RUNNER_IMAGE on the worker (deploy/runner-image)'
+      : undefined;
+  if (!settings?.kubesprayDirs?.length || !settings.runner || !settings.kc || problem) {
     const refuse = async (): Promise<never> => {
-      throw ApplicationFailure.nonRetryable(problem, 'KubesprayNotConfigured');
+      throw ApplicationFailure.nonRetryable(problem!, 'KubesprayNotConfigured');
     };
     return {
-      checkKubespray: async (): Promise<KubesprayCheck> => ({ problem }),
+      checkKubespray: async (): Promise<KubesprayCheck> => ({ problem: problem! }),
       runPlaybook: refuse,
       runCustomAction: refuse,
       // No run, so no log, was ever kept here.
@@ -125,16 +137,20 @@ function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
     };
   }
   const { core, custom } = deps.kube;
+  const readKey = (namespace: string, secret: string) =>
+    createAdminKeyReader({ core, engineNamespace: namespace })(secret);
   return {
     ...createClusterLogActivities({ workDir: settings.workDir }),
     ...createPlaybookActivities({
       ansiblePlaybook: settings.ansiblePlaybook,
       kubesprayDirs: settings.kubesprayDirs,
       workDir: settings.workDir,
-      readKey: (namespace, secret) =>
-        createAdminKeyReader({ core, engineNamespace: namespace })(secret),
+      readKey,
+      fetchKubeconfig: createKubeconfigFetcher({ hostKeys, readKey }),
       storeKubeconfig: createKubeconfigStore(core, custom),
       hostKeys,
+      runner: createRunner({ kc: settings.kc, settings: settings.runner }),
+      deadlineSeconds: settings.runner.deadlineSeconds,
     }),
   };
 }

@@ -10,6 +10,7 @@ import { shareConnections } from './kube-connections.js';
 import { LOG_LEVELS } from './logger.js';
 import { DEFAULT_ENGINE_NAMESPACE } from '../platform-config/contract.js';
 import { TASK_QUEUE } from '../shared/task-queue.js';
+import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../activities/runner/settings.js';
 import { patternProblem } from '../platform-config/namespace-patterns.js';
 
 const hostPort = z
@@ -33,6 +34,11 @@ const commaList = (problem: (entry: string) => string | undefined) =>
       }
       return entries;
     });
+
+/** A Kubernetes resource quantity: `500m`, `1`, `256Mi`, `1Gi`. */
+const quantity = z
+  .string()
+  .regex(/^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/, 'must be a Kubernetes quantity, e.g. 500m, 1, 256Mi or 1Gi');
 
 /** Parses `env` with `schema`, or throws one error naming every bad variable. */
 export function parseEnv<T extends z.ZodType>(
@@ -118,8 +124,40 @@ const EnvSchema = z.object({
       message: 'each entry must be a kubespray checkout (a directory with cluster.yml)',
     })
     .optional(),
-  /** Where each cluster's inventory, artifacts and kubespray logs are kept. */
+  /** Where the worker keeps its copy of each run's log. */
   HOSTFLOW_PROVISIONING_DIR: z.string().min(1).default('/var/lib/hostflow/clusters'),
+  /**
+   * The runner (activities/runner): every ansible run is a Job in this namespace, from this image
+   * (deploy/runner-image), on nodes with these labels (`key=value`, comma-separated), within
+   * these limits.
+   */
+  HOSTFLOW_RUNNER_IMAGE: z.string().min(1).optional(),
+  HOSTFLOW_RUNNER_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
+    .default(DEFAULT_RUNNER_SETTINGS.namespace),
+  HOSTFLOW_RUNNER_NODE_SELECTOR: commaList((entry) =>
+    /^[-./a-zA-Z0-9]+=[-._a-zA-Z0-9]*$/.test(entry)
+      ? undefined
+      : `"${entry}" is not a node label; expected key=value pairs, comma-separated, e.g. hostflow.dev/runner=true`,
+  ),
+  HOSTFLOW_RUNNER_CPU_LIMIT: quantity.default(DEFAULT_RUNNER_SETTINGS.resources.cpuLimit),
+  HOSTFLOW_RUNNER_MEMORY_LIMIT: quantity.default(DEFAULT_RUNNER_SETTINGS.resources.memoryLimit),
+  HOSTFLOW_RUNNER_EPHEMERAL_STORAGE_LIMIT: quantity.default(
+    DEFAULT_RUNNER_SETTINGS.resources.ephemeralStorageLimit,
+  ),
+  HOSTFLOW_RUNNER_DEADLINE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(86_400)
+    .default(DEFAULT_RUNNER_SETTINGS.deadlineSeconds),
+  HOSTFLOW_RUNNER_MAX_LOG_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1 << 16)
+    .max(1 << 30)
+    .default(DEFAULT_RUNNER_SETTINGS.maxLogBytes),
   /**
    * Where a Provisioning may take BareMetalHosts besides its own namespace: comma-separated
    * regular expressions, each matching a whole namespace name (as host-config's
@@ -221,6 +259,28 @@ export function temporalConnection(settings: Settings): TemporalConnectionOption
             : undefined,
         }
       : false,
+  };
+}
+
+/** The runner's settings, when an image is set (without one, no ansible can run). */
+export function runnerSettings(settings: Settings): RunnerSettings | undefined {
+  if (!settings.HOSTFLOW_RUNNER_IMAGE) return undefined;
+  const selector = settings.HOSTFLOW_RUNNER_NODE_SELECTOR;
+  return {
+    ...DEFAULT_RUNNER_SETTINGS,
+    namespace: settings.HOSTFLOW_RUNNER_NAMESPACE,
+    image: settings.HOSTFLOW_RUNNER_IMAGE,
+    ...(selector.length
+      ? { nodeSelector: Object.fromEntries(selector.map((entry) => entry.split('=', 2))) }
+      : {}),
+    resources: {
+      ...DEFAULT_RUNNER_SETTINGS.resources,
+      cpuLimit: settings.HOSTFLOW_RUNNER_CPU_LIMIT,
+      memoryLimit: settings.HOSTFLOW_RUNNER_MEMORY_LIMIT,
+      ephemeralStorageLimit: settings.HOSTFLOW_RUNNER_EPHEMERAL_STORAGE_LIMIT,
+    },
+    deadlineSeconds: settings.HOSTFLOW_RUNNER_DEADLINE_SECONDS,
+    maxLogBytes: settings.HOSTFLOW_RUNNER_MAX_LOG_BYTES,
   };
 }
 

@@ -3,12 +3,14 @@
 // install Kubernetes on hosts that share this machine's kernel and have no systemd (it runs here up
 // to its facts, in kubespray-real.test.ts, and this stand-in goes on from there). They connect
 // to every host with become, validate the inventory as kubespray does, and write
-// artifacts/admin.conf. The activity runs under Temporal's activity test environment.
+// /etc/kubernetes/admin.conf on the first control plane. Each run is a runner Job on the suite's
+// local kubelet. The activity runs under Temporal's activity test environment.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ApplicationFailure } from '@temporalio/common';
 import { HOST_KEY_STORE_NAME, storeKey } from '../activities/kubernetes/host-key-store.js';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type PlaybookInput, type PlaybookOutcome } from '../activities/ansible/playbook.js';
 import { KUBECONFIG_KEY } from '../activities/kubernetes/kubeconfig-secret.js';
@@ -30,6 +32,8 @@ const workDir = join(testEnv('stateDir'), `clusters-${sfx}`);
 let pool: SshHostPool;
 
 const activities = playbookActivities([KUBESPRAY_STAND_IN], workDir, namespace);
+/** Each run an activity of its own, as Temporal gives each its own id (and so its own Job). */
+const activity = () => new MockActivityEnvironment({ activityId: randomUUID() });
 
 beforeAll(async () => {
   pool = await startKubesprayHosts({ count: 3, namespace, sfx });
@@ -89,7 +93,7 @@ const marker = async (host: number) =>
 
 describe('a kubespray run', () => {
   it('installs every node, keeps the log, and stores the kubeconfig with the control plane as server', async () => {
-    const env = new MockActivityEnvironment();
+    const env = activity();
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (details) => heartbeats.push(details));
     const outcome = (await withWorkerCredentials(() =>
@@ -107,9 +111,12 @@ describe('a kubespray run', () => {
     expect(await marker(w2)).toBe('worker-2 in alpha');
     expect(heartbeats).toContain('play "Prepare the nodes", task "Install kubelet"');
     expect(readFileSync(outcome.log, 'utf8')).toContain('PLAY RECAP');
-    const dir = join(workDir, namespace, 'alpha');
-    expect(readdirSync(dir).filter((file) => file.startsWith('.ssh-key'))).toEqual([]);
-    expect(existsSync(join(dir, 'inventory.ini'))).toBe(true);
+    // The worker keeps its copy of the log and nothing else; the run's Job and bundle are gone.
+    expect(readdirSync(join(workDir, '.logs', namespace, 'alpha'))).toEqual([
+      outcome.log.split('/').pop(),
+    ]);
+    const runs = await kube().batch.listNamespacedJob({ namespace: 'hostflow-runners' });
+    expect(runs.items.filter((job) => !job.metadata?.deletionTimestamp)).toEqual([]);
 
     expect(outcome.kubeconfigSecret).toBe('alpha-kubeconfig');
     const secret = await core.readNamespacedSecret({ name: 'alpha-kubeconfig', namespace });
@@ -118,21 +125,25 @@ describe('a kubespray run', () => {
     expect(secret.metadata?.labels?.cluster).toBe('alpha');
   });
 
-  it("gives ansible none of the worker's credentials: controller-side code sees none of them", () => {
-    // The run above had them set; the stand-in's localhost play wrote the names its lookups see.
-    const seen = readFileSync(join(workDir, namespace, 'alpha', 'controller-environment'), 'utf8')
+  it("gives ansible none of the worker's credentials: controller-side code sees none of them", async () => {
+    // The run above had them set in the worker; the stand-in recorded, on the first control plane,
+    // the names its lookups saw in the runner.
+    const seen = (
+      await pool.hosts[m]!.exec(['cat', '/var/tmp/hostflow-stand-in-controller-environment'])
+    ).stdout
       .split('\n')
       .filter(Boolean);
     expect(seen).toContain('PATH');
-    const credential = /^(KUBECONFIG|TEMPORAL_|AWS_|IBM|HOSTFLOW_(?!STAND_IN_FAIL$))/;
+    const credential = /^(KUBECONFIG|TEMPORAL_|AWS_|IBM|HOSTFLOW_(?!INVENTORY$|SSH_CONFIG$|EXTRA_VARS$))/;
     expect(seen.filter((name) => credential.test(name))).toEqual([]);
   });
 
   it('names the host and the task that failed', async () => {
-    process.env.HOSTFLOW_STAND_IN_FAIL = 'worker-2:Install kubelet';
+    const failAt = '/var/tmp/hostflow-stand-in-fail-at';
+    await pool.hosts[w2]!.exec(['sh', '-c', `echo "Install kubelet" > ${failAt}`]);
     try {
       await expect(
-        new MockActivityEnvironment().run(activities.runPlaybook, input('beta')),
+        activity().run(activities.runPlaybook, input('beta')),
       ).rejects.toMatchObject({
         type: 'PlaybookFailed',
         nonRetryable: true,
@@ -141,14 +152,14 @@ describe('a kubespray run', () => {
         ),
       });
     } finally {
-      delete process.env.HOSTFLOW_STAND_IN_FAIL;
+      await pool.hosts[w2]!.exec(['rm', '-f', failAt]);
     }
   });
 
   it("refuses an even etcd count, as kubespray's inventory validation does", async () => {
     const twoMasters = nodes().map((node) => ({ ...node, roles: ['master' as const] }));
     await expect(
-      new MockActivityEnvironment().run(
+      activity().run(
         activities.runPlaybook,
         input('gamma', { inventory: renderInventory(twoMasters.slice(0, 2)) }),
       ),
@@ -161,8 +172,8 @@ describe('a kubespray run', () => {
 
   it('never runs twice at once for one cluster', async () => {
     const runs = await Promise.allSettled([
-      new MockActivityEnvironment().run(activities.runPlaybook, input('delta')),
-      new MockActivityEnvironment().run(activities.runPlaybook, input('delta')),
+      activity().run(activities.runPlaybook, input('delta')),
+      activity().run(activities.runPlaybook, input('delta')),
     ]);
     const refused = runs.filter((run) => run.status === 'rejected');
     expect(runs.filter((run) => run.status === 'fulfilled')).toHaveLength(1);
@@ -175,7 +186,7 @@ describe('a kubespray run', () => {
 
   it('removes just the named node, and scales it back in with --limit', async () => {
     const run = (extra: Partial<PlaybookInput>) =>
-      new MockActivityEnvironment().run(activities.runPlaybook, input('delta', extra));
+      activity().run(activities.runPlaybook, input('delta', extra));
     // The hosts are delta's, as the test before left them.
     await run({ playbook: 'remove-node.yml', limit: ['worker-2'] });
     expect([await marker(m), await marker(w1), await marker(w2)]).toEqual([
@@ -196,7 +207,7 @@ describe('a kubespray run', () => {
     ]);
     try {
       await expect(
-        new MockActivityEnvironment().run(activities.runPlaybook, input('epsilon')),
+        activity().run(activities.runPlaybook, input('epsilon')),
       ).rejects.toMatchObject({
         message: expect.stringMatching(
           /^kubespray cluster\.yml failed on host worker-1 at task "Check the node": disk \/dev\/sdb is read-only/,
@@ -208,7 +219,7 @@ describe('a kubespray run', () => {
   });
 
   it('resets every node', async () => {
-    await new MockActivityEnvironment().run(
+    await activity().run(
       activities.runPlaybook,
       input('alpha', { playbook: 'reset.yml' }),
     );
@@ -229,7 +240,7 @@ describe('host keys (issue 24 item 2)', () => {
     expect(warnings).toHaveLength(pool.hosts.length);
 
     await pool.hosts[w2]!.swapHostKey();
-    const refused = await new MockActivityEnvironment()
+    const refused = await activity()
       .run(activities.runPlaybook, input('zeta'))
       .catch((err: unknown) => err as ApplicationFailure);
     expect(refused).toMatchObject({ type: 'SshHostKeyMismatch', nonRetryable: true });

@@ -17,6 +17,7 @@ import {
   loadSettings,
   temporalConnection,
   type Settings,
+  runnerSettings,
 } from '../runtime/settings.js';
 import { temporalLogger } from './temporal-logger.js';
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-code.js';
@@ -62,6 +63,8 @@ export async function createWorker(
       ansiblePlaybook: settings.HOSTFLOW_ANSIBLE_PLAYBOOK,
       kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
+      runner: runnerSettings(settings),
+      kc,
       leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
       bareMetalNamespaces: [
         ...settings.HOSTFLOW_BAREMETAL_NAMESPACES,

@@ -1,36 +1,46 @@
 // Runs a kubespray playbook (cluster.yml, scale.yml, remove-node.yml, reset.yml, and an
-// operation's upgrade-cluster.yml) against a Provisioning's inventory, in the cluster's directory
-// (cluster-run.ts): ansible-playbook -i <inventory> <kubespray>/<playbook> --become. And a
-// ClusterOperation's custom action (a tenant's playbook or shell script), in the sandbox.
+// operation's upgrade-cluster.yml) against a Provisioning's inventory, and a ClusterOperation's
+// custom action (a tenant's playbook or shell script): each as a runner Job of its own
+// (cluster-run.ts). The admin kubeconfig is fetched from the first control plane over the
+// engine's checked SSH, never from anything the run wrote.
 import { ApplicationFailure } from '@temporalio/common';
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { ansibleCoreVersion, chooseCheckout, readCheckout } from './kubespray-release.js';
 import type { Playbook, ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import {
   ANSIBLE_QUIET,
+  BUNDLE,
   checkedHostKeys,
   runInCluster,
   runVars,
   sshArgs,
   type ClusterRunDeps,
 } from './cluster-run.js';
-import { customActionCommand, type CustomAction } from './custom-action.js';
-import { ansibleEnvironment } from './environment.js';
+import { customActionRun, type CustomAction } from './custom-action.js';
 import type { HostRecap } from './progress.js';
-import { sandboxProblem } from './sandbox.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
+import { RUNNER_KUBESPRAY_DIR } from '../runner/manifests.js';
 
 export interface PlaybookDeps extends ClusterRunDeps {
-  /** The ansible-playbook command. */
+  /**
+   * The worker's ansible-playbook: its ansible-core version stands for the runner image's (both
+   * are installed from deploy/requirements-kubespray.txt), checked against each kubespray release.
+   */
   ansiblePlaybook: string;
   /**
    * The kubespray checkouts the worker can run (or the tests' stand-in): the first serves a
    * Provisioning that pins no release.
    */
   kubesprayDirs: string[];
-  /** Stores artifacts/admin.conf; returns the Secret's name. */
+  /** The admin kubeconfig from the first control plane, over the engine's checked SSH. */
+  fetchKubeconfig(input: {
+    namespace: string;
+    address: string;
+    user: string;
+    sshKeySecret: string;
+    hostKeys?: Record<string, GivenHostKey>;
+  }): Promise<string | undefined>;
+  /** Stores the admin kubeconfig; returns the Secret's name. */
   storeKubeconfig(input: {
     namespace: string;
     cluster: string;
@@ -79,7 +89,7 @@ export interface KubesprayCheck {
 
 export interface PlaybookOutcome {
   recap: Record<string, HostRecap>;
-  /** The run's full log, on the worker that ran it. */
+  /** The worker's copy of the run's log. */
   log: string;
   kubeconfigSecret?: string;
 }
@@ -91,7 +101,6 @@ export type CustomActionInput = Omit<PlaybookInput, 'playbook' | 'limit' | 'cont
 
 export function createPlaybookActivities(deps: PlaybookDeps) {
   let ansibleCore: Promise<string> | undefined;
-  let sandbox: Promise<string | undefined> | undefined;
   /** The checkout for `release`, or why there is none; ansible-core is asked once per process. */
   const choose = async (release: string | undefined) => {
     ansibleCore ??= ansibleCoreVersion(deps.ansiblePlaybook).catch((err: unknown) => {
@@ -113,67 +122,58 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
       if ('problem' in chosen) {
         throw ApplicationFailure.nonRetryable(chosen.problem, 'KubesprayUnavailable');
       }
-      const kubespray = chosen.checkout;
-      const { dir, log, progress } = await runInCluster(deps, input, {
+      const kubespray = join(RUNNER_KUBESPRAY_DIR, basename(chosen.checkout.dir));
+      const { log, progress } = await runInCluster(deps, input, {
         name: input.playbook.replace(/\.yml$/, ''),
         what: `kubespray ${input.playbook}`,
-        command: (files) => ({
-          args: [
-            deps.ansiblePlaybook,
-            '-i',
-            files.inventory,
-            join(kubespray.dir, input.playbook),
-            '--become',
-            '--user',
-            input.sshUser,
-            '--private-key',
-            files.keyFile,
-            ...playbookVars(input),
-          ],
-          env: {
-            ...ansibleEnvironment(process.env),
-            ...kubesprayConfig(kubespray.dir, files.dir),
-            ...ANSIBLE_QUIET,
-            ANSIBLE_SSH_ARGS: sshArgs(checkedHostKeys(files.knownHosts)),
-            ANSIBLE_LOCAL_TEMP: join(files.dir, '.ansible-tmp'),
-          },
-        }),
+        command: [
+          'ansible-playbook',
+          '-i',
+          BUNDLE.inventory,
+          join(kubespray, input.playbook),
+          '--become',
+          '--user',
+          input.sshUser,
+          '--private-key',
+          BUNDLE.keyFile,
+          ...playbookArgs(input),
+        ],
+        env: {
+          ...ANSIBLE_QUIET,
+          ...kubesprayConfig(kubespray),
+          ANSIBLE_SSH_ARGS: sshArgs(checkedHostKeys(BUNDLE.knownHosts)),
+        },
+        files: varsFile(playbookVars(input)),
       });
       const outcome: PlaybookOutcome = { recap: progress.recap, log };
-      const adminConf = join(dir, 'artifacts', 'admin.conf');
       const { controlPlaneIp, owner } = input;
-      if (input.playbook !== 'reset.yml' && controlPlaneIp && owner && existsSync(adminConf)) {
-        outcome.kubeconfigSecret = await deps.storeKubeconfig({
-          owner,
+      if (input.playbook !== 'reset.yml' && controlPlaneIp && owner) {
+        const kubeconfig = await deps.fetchKubeconfig({
           namespace: input.namespace,
-          cluster: input.cluster,
-          kubeconfig: await readFile(adminConf, 'utf8'),
-          server: `https://${controlPlaneIp}:6443`,
+          address: controlPlaneIp,
+          user: nodeUser(input.inventory, controlPlaneIp) ?? input.sshUser,
+          sshKeySecret: input.sshKeySecret,
+          ...(input.hostKeys ? { hostKeys: input.hostKeys } : {}),
         });
+        if (kubeconfig) {
+          outcome.kubeconfigSecret = await deps.storeKubeconfig({
+            owner,
+            namespace: input.namespace,
+            cluster: input.cluster,
+            kubeconfig,
+            server: `https://${controlPlaneIp}:6443`,
+          });
+        }
       }
       return outcome;
     },
 
     /**
-     * Runs a tenant's own playbook or shell script on its cluster's nodes, in the sandbox
-     * (sandbox.ts): nothing on the worker but its cluster's directory, no network but its nodes.
+     * Runs a tenant's own playbook or shell script on its cluster's nodes, in a runner Job: it
+     * sees nothing of the worker, and reaches nothing but its nodes' sshd.
      */
     async runCustomAction(input: CustomActionInput): Promise<PlaybookOutcome> {
-      sandbox ??= sandboxProblem();
-      const problem = await sandbox;
-      if (problem) throw ApplicationFailure.nonRetryable(problem, 'SandboxUnavailable');
-      const { action } = input;
-      let close: (() => Promise<void>) | undefined;
-      const { log, progress } = await runInCluster(deps, input, {
-        name: `custom-${action.key.replace(/[^-_a-zA-Z0-9]/g, '_')}`,
-        what: `${action.type} ${action.key} (ConfigMap ${action.configMap})`,
-        command: async (files) => {
-          const command = await customActionCommand(deps.ansiblePlaybook, input, files);
-          close = command.close;
-          return command;
-        },
-        after: async () => close?.(),
-      });
+      const { log, progress } = await runInCluster(deps, input, customActionRun(input));
       return { recap: progress.recap, log };
     },
   };
@@ -184,26 +184,52 @@ export type PlaybookActivities = ReturnType<typeof createPlaybookActivities>;
 /** kubespray's reset.yml and remove-node.yml ask "are you sure?"; nobody is there to answer. */
 const ASKS_FIRST: readonly Playbook[] = ['reset.yml', 'remove-node.yml'];
 
-/** The per-playbook arguments: which nodes, and the confirmation a prompt would wait for. */
-function playbookVars(input: PlaybookInput): string[] {
+/** The per-playbook variables: which nodes, and the confirmation a prompt would wait for. */
+function playbookVars(input: PlaybookInput): Record<string, unknown> {
   const nodes = input.limit ?? [];
-  const vars: Record<string, unknown> = { ...input.extraVars };
+  const vars: Record<string, unknown> = {
+    ...input.extraVars,
+    // kubespray writes the admin kubeconfig on the control plane; the run writes nothing the
+    // engine reads (the group vars ask for a local copy, as KUD's did).
+    kubeconfig_localhost: false,
+  };
   if (ASKS_FIRST.includes(input.playbook)) vars.skip_confirmation = true;
   if (input.playbook === 'remove-node.yml' && nodes.length) vars.node = nodes.join(',');
+  return vars;
+}
+
+/** --limit for scale.yml and the like, a dry run, and the variables from the bundle. */
+function playbookArgs(input: PlaybookInput): string[] {
+  const nodes = input.limit ?? [];
   const limit = input.playbook !== 'remove-node.yml' && nodes.length;
-  return [...(limit ? ['--limit', nodes.join(',')] : []), ...runVars(input.check, vars)];
+  return [...(limit ? ['--limit', nodes.join(',')] : []), ...runVars(input.check, VARS_FILE)];
+}
+
+/** The run's variables, as a JSON file in its bundle. */
+const VARS_FILE = BUNDLE.file('extra-vars.json');
+export const varsFile = (vars: Record<string, unknown>) => [
+  { path: 'extra-vars.json', content: JSON.stringify(vars) },
+];
+
+/** The login user the inventory gives a node, if it gives one. */
+function nodeUser(inventory: string, address: string): string | undefined {
+  for (const line of inventory.split('\n')) {
+    const words = line.trim().split(/\s+/);
+    if (!words.includes(`ansible_host=${address}`)) continue;
+    return words.find((w) => w.startsWith('ansible_user='))?.slice('ansible_user='.length);
+  }
+  return undefined;
 }
 
 /**
  * kubespray's own ansible.cfg, which finds its roles, library and plugins, as running from its
- * directory would; with what it sets for one operator's laptop overridden for a shared worker:
- * facts cached per cluster (not in /tmp, across tenants), and host keys checked (it turns that off).
+ * directory would; with what it sets for one operator's laptop overridden: no fact cache (a run
+ * keeps nothing for the next), and host keys checked (it turns that off).
  */
-function kubesprayConfig(kubesprayDir: string, clusterDir: string): Record<string, string> {
-  const config = join(kubesprayDir, 'ansible.cfg');
+function kubesprayConfig(kubesprayDir: string): Record<string, string> {
   return {
-    ...(existsSync(config) ? { ANSIBLE_CONFIG: config } : {}),
-    ANSIBLE_CACHE_PLUGIN_CONNECTION: join(clusterDir, '.facts'),
+    ANSIBLE_CONFIG: join(kubesprayDir, 'ansible.cfg'),
+    ANSIBLE_CACHE_PLUGIN: 'memory',
     ANSIBLE_HOST_KEY_CHECKING: 'True',
   };
 }

@@ -1,5 +1,5 @@
 // What global-setup hands the test files, and clients built from it.
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 
@@ -14,7 +14,13 @@ export const TEST_ENV = {
   stateDir: 'HOSTFLOW_TEST_STATE_DIR',
   /** The /metrics URL of the lock-audit receiver, which gets the API server's audit events. */
   lockAuditMetrics: 'HOSTFLOW_TEST_LOCK_AUDIT_METRICS',
+  /** A worker's runner settings (JSON): the suite's one local node and its runner image. */
+  runnerEnv: 'HOSTFLOW_TEST_RUNNER_ENV',
 } as const;
+
+/** The runner settings a test's worker gets (local-stack/runner.ts). */
+export const runnerEnv = (): Record<string, string> =>
+  JSON.parse(testEnv('runnerEnv')) as Record<string, string>;
 
 export function testEnv(key: keyof typeof TEST_ENV): string {
   const value = process.env[TEST_ENV[key]];
@@ -26,7 +32,12 @@ export function testEnv(key: keyof typeof TEST_ENV): string {
 export function kube() {
   const kc = new KubeConfig();
   kc.loadFromFile(testEnv('kubeconfig'));
-  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+  return {
+    kc,
+    core: kc.makeApiClient(CoreV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+    batch: kc.makeApiClient(BatchV1Api),
+  };
 }
 
 export async function temporalClient(): Promise<{ client: Client; close(): Promise<void> }> {

@@ -10,6 +10,7 @@ import { LOCAL_ADMIN_USER, startKubeApiServer } from '../../local-stack/kube-api
 import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
 import { freePort } from '../../local-stack/ports.js';
 import { startMoto } from '../../local-stack/moto.js';
+import { startLocalRunner } from '../../local-stack/runner.js';
 import { startTemporalDevServer } from '../../local-stack/temporal.js';
 import { ensureBridgeBundle } from '../../workers/bundle-bridge.js';
 import { bundleWorkflows } from '../../workers/bundle-workflows.js';
@@ -63,6 +64,19 @@ export default async function globalSetup(): Promise<void> {
     valueOf(bridgeBundleStart);
     const kc = new KubeConfig();
     kc.loadFromFile(kube.kubeconfigPath);
+    // The one kubelet this machine may run (local-stack/kubelet-claim.ts), on the suite's one API
+    // server: every test file's runner Jobs run on it, and its stop is the suite's.
+    const runner = track(
+      await startLocalRunner({
+        bin: kube.bin,
+        apiUrl: kube.url,
+        ca: kube.ca,
+        admin: kc,
+        stateDir: join(stateDir, 'runner'),
+        logDir,
+      }),
+    );
+    process.env[TEST_ENV.runnerEnv] = JSON.stringify(runner.env);
     // Until the Lock policy applies, writes in lockable namespaces are refused (fail closed).
     await ensureNamespace(kc, 'hostflow-lock-probe', { engineNamespace: true });
     await waitForLockPolicy(kc, 'hostflow-lock-probe');

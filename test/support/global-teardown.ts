@@ -14,7 +14,10 @@ export default async function globalTeardown(): Promise<void> {
   const record = process.env.HOSTFLOW_RECORD_HISTORIES;
   if (record) await recordHistories(record).catch((err) => console.error(`recording: ${err}`));
   const components = globalThis.__hostflowComponents ?? [];
-  await Promise.allSettled(components.map((c) => c.stop()));
+  // Last started, first stopped: the local node before the API server it serves.
+  for (const component of [...components].reverse()) {
+    await component.stop().catch((err: unknown) => console.error(`stopping: ${err}`));
+  }
   const dir = globalThis.__hostflowStateDir;
   if (dir && !process.env.HOSTFLOW_KEEP_TEST_STATE) rmSync(dir, { recursive: true, force: true });
 }

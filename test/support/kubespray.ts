@@ -2,6 +2,9 @@
 // after key distribution (the cluster's installer key in the admin user's authorized_keys, and its
 // Secret, key id_rsa, in a namespace of the test's own).
 import { expect } from '@jest/globals';
+import { createRunner } from '../../activities/runner/job.js';
+import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../../activities/runner/settings.js';
+import { createKubeconfigFetcher } from '../../activities/ssh/admin-kubeconfig.js';
 import { join } from 'node:path';
 import { createPlaybookActivities } from '../../activities/ansible/playbook.js';
 import { createAdminKeyReader } from '../../activities/kubernetes/admin-keys.js';
@@ -11,7 +14,7 @@ import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 import { localKubespray } from '../../local-stack/kubespray-overlay.js';
 import { REPO_ROOT } from '../../local-stack/paths.js';
 import { startSshHosts, type SshHostPool } from '../../local-stack/ssh-hosts.js';
-import { kube, testEnv } from './env.js';
+import { kube, runnerEnv, testEnv } from './env.js';
 
 export const INSTALLER_KEY_SECRET = 'installer-key';
 
@@ -24,6 +27,7 @@ export function kubesprayWorkerEnv(sfx: string) {
     HOSTFLOW_KUBESPRAY_DIR: localKubespray(join(testEnv('stateDir'), `kubespray-${sfx}`)),
     HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
     HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
+    ...runnerEnv(),
   };
 }
 
@@ -36,14 +40,26 @@ export function playbookActivities(
   workDir: string,
   engineNamespace: string,
 ) {
-  const { core, custom } = kube();
+  const { kc, core, custom } = kube();
+  const env = runnerEnv();
+  const settings: RunnerSettings = {
+    ...DEFAULT_RUNNER_SETTINGS,
+    image: env.HOSTFLOW_RUNNER_IMAGE!,
+    nodeSelector: Object.fromEntries([env.HOSTFLOW_RUNNER_NODE_SELECTOR!.split('=', 2)]),
+  };
+  const readKey = (ns: string, secret: string) =>
+    createAdminKeyReader({ core, engineNamespace: ns })(secret);
+  const hostKeys = createHostKeys({ core, engineNamespace });
   return createPlaybookActivities({
     ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
     kubesprayDirs,
     workDir,
-    readKey: (ns, secret) => createAdminKeyReader({ core, engineNamespace: ns })(secret),
+    readKey,
+    fetchKubeconfig: createKubeconfigFetcher({ hostKeys, readKey }),
     storeKubeconfig: createKubeconfigStore(core, custom),
-    hostKeys: createHostKeys({ core, engineNamespace }),
+    hostKeys,
+    runner: createRunner({ kc, settings }),
+    deadlineSeconds: settings.deadlineSeconds,
   });
 }
 

@@ -1,0 +1,51 @@
+// Where and how the runner Jobs run: the namespace, the image, the nodes, and the limits every
+// run gets. A run of ansible (kubespray or a tenant's own action) is a Job of its own there.
+
+export interface RunnerSettings {
+  /** The namespace the runner Jobs, their bundles and their network policies live in. */
+  namespace: string;
+  /** The runner image (deploy/runner-image): ansible, ssh, kubespray at /opt/kubespray/<name>. */
+  image: string;
+  /** Which nodes may run them (the local stack's node carries hostflow.dev/runner=true). */
+  nodeSelector?: Record<string, string>;
+  /** Requests and limits of the run's container; the limit of its /tmp as well. */
+  resources: RunnerResources;
+  /**
+   * Every run's activeDeadlineSeconds. A ClusterOperation's own deadline is shorter, and its
+   * workflow cancels the run (deleting the Job) when it passes.
+   */
+  deadlineSeconds: number;
+  /** The most log a run may write; past it the run is stopped and fails naming the cap. */
+  maxLogBytes: number;
+  /** How long a run may wait for a node before it fails saying none can run it. */
+  unschedulableSeconds: number;
+  /** Addresses (CIDRs) runs may reach besides their cluster's nodes: package mirrors. */
+  mirrors: Array<{ cidr: string; port: number }>;
+}
+
+export interface RunnerResources {
+  cpuRequest: string;
+  cpuLimit: string;
+  memoryRequest: string;
+  memoryLimit: string;
+  /** The container's writable layer, its log and its /tmp together. */
+  ephemeralStorageLimit: string;
+}
+
+export const DEFAULT_RUNNER_NAMESPACE = 'hostflow-runners';
+
+export const DEFAULT_RUNNER_SETTINGS: Omit<RunnerSettings, 'image'> = {
+  namespace: DEFAULT_RUNNER_NAMESPACE,
+  resources: {
+    cpuRequest: '100m',
+    cpuLimit: '1',
+    memoryRequest: '256Mi',
+    memoryLimit: '1Gi',
+    ephemeralStorageLimit: '1Gi',
+  },
+  // kubespray's cluster.yml takes 20-60 minutes on real hosts.
+  deadlineSeconds: 3 * 3600,
+  maxLogBytes: 64 << 20,
+  unschedulableSeconds: 120,
+  mirrors: [],
+};

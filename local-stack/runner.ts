@@ -1,0 +1,113 @@
+// The local stack's runner: the local node (kubelet.ts), the runner image built with the
+// kubespray checkouts the local worker offers and imported into the node's containerd, and the
+// runner namespace as deploy/base makes it (Pod Security `restricted`). What a worker needs to
+// run its Jobs there is `env`.
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join } from 'node:path';
+import { promisify } from 'node:util';
+import { DEFAULT_RUNNER_NAMESPACE } from '../activities/runner/settings.js';
+import { KUBESPRAY_STAND_IN, localKubespray } from './kubespray-overlay.js';
+import { RUNNER_NODE_LABEL, startLocalNode, type LocalNode } from './kubelet.js';
+import type { LocalCa } from './pki.js';
+import { REAL_KUBESPRAY, REPO_ROOT } from './paths.js';
+
+const run = promisify(execFile);
+
+export interface LocalRunner {
+  node: LocalNode;
+  image: string;
+  /** The worker's runner settings for this stack. */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+const cacheDir = () =>
+  join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hostflow');
+
+/**
+ * The runner image with every kubespray the local stack's workers may be given: the stand-in
+ * over the real release (kubespray-overlay.ts), the release itself, the stand-in alone; each at
+ * /opt/kubespray/<the folder name a worker's HOSTFLOW_KUBESPRAY_DIR entry has>.
+ */
+export async function ensureRunnerImage(stateDir: string): Promise<{ image: string; tar: string }> {
+  const checkouts = [
+    `kubespray-stand-in=${KUBESPRAY_STAND_IN}`,
+    ...(existsSync(join(REAL_KUBESPRAY, 'cluster.yml'))
+      ? [
+          `kubespray-overlay=${localKubespray(join(stateDir, 'runner-kubespray'))}`,
+          `${basename(REAL_KUBESPRAY)}=${REAL_KUBESPRAY}`,
+        ]
+      : []),
+  ];
+  try {
+    const { stdout } = await run(
+      'bash',
+      [join(REPO_ROOT, 'deploy/runner-image/build.sh'), ...checkouts],
+      { maxBuffer: 64 << 20 },
+    );
+    const [image, tar] = stdout.trim().split('\n').slice(-2);
+    return { image: image!, tar: tar! };
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`the runner image: ${(e.stderr || e.message).trim().slice(-2000)}`, {
+      cause: err,
+    });
+  }
+}
+
+export async function startLocalRunner(options: {
+  bin: string;
+  apiUrl: string;
+  ca: LocalCa;
+  admin: KubeConfig;
+  stateDir: string;
+  logDir?: string;
+  restart?: boolean;
+}): Promise<LocalRunner> {
+  const [nodeStart, imageStart] = await Promise.allSettled([
+    startLocalNode({
+      ...options,
+      dir: join(options.stateDir, 'node'),
+      imageDir: join(cacheDir(), 'containerd'),
+    }),
+    ensureRunnerImage(options.stateDir),
+  ]);
+  if (nodeStart.status === 'rejected') throw nodeStart.reason;
+  const node = nodeStart.value;
+  try {
+    if (imageStart.status === 'rejected') throw imageStart.reason;
+    const built = imageStart.value;
+    await node.importImage(built.image, built.tar);
+    await ensureRunnerNamespace(options.admin, DEFAULT_RUNNER_NAMESPACE);
+    return {
+      node,
+      image: built.image,
+      env: {
+        HOSTFLOW_RUNNER_IMAGE: built.image,
+        HOSTFLOW_RUNNER_NAMESPACE: DEFAULT_RUNNER_NAMESPACE,
+        HOSTFLOW_RUNNER_NODE_SELECTOR: `${RUNNER_NODE_LABEL}=true`,
+      },
+      stop: () => node.stop(),
+    };
+  } catch (err) {
+    await node.stop();
+    throw err;
+  }
+}
+
+/** The runner namespace, as deploy/base/namespaces.yaml has it: Pod Security `restricted`. */
+export async function ensureRunnerNamespace(kc: KubeConfig, name: string) {
+  const core = kc.makeApiClient(CoreV1Api);
+  const labels = {
+    'pod-security.kubernetes.io/enforce': 'restricted',
+    'pod-security.kubernetes.io/enforce-version': 'latest',
+  };
+  try {
+    await core.createNamespace({ body: { metadata: { name, labels } } });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+}
