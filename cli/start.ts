@@ -14,6 +14,7 @@ import { ensureNamespace, waitForLockPolicy } from '../local-stack/cluster-setup
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { engineCommand } from '../local-stack/engine.js';
 import { LOCAL_ENGINE_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { startLocalRunner } from '../local-stack/runner.js';
 import { localKubespray } from '../local-stack/kubespray-overlay.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
@@ -220,6 +221,23 @@ export async function runStart(options: StartOptions): Promise<number> {
       });
       started(cloud.stop);
       env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
+      // Every ansible run is a Job: the local node runs them, unless this stack is told to send
+      // them to a cluster that already has the machine's one kubelet (the tests' own).
+      if (!env.HOSTFLOW_RUNNER_KUBECONFIG) {
+        console.log('hostflow: starting the local node (kubelet, kube-scheduler, containerd) and the runner image…');
+        // Awaited whole, then registered: a Ctrl-C meanwhile stops it as it registers.
+        const runner = await startLocalRunner({
+          bin: kube.bin,
+          apiUrl: kube.url,
+          ca: kube.ca,
+          admin: kc,
+          stateDir,
+          logDir,
+          restart: true,
+        });
+        started(runner.stop);
+        for (const [name, value] of Object.entries(runner.env)) env[name] ??= value;
+      }
     }
     const engineKubeconfig = engineKubeconfigPath ?? kubeconfigPath;
     if (engineKubeconfig) env.KUBECONFIG = engineKubeconfig;

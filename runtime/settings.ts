@@ -132,6 +132,14 @@ const EnvSchema = z.object({
    * these limits.
    */
   HOSTFLOW_RUNNER_IMAGE: z.string().min(1).optional(),
+  /**
+   * Runs the runner Jobs in another cluster (a kubeconfig file): a cluster kept for runners, or,
+   * on one machine, the one that runs the machine's only kubelet. Unset: the engine's own.
+   */
+  HOSTFLOW_RUNNER_KUBECONFIG: z
+    .string()
+    .refine((path) => existsSync(path), { message: 'must be a kubeconfig file that exists' })
+    .optional(),
   HOSTFLOW_RUNNER_NAMESPACE: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')

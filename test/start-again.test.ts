@@ -17,7 +17,7 @@ import { loadTemporalDevConfig } from '../local-stack/temporal.js';
 import { waitFor } from '../local-stack/process.js';
 import { upsert } from '../local-stack/upsert.js';
 import { oneLineError } from '../shared/kube-errors.js';
-import { kube, testEnv, uniqueSuffix } from './support/env.js';
+import { kube, runnerEnv, testEnv, uniqueSuffix } from './support/env.js';
 
 const run = promisify(execFile);
 /** A start builds nothing here (global setup did), but brings up a dozen processes. */
@@ -76,7 +76,9 @@ function withoutEngineSettings(): NodeJS.ProcessEnv {
   for (const key of Object.keys(env)) {
     if (/^(TEMPORAL_|HOSTFLOW_|KUBECONFIG$)/.test(key)) delete env[key];
   }
-  return env;
+  // Only one kubelet can run on this machine, and the suite's holds it: this stack's runner Jobs
+  // go to the suite's cluster, which runs it.
+  return { ...env, ...runnerEnv(), HOSTFLOW_RUNNER_KUBECONFIG: testEnv('kubeconfig') };
 }
 
 describe('hostflow start again on a used state dir', () => {

@@ -19,6 +19,14 @@ import {
   type Settings,
   runnerSettings,
 } from '../runtime/settings.js';
+import { KubeConfig } from '@kubernetes/client-node';
+
+/** The runner's own cluster, when it has one (HOSTFLOW_RUNNER_KUBECONFIG). */
+function kubeConfigFile(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
 import { temporalLogger } from './temporal-logger.js';
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-code.js';
 
@@ -64,7 +72,7 @@ export async function createWorker(
       kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
       runner: runnerSettings(settings),
-      kc,
+      kc: settings.HOSTFLOW_RUNNER_KUBECONFIG ? kubeConfigFile(settings.HOSTFLOW_RUNNER_KUBECONFIG) : kc,
       leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
       bareMetalNamespaces: [
         ...settings.HOSTFLOW_BAREMETAL_NAMESPACES,

@@ -78,10 +78,13 @@ export function createRunner(deps: RunnerDeps) {
 
   /** Creates what the run needs, unless an earlier attempt of the same run did. */
   async function start(request: RunRequest): Promise<V1Job> {
-    try {
-      return await batch.readNamespacedJob({ name: request.name, namespace });
-    } catch (err) {
-      if (status(err) !== 404) throw err;
+    const existing = await jobOf(request.name);
+    if (existing && !(finished(existing) && (await lost(request.name)))) return existing;
+    if (existing) {
+      // The run was lost with its node (its kubelet stopped under it), not failed by what it ran:
+      // it starts over, as a run that died with its worker did.
+      await remove(request.name);
+      await gone(request.name);
     }
     const refused = (what: string, err: unknown) =>
       ApplicationFailure.create({
@@ -147,6 +150,22 @@ export function createRunner(deps: RunnerDeps) {
     }
   }
 
+  /** Whether a finished run ended because its pod was lost rather than by its own exit. */
+  async function lost(name: string): Promise<boolean> {
+    const pod = await podOf(name);
+    if (!pod) return true;
+    const terminated = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER)?.state
+      ?.terminated;
+    const disrupted = pod.status?.conditions?.some(
+      (c) => c.type === 'DisruptionTarget' && c.status === 'True',
+    );
+    return !!disrupted || terminated?.reason === 'ContainerStatusUnknown';
+  }
+
+  async function gone(name: string) {
+    for (let i = 0; i < 120 && (await jobOf(name)); i++) await sleep(500);
+  }
+
   /** Deletes the run's Job, its Pod first (foreground), and its bundle at once. */
   async function remove(name: string) {
     await batch
@@ -155,6 +174,9 @@ export function createRunner(deps: RunnerDeps) {
         if (status(err) !== 404) throw err;
       });
     await core.deleteNamespacedSecret({ name, namespace }).catch((err: unknown) => {
+      if (status(err) !== 404) throw err;
+    });
+    await networking.deleteNamespacedNetworkPolicy({ name, namespace }).catch((err: unknown) => {
       if (status(err) !== 404) throw err;
     });
   }
