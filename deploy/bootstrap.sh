@@ -12,8 +12,6 @@ declare -A need=(
   [ip]=iproute2 [nsenter]=util-linux [python3]=python3
   # what a build user can leave on a test host, which its removal must clear
   [/usr/sbin/atd]=at [crontab]=cron [newuidmap]=uidmap [ipcmk]=util-linux
-  # the sandbox of a ClusterOperation's custom action, and its SSH relay's ProxyCommand
-  [bwrap]=bubblewrap [socat]=socat
   # the local node that runs the runner Jobs (local-stack/kubelet.ts): containerd with runc and the
   # CNI plugins, iptables for the kubelet and the bridge plugin, buildah for the images it runs
   [containerd]=containerd [ctr]=containerd [runc]=runc [/usr/lib/cni/bridge]=containernetworking-plugins

@@ -16,6 +16,7 @@ import type {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DEFAULT_RUNNER_NAMESPACE } from '../activities/runner/settings.js';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
@@ -73,6 +74,7 @@ describe('the example overlay', () => {
         'Deployment',
         'PodDisruptionBudget',
         'NetworkPolicy',
+        'ResourceQuota',
       ]),
     );
     const crds = ofKind(objects, 'CustomResourceDefinition').map((c) => c.metadata.name);
@@ -198,7 +200,18 @@ describe('the example overlay', () => {
     expect(bindingPlaces.sort()).toEqual([
       `hostflow-bridge in ${ENGINE_NAMESPACE}`,
       `hostflow-otp in ${otpNamespace}`,
+      `hostflow-worker in ${DEFAULT_RUNNER_NAMESPACE}`,
       `hostflow-worker in ${ENGINE_NAMESPACE}`,
+    ]);
+    // In the runners' namespace the worker makes runs and reads their logs; it never reads a
+    // Secret back there (a run's bundle is written once, then deleted with its Job).
+    const runs = (ofKind(objects, 'Role') as unknown as V1Role[]).find(
+      (r) => r.metadata!.namespace === DEFAULT_RUNNER_NAMESPACE,
+    )!;
+    const runSecrets = runs.rules!.filter((r) => r.resources!.includes('secrets'))[0]!.verbs;
+    expect(runSecrets.sort()).toEqual(['create', 'delete', 'patch']);
+    expect(runs.rules!.flatMap((r) => r.verbs).filter((v) => v === 'list' || v === 'watch')).toEqual([
+      'list', // pods, to find a run's pod by its Job's label
     ]);
 
     // The worker: Secrets by name only, never listed or watched anywhere (garbage collection
@@ -291,7 +304,14 @@ describe('the example overlay', () => {
     );
     // As written (`from`), not as the client's types name it (`_from`).
     type Policy = V1NetworkPolicy & { spec: { ingress?: Array<{ from?: unknown[] }> } };
-    const policies = ofKind(objects, 'NetworkPolicy') as unknown as Policy[];
+    const all = ofKind(objects, 'NetworkPolicy') as unknown as Policy[];
+    // The runners' namespace denies everything both ways; each run's own policy (made with its
+    // Job: activities/runner/manifests.ts) opens its nodes' port 22 to its pod alone.
+    const runners = all.filter((p) => p.metadata!.namespace === DEFAULT_RUNNER_NAMESPACE);
+    expect(runners.map((p) => p.spec)).toEqual([
+      { podSelector: {}, policyTypes: ['Ingress', 'Egress'] },
+    ]);
+    const policies = all.filter((p) => p.metadata!.namespace !== DEFAULT_RUNNER_NAMESPACE);
     for (const policy of policies) {
       expect(policy.metadata!.namespace).toBe(ENGINE_NAMESPACE);
       expect(policy.spec!.policyTypes).toEqual(['Ingress']);

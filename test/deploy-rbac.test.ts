@@ -29,6 +29,7 @@ import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/s
 
 const MANIFEST_NAMESPACE = 'multi-platform-controller';
 const MANIFEST_OTP_NAMESPACE = 'hostflow-otp';
+const MANIFEST_RUNNER_NAMESPACE = 'hostflow-runners';
 /** Garbage collection every few seconds, so that a terminated TaskRun's Secret goes soon. */
 const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 const clusterScoped: Manifest[] = [];
@@ -52,6 +53,8 @@ function rbacFor(objects: Manifest[], scope: TestScope): Manifest[] {
         const places: Record<string, string> = {
           [MANIFEST_NAMESPACE]: scope.engineNamespace,
           [MANIFEST_OTP_NAMESPACE]: scope.otpNamespace,
+          // The runners' rights land in the engine's namespace here: this file runs no ansible.
+          [MANIFEST_RUNNER_NAMESPACE]: scope.engineNamespace,
         };
         expect(Object.keys(places)).toContain(copy.metadata.namespace);
         copy.metadata.namespace = places[copy.metadata.namespace];

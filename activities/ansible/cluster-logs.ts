@@ -1,7 +1,7 @@
-// The logs of a cluster's runs, in its directory on the worker (cluster-run.ts names them
-// `<name>.<run>.log`): removed with the ClusterOperations they belonged to. A path comes from an
-// operation's status, which a tenant can write, so only a run's log inside that cluster's own
-// directory is removed; any other path is left alone.
+// The worker's copies of a cluster's runs' logs (cluster-run.ts keeps them as
+// `<workDir>/.logs/<ns>/<cluster>/<name>.<run>.log`): removed with the ClusterOperations they
+// belonged to. A path comes from an operation's status, which a tenant can write, so only a run's
+// log in that cluster's own folder is removed; any other path is left alone.
 import { rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
@@ -15,7 +15,7 @@ export function createClusterLogActivities({ workDir }: { workDir: string }) {
       cluster: string;
       logs: string[];
     }): Promise<string[]> {
-      const dir = resolve(join(workDir, input.namespace, input.cluster));
+      const dir = resolve(join(workDir, '.logs', input.namespace, input.cluster));
       const removed: string[] = [];
       for (const log of input.logs) {
         const path = resolve(log);

@@ -4,6 +4,7 @@
 // (cluster-run.ts). The admin kubeconfig is fetched from the first control plane over the
 // engine's checked SSH, never from anything the run wrote.
 import { ApplicationFailure } from '@temporalio/common';
+import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ansibleCoreVersion, chooseCheckout, readCheckout } from './kubespray-release.js';
 import type { Playbook, ProvisioningRef } from '../../shared/contracts/provisioning.js';
@@ -140,7 +141,7 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
         ],
         env: {
           ...ANSIBLE_QUIET,
-          ...kubesprayConfig(kubespray),
+          ...kubesprayConfig(kubespray, existsSync(join(chosen.checkout.dir, 'ansible.cfg'))),
           ANSIBLE_SSH_ARGS: sshArgs(checkedHostKeys(BUNDLE.knownHosts)),
         },
         files: varsFile(playbookVars(input)),
@@ -226,9 +227,9 @@ function nodeUser(inventory: string, address: string): string | undefined {
  * directory would; with what it sets for one operator's laptop overridden: no fact cache (a run
  * keeps nothing for the next), and host keys checked (it turns that off).
  */
-function kubesprayConfig(kubesprayDir: string): Record<string, string> {
+function kubesprayConfig(kubesprayDir: string, hasConfig: boolean): Record<string, string> {
   return {
-    ANSIBLE_CONFIG: join(kubesprayDir, 'ansible.cfg'),
+    ...(hasConfig ? { ANSIBLE_CONFIG: join(kubesprayDir, 'ansible.cfg') } : {}),
     ANSIBLE_CACHE_PLUGIN: 'memory',
     ANSIBLE_HOST_KEY_CHECKING: 'True',
   };
