@@ -78,7 +78,7 @@ export async function claimMachine(stateDir: string, dirs: NodeDirs): Promise<Ku
       stateDir,
       pids: [],
       dirs,
-      before: before ?? recordHostBefore(),
+      before: before ?? (await recordHostBefore()),
     };
     try {
       const fd = openSync(CLAIM_FILE, 'wx', 0o600);

@@ -43,13 +43,35 @@ export interface HostBefore {
   ipForward: string;
   /** FIXED_PATHS that did not exist. */
   absentPaths: string[];
+  /** Kubelet-like and CNI chains already there (another CNI user's): not the node's. */
+  chains?: string[];
 }
 
-export function recordHostBefore(): HostBefore {
+export async function recordHostBefore(): Promise<HostBefore> {
   return {
     ipForward: readFileSync(IP_FORWARD, 'utf8').trim(),
     absentPaths: FIXED_PATHS.filter((path) => !existsSync(path)),
+    chains: await nodeLikeChains(),
   };
+}
+
+/** `<iptables> <table> <chain>` of every KUBELET_CHAINS or CNI-* chain on the machine. */
+async function nodeLikeChains(): Promise<string[]> {
+  const found: string[] = [];
+  for (const iptables of ['iptables', 'ip6tables']) {
+    for (const table of ['filter', 'nat', 'mangle']) {
+      const { stdout } = await run(iptables, ['-w', '-t', table, '-S']).catch(() => ({
+        stdout: '',
+      }));
+      for (const line of stdout.split('\n')) {
+        const chain = /^-N (\S+)/.exec(line)?.[1];
+        if (chain && (KUBELET_CHAINS.includes(chain) || chain.startsWith('CNI-'))) {
+          found.push(`${iptables} ${table} ${chain}`);
+        }
+      }
+    }
+  }
+  return found;
 }
 
 export interface NodeDirs {
@@ -57,6 +79,36 @@ export interface NodeDirs {
   mountRoots: string[];
   runcRoot: string;
   containerdSocket: string;
+}
+
+/**
+ * What a stopped node left on the machine, as `before` did not have it: its processes, mounts,
+ * kubepods cgroups, iptables chains, pod bridge, ip_forward and fixed paths. Empty when clean.
+ */
+export async function hostLeftovers(dirs: NodeDirs, before: HostBefore): Promise<string[]> {
+  const left: string[] = [];
+  const processes = processesWhere(
+    (args) =>
+      args.some((arg) => arg.includes(dirs.containerdSocket)) ||
+      dirs.mountRoots.some((root) => args.some((arg) => arg.startsWith(root))),
+  );
+  if (processes.length) left.push(`processes ${processes.join(', ')}`);
+  const mounts = mountsUnder(dirs.mountRoots);
+  if (mounts.length) left.push(`mounts ${mounts.join(', ')}`);
+  const cgroups = kubepodsCgroups();
+  if (cgroups.length) left.push(`cgroups ${cgroups.join(', ')}`);
+  const chains = (await nodeLikeChains()).filter((chain) => !before.chains?.includes(chain));
+  if (chains.length) left.push(`iptables chains ${chains.join(', ')}`);
+  const bridge = await run('ip', ['link', 'show', POD_BRIDGE]).then(
+    () => true,
+    () => false,
+  );
+  if (bridge) left.push(`link ${POD_BRIDGE}`);
+  const forward = readFileSync(IP_FORWARD, 'utf8').trim();
+  if (forward !== before.ipForward) left.push(`ip_forward ${forward} (was ${before.ipForward})`);
+  const paths = before.absentPaths.filter((path) => existsSync(path));
+  if (paths.length) left.push(`paths ${paths.join(', ')}`);
+  return left;
 }
 
 /** Puts the machine back as `before` found it; each step goes on whatever the others hit. */

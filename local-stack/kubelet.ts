@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { containerdPaths, PAUSE_IMAGE, startContainerd } from './containerd.js';
 import { claimMachine, recordPids, releaseMachine } from './kubelet-claim.js';
+import { hostLeftovers } from './kubelet-host.js';
 import { importImage, pauseImageArchive } from './kubelet-images.js';
 import { ensureCert, type LocalCa } from './pki.js';
 import { freePort } from './ports.js';
@@ -24,6 +25,8 @@ export const RUNNER_NODE_LABEL = 'hostflow.dev/runner';
 
 export interface LocalNode {
   name: string;
+  /** What the stopped node left on the machine (kubelet-host.ts): empty when clean. */
+  leftovers(): Promise<string[]>;
   /** Loads an image archive into the node's containerd (unless it has it already). */
   importImage(image: string, tar: string): Promise<void>;
   stop(): Promise<void>;
@@ -121,6 +124,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     await untaint(core);
     return {
       name: LOCAL_NODE,
+      leftovers: () => hostLeftovers(claim.dirs, claim.before),
       importImage: (image, tar) => importImage(containerd, image, tar),
       stop,
     };

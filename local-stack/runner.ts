@@ -90,7 +90,12 @@ export async function startLocalRunner(options: {
         HOSTFLOW_RUNNER_NAMESPACE: DEFAULT_RUNNER_NAMESPACE,
         HOSTFLOW_RUNNER_NODE_SELECTOR: `${RUNNER_NODE_LABEL}=true`,
       },
-      stop: () => node.stop(),
+      stop: async () => {
+        await node.stop();
+        // Said, not hidden: a stop that left something on the machine is a defect to fix.
+        const left = await node.leftovers();
+        if (left.length) throw new Error(`the local node left behind: ${left.join('; ')}`);
+      },
     };
   } catch (err) {
     await node.stop();
