@@ -79,7 +79,11 @@ export async function runStart(options: StartOptions): Promise<number> {
   /** Stops what has started, newest first; one stop at a time, however often it is asked. */
   const stopAll = (): Promise<void> =>
     (stoppedAll = stoppedAll.then(async () => {
-      while (stops.length > 0) await stops.pop()!().catch(() => undefined);
+      while (stops.length > 0) {
+        await stops.pop()!().catch((err: unknown) =>
+          console.error(`hostflow: ${(err as Error).message ?? String(err)}`),
+        );
+      }
     }));
   /**
    * Registers what just started. Once a stop was asked for (Ctrl-C while it comes up), what
