@@ -2,7 +2,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { createRunner } from './runner/job.js';
-import type { RunnerSettings } from './runner/settings.js';
+import type { RunnerSettings } from '../shared/runner-settings.js';
 import { createKubeconfigFetcher } from './ssh/admin-kubeconfig.js';
 import { createClusterLogActivities } from './ansible/cluster-logs.js';
 import { createPlaybookActivities, type KubesprayCheck } from './ansible/playbook.js';

@@ -228,7 +228,9 @@ export async function runStart(options: StartOptions): Promise<number> {
       // Every ansible run is a Job: the local node runs them, unless this stack is told to send
       // them to a cluster that already has the machine's one kubelet (the tests' own).
       if (!env.HOSTFLOW_RUNNER_KUBECONFIG) {
-        console.log('hostflow: starting the local node (kubelet, kube-scheduler, containerd) and the runner image…');
+        console.log(
+          'hostflow: starting the local node (kubelet, kube-scheduler, containerd) and the runner image…',
+        );
         // Awaited whole, then registered: a Ctrl-C meanwhile stops it as it registers.
         const runner = await startLocalRunner({
           bin: kube.bin,

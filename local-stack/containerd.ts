@@ -69,11 +69,15 @@ export async function startContainerd(options: {
     return stdout;
   };
   try {
-    await waitFor('containerd to answer', async () => ((await ctr(['version'])) ? true : undefined), {
-      timeoutMs: 30_000,
-      intervalMs: 200,
-      process,
-    });
+    await waitFor(
+      'containerd to answer',
+      async () => ((await ctr(['version'])) ? true : undefined),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        process,
+      },
+    );
   } catch (err) {
     await process.stop();
     throw err;

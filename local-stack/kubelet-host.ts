@@ -153,8 +153,8 @@ async function stopContainers(runcRoot: string) {
 
 /** The runc shims of the containerd at `socket`: they outlive containerd, so stopped by PID. */
 async function killShims(socket: string) {
-  const shims = processesWhere((args) =>
-    args[0]?.endsWith('containerd-shim-runc-v2') && args.includes(socket),
+  const shims = processesWhere(
+    (args) => args[0]?.endsWith('containerd-shim-runc-v2') && args.includes(socket),
   );
   for (const pid of shims) killQuietly(pid);
   await waitGone(shims);
@@ -196,7 +196,9 @@ export function mountsUnder(roots: string[]): string[] {
     .split('\n')
     .map((line) => line.split(' ')[4])
     .filter((point): point is string => !!point)
-    .map((point) => point.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))))
+    .map((point) =>
+      point.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))),
+    )
     .filter((point) => roots.some((root) => point === root || point.startsWith(`${root}/`)));
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { DEFAULT_RUNNER_NAMESPACE } from '../activities/runner/settings.js';
+import { DEFAULT_RUNNER_NAMESPACE } from '../shared/runner-settings.js';
 import { KUBESPRAY_STAND_IN, localKubespray } from './kubespray-overlay.js';
 import { RUNNER_NODE_LABEL, startLocalNode, type LocalNode } from './kubelet.js';
 import type { LocalCa } from './pki.js';
@@ -24,8 +24,7 @@ export interface LocalRunner {
   stop(): Promise<void>;
 }
 
-const cacheDir = () =>
-  join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hostflow');
+const cacheDir = () => join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hostflow');
 
 /**
  * The runner image with every kubespray the local stack's workers may be given: the stand-in

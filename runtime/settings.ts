@@ -10,7 +10,7 @@ import { shareConnections } from './kube-connections.js';
 import { LOG_LEVELS } from './logger.js';
 import { DEFAULT_ENGINE_NAMESPACE } from '../platform-config/contract.js';
 import { TASK_QUEUE } from '../shared/task-queue.js';
-import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../activities/runner/settings.js';
+import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../shared/runner-settings.js';
 import { patternProblem } from '../platform-config/namespace-patterns.js';
 
 const hostPort = z
@@ -38,7 +38,10 @@ const commaList = (problem: (entry: string) => string | undefined) =>
 /** A Kubernetes resource quantity: `500m`, `1`, `256Mi`, `1Gi`. */
 const quantity = z
   .string()
-  .regex(/^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/, 'must be a Kubernetes quantity, e.g. 500m, 1, 256Mi or 1Gi');
+  .regex(
+    /^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/,
+    'must be a Kubernetes quantity, e.g. 500m, 1, 256Mi or 1Gi',
+  );
 
 /** Parses `env` with `schema`, or throws one error naming every bad variable. */
 export function parseEnv<T extends z.ZodType>(

@@ -16,7 +16,7 @@ import type {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_RUNNER_NAMESPACE } from '../activities/runner/settings.js';
+import { DEFAULT_RUNNER_NAMESPACE } from '../shared/runner-settings.js';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
@@ -210,7 +210,9 @@ describe('the example overlay', () => {
     )!;
     const runSecrets = runs.rules!.filter((r) => r.resources!.includes('secrets'))[0]!.verbs;
     expect(runSecrets.sort()).toEqual(['create', 'delete', 'patch']);
-    expect(runs.rules!.flatMap((r) => r.verbs).filter((v) => v === 'list' || v === 'watch')).toEqual([
+    expect(
+      runs.rules!.flatMap((r) => r.verbs).filter((v) => v === 'list' || v === 'watch'),
+    ).toEqual([
       'list', // pods, to find a run's pod by its Job's label
     ]);
 

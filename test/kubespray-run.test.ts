@@ -134,7 +134,8 @@ describe('a kubespray run', () => {
       .split('\n')
       .filter(Boolean);
     expect(seen).toContain('PATH');
-    const credential = /^(KUBECONFIG|TEMPORAL_|AWS_|IBM|HOSTFLOW_(?!INVENTORY$|SSH_CONFIG$|EXTRA_VARS$))/;
+    const credential =
+      /^(KUBECONFIG|TEMPORAL_|AWS_|IBM|HOSTFLOW_(?!INVENTORY$|SSH_CONFIG$|EXTRA_VARS$))/;
     expect(seen.filter((name) => credential.test(name))).toEqual([]);
   });
 
@@ -142,9 +143,7 @@ describe('a kubespray run', () => {
     const failAt = '/var/tmp/hostflow-stand-in-fail-at';
     await pool.hosts[w2]!.exec(['sh', '-c', `echo "Install kubelet" > ${failAt}`]);
     try {
-      await expect(
-        activity().run(activities.runPlaybook, input('beta')),
-      ).rejects.toMatchObject({
+      await expect(activity().run(activities.runPlaybook, input('beta'))).rejects.toMatchObject({
         type: 'PlaybookFailed',
         nonRetryable: true,
         message: expect.stringMatching(
@@ -206,9 +205,7 @@ describe('a kubespray run', () => {
       'echo "disk /dev/sdb is read-only" > /var/tmp/hostflow-stand-in-broken',
     ]);
     try {
-      await expect(
-        activity().run(activities.runPlaybook, input('epsilon')),
-      ).rejects.toMatchObject({
+      await expect(activity().run(activities.runPlaybook, input('epsilon'))).rejects.toMatchObject({
         message: expect.stringMatching(
           /^kubespray cluster\.yml failed on host worker-1 at task "Check the node": disk \/dev\/sdb is read-only/,
         ),
@@ -219,10 +216,7 @@ describe('a kubespray run', () => {
   });
 
   it('resets every node', async () => {
-    await activity().run(
-      activities.runPlaybook,
-      input('alpha', { playbook: 'reset.yml' }),
-    );
+    await activity().run(activities.runPlaybook, input('alpha', { playbook: 'reset.yml' }));
     for (const host of [m, w1, w2]) expect(await marker(host)).toBe('');
   });
 });

@@ -72,7 +72,9 @@ export async function createWorker(
       kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
       runner: runnerSettings(settings),
-      kc: settings.HOSTFLOW_RUNNER_KUBECONFIG ? kubeConfigFile(settings.HOSTFLOW_RUNNER_KUBECONFIG) : kc,
+      kc: settings.HOSTFLOW_RUNNER_KUBECONFIG
+        ? kubeConfigFile(settings.HOSTFLOW_RUNNER_KUBECONFIG)
+        : kc,
       leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
       bareMetalNamespaces: [
         ...settings.HOSTFLOW_BAREMETAL_NAMESPACES,

@@ -27,7 +27,12 @@ export const leaseName = (cluster: string) =>
   `hostflow-cluster-${createHash('sha256').update(cluster).digest('hex').slice(0, 20)}`;
 
 /** Takes the cluster's Lease for `run`, or fails retryably while another run holds it. */
-export async function takeClusterLease(deps: LeaseDeps, cluster: string, run: string, what: string) {
+export async function takeClusterLease(
+  deps: LeaseDeps,
+  cluster: string,
+  run: string,
+  what: string,
+) {
   const name = leaseName(cluster);
   const body: V1Lease = {
     metadata: {
@@ -58,14 +63,20 @@ export async function takeClusterLease(deps: LeaseDeps, cluster: string, run: st
       await deps.coordination.replaceNamespacedLease({
         name,
         namespace: deps.namespace,
-        body: { ...body, metadata: { ...body.metadata, resourceVersion: held.metadata?.resourceVersion } },
+        body: {
+          ...body,
+          metadata: { ...body.metadata, resourceVersion: held.metadata?.resourceVersion },
+        },
       });
       return;
     } catch (err) {
       if (status(err) !== 409 && status(err) !== 404) throw err;
     }
   }
-  throw ApplicationFailure.retryable(`the Lease of cluster ${cluster} keeps changing`, 'PlaybookBusy');
+  throw ApplicationFailure.retryable(
+    `the Lease of cluster ${cluster} keeps changing`,
+    'PlaybookBusy',
+  );
 }
 
 /** Gives the Lease up, if `run` still holds it. */

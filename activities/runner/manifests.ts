@@ -3,7 +3,7 @@
 // Job owns the other two, so whatever deletes it takes them along.
 import type { V1Job, V1NetworkPolicy, V1Secret } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
-import type { RunnerSettings } from './settings.js';
+import type { RunnerSettings } from '../../shared/runner-settings.js';
 
 /** Where the runner image holds each kubespray checkout, by its folder's name. */
 export const RUNNER_KUBESPRAY_DIR = '/opt/kubespray';

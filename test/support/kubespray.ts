@@ -3,7 +3,7 @@
 // Secret, key id_rsa, in a namespace of the test's own).
 import { expect } from '@jest/globals';
 import { createRunner } from '../../activities/runner/job.js';
-import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../../activities/runner/settings.js';
+import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../../shared/runner-settings.js';
 import { createKubeconfigFetcher } from '../../activities/ssh/admin-kubeconfig.js';
 import { join } from 'node:path';
 import { createPlaybookActivities } from '../../activities/ansible/playbook.js';
