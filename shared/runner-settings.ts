@@ -1,6 +1,5 @@
 // Where and how the runner Jobs run (activities/runner): the namespace, the image, the nodes,
 // and the limits every run gets. Here, below both, so settings (runtime/) and the runner share it.
-// run gets. A run of ansible (kubespray or a tenant's own action) is a Job of its own there.
 
 export interface RunnerSettings {
   /** The namespace the runner Jobs, their bundles and their network policies live in. */
