@@ -160,14 +160,15 @@ describe('the example overlay', () => {
     expect(accounts.sort()).toEqual(
       COMPONENTS.map((c) => `${ENGINE_NAMESPACE}/hostflow-${c}`).sort(),
     );
-    const rulesOf = (account: string) => {
+    /** An account's rules: cluster-wide, and in `namespace` (every namespace when unset). */
+    const rulesOf = (account: string, namespace?: string) => {
       const subjectOf = (b: V1RoleBinding | V1ClusterRoleBinding) =>
         b.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === account);
       const clusterBindings = (
         ofKind(objects, 'ClusterRoleBinding') as unknown as V1ClusterRoleBinding[]
       ).filter(subjectOf);
       const bindings = (ofKind(objects, 'RoleBinding') as unknown as V1RoleBinding[]).filter(
-        subjectOf,
+        (b) => subjectOf(b) && (!namespace || b.metadata!.namespace === namespace),
       );
       return {
         cluster: clusterBindings.flatMap(
@@ -219,7 +220,7 @@ describe('the example overlay', () => {
     // The worker: Secrets by name only, never listed or watched anywhere (garbage collection
     // reads Temporal's records instead); in the engine namespace, only the host keys it records
     // (ConfigMap hostflow-host-keys: made once, then read and updated by name).
-    const worker = rulesOf('hostflow-worker');
+    const worker = rulesOf('hostflow-worker', ENGINE_NAMESPACE);
     expect(worker.namespaced).toEqual([
       { apiGroups: [''], resources: ['configmaps'], verbs: ['create'] },
       {
@@ -235,7 +236,12 @@ describe('the example overlay', () => {
     expect(new Set(secretVerbs)).toEqual(new Set(['get', 'create', 'update', 'patch', 'delete']));
 
     // Nobody may escalate: no wildcards, no RBAC or impersonation rights.
-    for (const rule of [...worker.cluster, ...worker.namespaced, ...bridge.cluster]) {
+    for (const rule of [
+      ...worker.cluster,
+      ...worker.namespaced,
+      ...runs.rules!,
+      ...bridge.cluster,
+    ]) {
       expect(rule.verbs).not.toContain('*');
       expect(rule.resources).not.toContain('*');
       expect(rule.apiGroups).not.toContain('rbac.authorization.k8s.io');
