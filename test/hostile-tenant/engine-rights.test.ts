@@ -8,7 +8,8 @@
 //   - writes no Secret or ConfigMap of a shape the engine would not make, nor replaces one the
 //     engine did not make;
 //   - deletes no Node whose providerID hostflow did not give a Machine.
-// The engine itself still writes every Secret and ConfigMap it makes, through its own code.
+// The engine itself still writes every Secret and ConfigMap it makes, through its own code. And a
+// Lock on a Pod refuses its eviction: a drain, the engine's too, reports the Pod as blocked.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
@@ -20,6 +21,8 @@ import { createKubernetesActivities } from '../../activities/kubernetes/taskruns
 import { createVmHostKeySeed } from '../../activities/kubernetes/vm-host-key-seed.js';
 import { createHostKeys } from '../../activities/ssh/host-keys.js';
 import { createInstallerKeyActivities } from '../../activities/ssh/installer-key.js';
+import { waitFor } from '../../local-stack/process.js';
+import { LOCK_API, LOCKABLE_LABEL } from '../../locks/api.js';
 import { createSealer } from '../../otp-server/sealing.js';
 import { KubeOtpStore } from '../../otp-server/store.js';
 import { INSTALLER_KEY_FINALIZER, PROVISIONING_API } from '../../shared/bpa-api.js';
@@ -34,7 +37,7 @@ import {
   type Manifest,
 } from '../support/manifests.js';
 import { createScope, type TestScope } from '../support/scope.js';
-import { serviceAccountKubeconfig } from '../support/service-account.js';
+import { serviceAccountKubeconfig, tenantIdentity } from '../support/service-account.js';
 
 const sfx = uniqueSuffix();
 let scope: TestScope;
@@ -47,6 +50,8 @@ interface Clients {
 const as = {} as Record<'worker' | 'otp', Clients>;
 const clusterScoped: Manifest[] = [];
 const nodes: string[] = [];
+/** Where the Lock on a Pod is tried: a namespace that opted in to Locks. */
+const lockable = `rights-locks-${sfx}`;
 let letGo: (() => Promise<void>) | undefined;
 
 const account = (component: string) =>
@@ -72,11 +77,34 @@ beforeAll(async () => {
     kc: as.worker.kc,
     namespace: scope.namespace,
   });
+  await scope.kube.core.createNamespace({
+    body: { metadata: { name: lockable, labels: { [LOCKABLE_LABEL.key]: LOCKABLE_LABEL.value } } },
+  });
 }, 120_000);
 
 afterAll(async () => {
   await letGo?.();
-  const { core } = scope.kube;
+  const { core, custom } = scope.kube;
+  // The Lock first (it refuses the Pod's deletion); Pods bound to a Node no kubelet runs go only
+  // when forced.
+  const locks = (await custom.listNamespacedCustomObject({ ...LOCK_API, namespace: lockable })) as {
+    items: Array<{ metadata: { name: string } }>;
+  };
+  for (const lock of locks.items)
+    await custom.deleteNamespacedCustomObject({
+      ...LOCK_API,
+      namespace: lockable,
+      name: lock.metadata.name,
+    });
+  for (const pod of (await core.listNamespacedPod({ namespace: lockable })).items)
+    await core
+      .deleteNamespacedPod({
+        namespace: lockable,
+        name: pod.metadata!.name!,
+        gracePeriodSeconds: 0,
+      })
+      .catch(() => undefined);
+  await core.deleteNamespace({ name: lockable }).catch(() => undefined);
   for (const name of nodes) await core.deleteNode({ name }).catch(() => undefined);
   if (clusterScoped.length > 0)
     await kubectl(['delete', '--ignore-not-found', '-f', manifestFile(clusterScoped)]);
@@ -483,5 +511,72 @@ describe("the engine's worker account, held to the engine's rights", () => {
     // A Machine's Node, as the engine deletes it.
     const machineNodes = createNodeActivities({ core: as.worker.core });
     expect(await machineNodes.deleteNode({ name: `rights-machine-${sfx}` })).toBe('deleted');
+  });
+});
+
+describe('a Lock on a Pod', () => {
+  it('refuses its eviction, to a tenant and to the engine, whose drain reports it as blocked', async () => {
+    const node = `rights-drained-${sfx}`;
+    nodes.push(node);
+    await scope.kube.core.createNode({
+      body: { metadata: { name: node }, spec: { providerID: `hostflow://static/drained-${sfx}` } },
+    });
+    for (const name of ['web', 'batch'])
+      await scope.kube.core.createNamespacedPod({
+        namespace: lockable,
+        body: {
+          metadata: { name },
+          spec: { nodeName: node, containers: [{ name, image: 'registry.invalid/app:1' }] },
+        },
+      });
+    // DELETE only: an eviction is the Pod's deletion, by another door.
+    await scope.kube.custom.createNamespacedCustomObject({
+      ...LOCK_API,
+      namespace: lockable,
+      body: {
+        apiVersion: `${LOCK_API.group}/${LOCK_API.version}`,
+        kind: 'Lock',
+        metadata: { name: 'web' },
+        spec: { reason: 'it serves the release', operations: ['DELETE'] },
+      },
+    });
+    const tenant = (
+      await tenantIdentity(scope.kube.kc, lockable, [
+        { apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] },
+      ])
+    ).makeApiClient(CoreV1Api);
+    const evict = (name: string, dryRun?: 'All') =>
+      apiAnswer(
+        tenant.createNamespacedPodEviction({
+          namespace: lockable,
+          name,
+          ...(dryRun ? { dryRun } : {}),
+          body: { metadata: { name, namespace: lockable } },
+        }),
+      );
+    const lockSays = `pods/eviction ${lockable}/web is locked by Lock ${lockable}/web \\(reason: it serves the release\\)`;
+    const locked = new RegExp(`^403: .*${lockSays}`);
+    // A Lock takes effect once the API server's param cache has it.
+    const refused = await waitFor(
+      'the eviction of web to be refused',
+      async () => {
+        const answer = await evict('web', 'All');
+        return answer === 'allowed' ? undefined : answer;
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
+    console.log(`evicting a locked Pod: ${refused}`);
+    expect(refused).toMatch(locked);
+    expect(await evict('web')).toMatch(locked);
+    // The engine's drain (a Machine's, a rollout's): the unlocked Pod goes, the locked one is
+    // reported with the Lock's message and stays, as a PodDisruptionBudget's would.
+    const pass = await createNodeActivities({ core: as.worker.core }).drainNodeOnce({ node });
+    expect(pass).toEqual({
+      remaining: 2,
+      evicted: [`${lockable}/batch`],
+      blocked: [{ pod: `${lockable}/web`, reason: expect.stringMatching(lockSays) }],
+    });
+    const web = await scope.kube.core.readNamespacedPod({ namespace: lockable, name: 'web' });
+    expect(web.metadata?.deletionTimestamp).toBeUndefined();
   });
 });
