@@ -1,9 +1,10 @@
 // What a fresh local cluster needs before hostflow can serve it: the CRDs in deploy/crds (hostflow's
-// own, and in upstream/ those of Tekton, Cluster API, MCO and metal3), the Lock policy, and the
-// engine namespace. Idempotent, so it also runs
+// own, and in upstream/ those of Tekton, Cluster API, MCO and metal3), the Lock policy, the policy
+// that holds the engine to its own rights, and the engine namespace. Idempotent, so it also runs
 // against a resumed cluster.
 import {
   ApiextensionsV1Api,
+  AuthenticationV1Api,
   CoreV1Api,
   loadYaml,
   type KubeConfig,
@@ -12,6 +13,7 @@ import {
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLUSTER_LOCKS_NAMESPACE, LOCKABLE_LABEL } from '../locks/api.js';
+import { installEngineRightsPolicy } from './engine-rights.js';
 import { installLockPolicy } from './lock-policy.js';
 import { REPO_ROOT } from './paths.js';
 import { waitFor } from './process.js';
@@ -22,7 +24,8 @@ const CRD_DIRS = ['deploy/crds', 'deploy/crds/upstream'].map((dir) => join(REPO_
 
 /**
  * Installs every CRD and the Lock policy, which exempts `engineIdentity` (the user the local
- * engine runs as) from the Locks the engine owns.
+ * engine runs as) from the Locks the engine owns, and the engine-rights policy, which holds
+ * `engineIdentity` to what the engine writes.
  */
 export async function installClusterResources(
   kc: KubeConfig,
@@ -38,6 +41,13 @@ export async function installClusterResources(
   // Opted in, as every namespace whose Locks apply: the Node Locks' status says Enforced.
   await ensureNamespace(kc, CLUSTER_LOCKS_NAMESPACE, { engineNamespace: true });
   await installLockPolicy(kc, [engineIdentity]);
+  // Unless the engine runs as the admin installing this (the tests' engine, as whom the tests also
+  // write tenants' Secrets and Nodes): an admin is never held to the engine's rights.
+  const installer = await kc
+    .makeApiClient(AuthenticationV1Api)
+    .createSelfSubjectReview({ body: {} });
+  const admin = installer.status?.userInfo?.username;
+  await installEngineRightsPolicy(kc, engineIdentity === admin ? [] : [engineIdentity]);
 }
 
 async function installCrd(kc: KubeConfig, file: string): Promise<void> {

@@ -13,11 +13,13 @@ import type {
   V1Role,
   V1RoleBinding,
   V1Service,
+  V1ValidatingAdmissionPolicy,
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_RUNNER_NAMESPACE } from '../shared/runner-settings.js';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
+import { ENGINE_RIGHTS_POLICY, engineIdentitiesOf } from '../local-stack/engine-rights.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { OTP_SETTING_NAMES } from '../otp-server/main.js';
 import { DEFAULT_OTP_NAMESPACE } from '../platform-config/contract.js';
@@ -249,12 +251,18 @@ describe('the example overlay', () => {
       expect(rule.verbs).not.toContain('escalate');
     }
     // The Lock policy lets the worker, and only it, change what it locked itself.
-    for (const policy of ofKind(objects, 'ValidatingAdmissionPolicy')) {
+    const policies = ofKind(objects, 'ValidatingAdmissionPolicy');
+    for (const policy of policies.filter((p) => p.metadata.name.endsWith('.kotas.tech'))) {
       const spec = policy.spec as { variables: Array<{ name: string; expression: string }> };
       expect(spec.variables.find((v) => v.name === 'engineIdentities')!.expression).toBe(
         `['system:serviceaccount:${ENGINE_NAMESPACE}:hostflow-worker']`,
       );
     }
+    // ... and every account of the engine is held to what the engine writes.
+    const rights = named(objects, 'ValidatingAdmissionPolicy', ENGINE_RIGHTS_POLICY);
+    expect(engineIdentitiesOf(rights as V1ValidatingAdmissionPolicy).sort()).toEqual(
+      COMPONENTS.map((c) => `system:serviceaccount:${ENGINE_NAMESPACE}:hostflow-${c}`).sort(),
+    );
   });
 
   it('takes the Temporal connection from a Secret, and sets only settings the processes read', () => {

@@ -1,8 +1,9 @@
 // The engine runs as its manifests' ServiceAccounts, with exactly their RBAC: the worker, the
 // bridge and the OTP service each authenticate with a token of their own account, bound as
-// deploy/base binds it (moved into this file's namespaces). A local-platform and a static
-// TaskRun are then served and cleaned up, a terminated one's Secret is collected, and no process
-// was refused anything: the RBAC is enough. What each account may NOT do is asked of the real
+// deploy/base binds it (moved into this file's namespaces), and held to the engine-rights policy
+// as deploy/base holds them. A local-platform and a static TaskRun are then served and cleaned
+// up, a terminated one's Secret is collected, and no process was refused anything: the RBAC is
+// enough, and the policy refuses nothing the engine does. What each account may NOT do is asked of the real
 // API server too, by SubjectAccessReviews and by requests made with the account's own token.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
@@ -22,50 +23,25 @@ import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API, LOCK_MANAGED_BY } from '../locks/api.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
-import { kubectl, manifestFile, renderManifests, type Manifest } from './support/manifests.js';
+import {
+  kubectl,
+  manifestFile,
+  rbacFor,
+  renderManifests,
+  type Manifest,
+} from './support/manifests.js';
 import type { TestScope } from './support/scope.js';
+import { holdEngineAccounts } from './support/engine-rights.js';
 import { serviceAccountKubeconfig } from './support/service-account.js';
 import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/static-pool.js';
 
-const MANIFEST_NAMESPACE = 'multi-platform-controller';
-const MANIFEST_OTP_NAMESPACE = 'hostflow-otp';
-const MANIFEST_RUNNER_NAMESPACE = 'hostflow-runners';
-/** Garbage collection every few seconds, so that a terminated TaskRun's Secret goes soon. */
-const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 const clusterScoped: Manifest[] = [];
 let pool: StaticPool;
 const health = { worker: '', bridge: '' };
 /** Each component's kubeconfig: its account's token, nothing more. */
 const kubeconfigs: Record<string, string> = {};
-
-/** The manifests' RBAC for this scope: its engine namespace, cluster-wide names made unique. */
-function rbacFor(objects: Manifest[], scope: TestScope): Manifest[] {
-  const sfx = uniqueSuffix();
-  const renamed = (name: string) => `${name}-${sfx}`;
-  return objects
-    .filter((o) => RBAC_KINDS.includes(o.kind))
-    .map((o) => {
-      const copy = structuredClone(o) as Manifest & {
-        subjects?: Array<{ namespace?: string }>;
-        roleRef?: { kind: string; name: string };
-      };
-      if (copy.metadata.namespace) {
-        const places: Record<string, string> = {
-          [MANIFEST_NAMESPACE]: scope.engineNamespace,
-          [MANIFEST_OTP_NAMESPACE]: scope.otpNamespace,
-          // The runners' rights land in the engine's namespace here: this file runs no ansible.
-          [MANIFEST_RUNNER_NAMESPACE]: scope.engineNamespace,
-        };
-        expect(Object.keys(places)).toContain(copy.metadata.namespace);
-        copy.metadata.namespace = places[copy.metadata.namespace];
-      } else {
-        copy.metadata.name = renamed(copy.metadata.name);
-      }
-      for (const subject of copy.subjects ?? []) subject.namespace = scope.engineNamespace;
-      if (copy.roleRef?.kind === 'ClusterRole') copy.roleRef.name = renamed(copy.roleRef.name);
-      return copy;
-    });
-}
+/** Lets the engine's accounts go from the engine-rights policy. */
+let letGo: (() => Promise<void>) | undefined;
 
 /**
  * The Lock policies name the engine's identity (the overlay sets the worker's ServiceAccount);
@@ -117,6 +93,16 @@ beforeAll(async () => {
       for (const component of ['worker', 'bridge', 'otp'])
         kubeconfigs[component] = await kubeconfigOf(component);
       await exemptWorkerFromItsLocks(scope);
+      // Held to the engine's rights as the kustomize base holds them: what they do here must pass.
+      const worker = new KubeConfig();
+      worker.loadFromFile(kubeconfigs.worker!);
+      letGo = await holdEngineAccounts(
+        scope.kube.kc,
+        ['worker', 'bridge', 'otp'].map(
+          (component) => `system:serviceaccount:${scope.engineNamespace}:hostflow-${component}`,
+        ),
+        { kc: worker, namespace: scope.namespace },
+      );
       return { worker: kubeconfigs.worker!, bridge: kubeconfigs.bridge!, otp: kubeconfigs.otp! };
     },
   });
@@ -128,6 +114,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await pool?.dispose();
+  await letGo?.();
   if (clusterScoped.length > 0)
     await kubectl(['delete', '--ignore-not-found', '-f', manifestFile(clusterScoped)]);
 });

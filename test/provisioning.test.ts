@@ -338,7 +338,19 @@ describe('a Provisioning', () => {
     expect(keySecret).toBe(404);
   });
 
-  it('on delete, resets its hosts, releases them and removes what it made, then goes', async () => {
+  it('on delete, resets its hosts, releases them and removes what it made (the installer key as it recorded it), then goes', async () => {
+    // A hostile tenant rewrites the installer key's public half to the admin's own key line, so
+    // that taking "the installer key" back from the Secret would lock the platform out of its
+    // hosts and leave the cluster's key there: the engine takes back the key it recorded.
+    const adminKey = (await authorizedKeys(0)).split('\n').find((l) => l && l !== alphaKey)!;
+    await scope.kube.core.patchNamespacedSecret(
+      {
+        name: 'cluster-alpha-ssh-key',
+        namespace: scope.namespace,
+        body: { stringData: { 'id_rsa.pub': `${adminKey}\n` } },
+      },
+      MERGE_PATCH,
+    );
     for (const name of ['alpha', 'even', 'taken', 'pinned']) {
       await scope.kube.custom.deleteNamespacedCustomObject({
         ...PROVISIONING_API,
@@ -367,6 +379,7 @@ describe('a Provisioning', () => {
       expect(keys.split('\n')).not.toContain(alphaKey);
       expect(keys.trim()).not.toBe('');
     }
+    expect((await authorizedKeys(0)).split('\n')).toContain(adminKey);
     // The kubeconfig, and the installer key the hosts trusted: with it gone, nobody can use it.
     for (const name of ['cluster-alpha-kubeconfig', 'cluster-alpha-ssh-key']) {
       await expect(

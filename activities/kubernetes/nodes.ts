@@ -1,6 +1,7 @@
 // Kubernetes adapter for a Machine's Node: found by spec.providerID, cordoned, drained through
-// the Eviction API (so PodDisruptionBudgets are respected: a refused eviction is reported, never
-// forced), its VolumeAttachments listed, and deleted. One pass per call: the workflow loops.
+// the Eviction API (so PodDisruptionBudgets and Locks are respected: a refused eviction is
+// reported, never forced), its VolumeAttachments listed, and deleted. One pass per call: the
+// workflow loops.
 import type { CoreV1Api, StorageV1Api, V1Pod } from '@kubernetes/client-node';
 import { apiMessage, isNotFound, rethrowKube, statusCode } from './errors.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';
@@ -17,6 +18,9 @@ export interface DrainPass {
   /** Pods whose eviction was refused, with the API server's reason (a PDB, usually). */
   blocked: { pod: string; reason: string }[];
 }
+
+/** How the Lock policy refuses an eviction: `pods/eviction ns/name is locked by Lock ns/name …`. */
+const LOCKED = / is locked by Lock /;
 
 /** Pods a drain leaves alone, as `kubectl drain` does: DaemonSet pods, mirror pods, finished pods. */
 function leftAlone(pod: V1Pod): boolean {
@@ -83,8 +87,13 @@ export function createNodeActivities({
         } catch (err) {
           if (isNotFound(err)) {
             pass.remaining--;
-          } else if (statusCode(err) === 429 || statusCode(err) === 500) {
-            // 429: a PodDisruptionBudget refuses it now; 500: more than one PDB matches.
+          } else if (
+            statusCode(err) === 429 ||
+            statusCode(err) === 500 ||
+            (statusCode(err) === 403 && LOCKED.test(apiMessage(err)))
+          ) {
+            // 429: a PodDisruptionBudget refuses it now; 500: more than one PDB matches; 403: a
+            // Lock on the Pod (deploy/locks), which its owner lifts as a PDB would let go.
             pass.blocked.push({ pod: id, reason: apiMessage(err) });
           } else {
             rethrowKube(`evict pod ${id} from Node ${input.node}`, err);

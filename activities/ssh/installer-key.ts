@@ -2,7 +2,8 @@
 // `<cluster>-ssh-key` next to its Provisioning (the original used one root key for every
 // cluster), and handed to each of its hosts' admin user, idempotently, by logging in with the
 // admin key named on the BareMetalHost, and taken back the same way when the host leaves the
-// cluster. The private key never leaves the worker.
+// cluster: the key line the workflow recorded as it handed it out, since the Secret is the
+// tenant's to rewrite by then. The private key never leaves the worker.
 import type { CoreV1Api, CustomObjectsApi, V1Secret } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { INSTALLER_KEY_FINALIZER, installerKeySecretName } from '../../shared/bpa-api.js';
@@ -103,6 +104,12 @@ export function createInstallerKeyActivities({
     }
   }
 
+  /** The Secret's public key as one authorized_keys line (what `read -r` reads of it). */
+  async function publicKeyLine(namespace: string, keySecret: string): Promise<string | undefined> {
+    const value = await secretKey(namespace, keySecret, 'id_rsa.pub');
+    return value?.split('\n')[0]!.trim() || undefined;
+  }
+
   return {
     /**
      * Creates the cluster's installer key once, marked as the Provisioning's; returns its
@@ -160,13 +167,29 @@ export function createInstallerKeyActivities({
       return name;
     },
 
-    /** Authorizes the installer key for each host's admin user. */
+    /** The installer key's authorized_keys line, which the workflow records before handing it out. */
+    async installerPublicKey(input: { namespace: string; keySecret: string }): Promise<string> {
+      const publicKey = await publicKeyLine(input.namespace, input.keySecret);
+      if (!publicKey)
+        throw ApplicationFailure.retryable(
+          `Secret ${input.namespace}/${input.keySecret} has no id_rsa.pub yet`,
+        );
+      return publicKey;
+    },
+
+    /**
+     * Authorizes the installer key for each host's admin user: `publicKey`, the line the workflow
+     * recorded; without it (runs from before that record), the key Secret's.
+     */
     async authorizeInstallerKey(input: {
       namespace: string;
       keySecret: string;
       hosts: KeyHost[];
+      publicKey?: string;
     }): Promise<void> {
-      const publicKey = (await secretKey(input.namespace, input.keySecret, 'id_rsa.pub'))?.trim();
+      const publicKey =
+        input.publicKey ??
+        (await secretKey(input.namespace, input.keySecret, 'id_rsa.pub'))?.trim();
       if (!publicKey)
         throw ApplicationFailure.retryable(
           `Secret ${input.namespace}/${input.keySecret} has no id_rsa.pub yet`,
@@ -176,17 +199,24 @@ export function createInstallerKeyActivities({
 
     /**
      * Takes the installer key back from each host's admin user: the host leaves the cluster, and
-     * the next cluster's owner must not find this one's key there. Idempotent; a cluster whose
-     * key Secret is gone has nothing left to take back.
+     * the next cluster's owner must not find this one's key there. Idempotent. `publicKeys`: the
+     * lines the workflow recorded handing out, whatever the key Secret says now. Without them
+     * (runs from before that record), the Secret's key; a Secret that is gone, nothing.
      */
     async revokeInstallerKey(input: {
       namespace: string;
       keySecret: string;
       hosts: KeyHost[];
+      publicKeys?: string[];
     }): Promise<void> {
-      const publicKey = (await secretKey(input.namespace, input.keySecret, 'id_rsa.pub'))?.trim();
-      if (!publicKey || input.hosts.length === 0) return;
-      await onEachHost(input.hosts, publicKey, REVOKE, 'take back the installer key');
+      if (input.hosts.length === 0) return;
+      const publicKeys = input.publicKeys ?? [
+        (await secretKey(input.namespace, input.keySecret, 'id_rsa.pub'))?.trim(),
+      ];
+      for (const publicKey of publicKeys) {
+        if (publicKey)
+          await onEachHost(input.hosts, publicKey, REVOKE, 'take back the installer key');
+      }
     },
   };
 }

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ensureKubeBinaries } from '../../local-stack/kube-apiserver.js';
 import { REPO_ROOT } from '../../local-stack/paths.js';
-import { testEnv } from './env.js';
+import { testEnv, uniqueSuffix } from './env.js';
 
 const run = promisify(execFile);
 
@@ -54,4 +54,46 @@ export function named(objects: Manifest[], kind: string, name: string): Manifest
   const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
   if (!found) throw new Error(`the manifests have no ${kind} ${name}`);
   return found;
+}
+
+/** Where the manifests put the engine's objects, and the OTP service's records. */
+const MANIFEST_NAMESPACE = 'multi-platform-controller';
+const MANIFEST_OTP_NAMESPACE = 'hostflow-otp';
+const MANIFEST_RUNNER_NAMESPACE = 'hostflow-runners';
+const RBAC_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
+
+/**
+ * The manifests' RBAC moved into a test file's namespaces (`engineNamespace` and `otpNamespace`),
+ * cluster-wide names made unique: the engine's accounts with exactly their rights.
+ */
+export function rbacFor(
+  objects: Manifest[],
+  scope: { engineNamespace: string; otpNamespace: string },
+): Manifest[] {
+  const sfx = uniqueSuffix();
+  const renamed = (name: string) => `${name}-${sfx}`;
+  const places: Record<string, string> = {
+    [MANIFEST_NAMESPACE]: scope.engineNamespace,
+    [MANIFEST_OTP_NAMESPACE]: scope.otpNamespace,
+    // The runners' rights land in the engine's namespace: these tests run no ansible.
+    [MANIFEST_RUNNER_NAMESPACE]: scope.engineNamespace,
+  };
+  return objects
+    .filter((o) => RBAC_KINDS.includes(o.kind))
+    .map((o) => {
+      const copy = structuredClone(o) as Manifest & {
+        subjects?: Array<{ namespace?: string }>;
+        roleRef?: { kind: string; name: string };
+      };
+      if (copy.metadata.namespace) {
+        const place = places[copy.metadata.namespace];
+        if (!place) throw new Error(`${o.kind} ${o.metadata.name}: in ${o.metadata.namespace}`);
+        copy.metadata.namespace = place;
+      } else {
+        copy.metadata.name = renamed(copy.metadata.name);
+      }
+      for (const subject of copy.subjects ?? []) subject.namespace = scope.engineNamespace;
+      if (copy.roleRef?.kind === 'ClusterRole') copy.roleRef.name = renamed(copy.roleRef.name);
+      return copy;
+    });
 }

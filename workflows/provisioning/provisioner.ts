@@ -97,6 +97,13 @@ export const PATCH_SAY_HOSTS_FREED = 'provisioning-say-hosts-freed';
  */
 export const PATCH_VIRTLET_WARNED = 'provisioning-virtlet-vm-warned';
 
+/**
+ * v17: the installer key is taken back from hosts as the engine recorded it when it handed it out
+ * (`installerKeys`), never as the tenant's `<cluster>-ssh-key` Secret says at release: a tenant
+ * who rewrote its id_rsa.pub could keep the key on the hosts, or have another line taken off.
+ */
+export const PATCH_INSTALLER_KEY_RECORDED = 'provisioning-installer-key-recorded';
+
 /** What a Provisioner knows, carried into the next run when its workflow continues as new. */
 export interface ProvisionerState {
   cluster: string;
@@ -110,6 +117,8 @@ export interface ProvisionerState {
   lastRun?: { playbook: Playbook; log: string };
   /** Its status's phase and conditions (absent when carried from before the status kit). */
   status?: ResourceStatusState;
+  /** The installer key lines it authorized on hosts (v17; absent: none recorded). */
+  installerKeys?: string[];
 }
 
 const FORBIDDEN_ADVICE =
@@ -137,6 +146,8 @@ export class Provisioner {
   private readonly consumer: string;
   /** Where the last plan looked for hosts (v14). */
   private searched: HostNamespaces | undefined;
+  /** The installer key lines it authorized on hosts: what it takes back (v17). */
+  private installerKeys: string[] = [];
 
   constructor(
     private readonly ref: ProvisioningRef,
@@ -152,6 +163,7 @@ export class Provisioner {
       this.kubeconfigSecret = carried.kubeconfigSecret;
       carried.lockedIn.forEach((namespace) => this.lockedIn.add(namespace));
       this.lastRun = carried.lastRun;
+      this.installerKeys = carried.installerKeys ?? [];
     }
     this.consumer = `${ref.namespace}/${ref.name}`;
     this.report = new ProvisioningReport(
@@ -179,6 +191,7 @@ export class Provisioner {
       lockedIn: [...this.lockedIn].sort(),
       ...(this.lastRun ? { lastRun: this.lastRun } : {}),
       status: this.report.state,
+      ...(this.installerKeys.length ? { installerKeys: this.installerKeys } : {}),
     };
   }
 
@@ -381,11 +394,15 @@ export class Provisioner {
           cluster,
           owner: this.ref,
         });
-        await installerKey.authorizeInstallerKey({
-          namespace,
-          keySecret,
-          hosts: plan.keyHosts.filter((host) => labels.includes(host.label)),
-        });
+        const hosts = plan.keyHosts.filter((host) => labels.includes(host.label));
+        if (!patched(PATCH_INSTALLER_KEY_RECORDED)) {
+          await installerKey.authorizeInstallerKey({ namespace, keySecret, hosts });
+          return;
+        }
+        // Recorded before any host is given it, so a step that fails half-way is taken back too.
+        const publicKey = await installerKey.installerPublicKey({ namespace, keySecret });
+        if (!this.installerKeys.includes(publicKey)) this.installerKeys.push(publicKey);
+        await installerKey.authorizeInstallerKey({ namespace, keySecret, hosts, publicKey });
         return;
       }
       case 'cluster.yml': {
@@ -560,10 +577,13 @@ export class Provisioner {
           ? [{ label, address: ip, user: login, sshSecret: found.sshSecret, ...given }]
           : [];
       });
+      // A run that authorized before v17 has no record: the Secret's key is all there is.
+      const recorded = patched(PATCH_INSTALLER_KEY_RECORDED) && this.installerKeys.length > 0;
       await installerKey.revokeInstallerKey({
         namespace: this.ref.namespace,
         keySecret: installerKeySecretName(this.cluster),
         hosts,
+        ...(recorded ? { publicKeys: this.installerKeys } : {}),
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
