@@ -1,7 +1,8 @@
 // checkOperationSpec: the steps a ClusterOperation's spec runs, or every problem with it, before
 // anything runs. Pure: the workflow and the tests share it.
 import { describe, expect, it } from '@jest/globals';
-import { checkOperationSpec } from '../shared/cluster-operation-api.js';
+import { BUILTIN_PLAYBOOKS, checkOperationSpec } from '../shared/cluster-operation-api.js';
+import { ALLOWED_VARS, allowList, deniedVar } from '../shared/cluster-operation-vars.js';
 
 const actions = { actionSource: 'configmap', actionSourceRef: { name: 'actions' } };
 
@@ -88,5 +89,20 @@ describe('a ClusterOperation spec', () => {
       ok: false,
       problems: ['spec.nodes is for remove-node.yml only'],
     });
+  });
+});
+
+describe("a ClusterOperation's variables", () => {
+  it('has no allow-list that holds a denied name, and none could be made', () => {
+    for (const [playbook, names] of Object.entries(ALLOWED_VARS)) {
+      expect([playbook, names.filter((name) => deniedVar(name) !== undefined)]).toEqual([
+        playbook,
+        [],
+      ]);
+    }
+    expect(Object.keys(ALLOWED_VARS).sort()).toEqual([...BUILTIN_PLAYBOOKS].sort());
+    expect(() => allowList(['kube_version', 'download_run_once', 'kubectl_localhost'])).toThrow(
+      'denied variables in an allow-list: download_run_once, kubectl_localhost',
+    );
   });
 });
