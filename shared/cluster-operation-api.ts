@@ -2,6 +2,8 @@
 // a day-2 action on the cluster a Provisioning in its namespace installed, after kubean's
 // ClusterOperation. Its coordinates, its spec as hostflow reads it, and the check every spec
 // passes before anything runs (pure, so the workflow and the tests share it).
+import { reservedNameProblems, varNameProblems } from './cluster-operation-vars.js';
+
 export const CLUSTER_OPERATION_API = {
   group: 'hostflow.dev',
   version: 'v1alpha1',
@@ -86,8 +88,6 @@ export interface OperationStep {
   always: boolean;
 }
 
-/** Variables the engine sets itself, or that would change how ansible reaches the hosts. */
-const RESERVED_VAR = /^(ansible_|skip_confirmation$|node$|hostflow_)/;
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Jinja's delimiters: ansible renders them on the worker, so no value may carry one. */
 const TEMPLATE = /\{\{|\{%|\{#/;
@@ -100,9 +100,17 @@ const NODE_LABEL = /^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
 const MAX_HOOKS = 10;
 const MAX_DEADLINE_SECONDS = 7 * 24 * 3600;
 
+/**
+ * How variable names are checked: by the deny-list and each action's allow-list
+ * (shared/cluster-operation-vars.ts), or, for runs recorded before those, by the names hostflow
+ * sets alone (`reserved-names`).
+ */
+export type VarRules = 'allow-list' | 'reserved-names';
+
 /** The steps of a spec in the order they run; or every problem with it, each actionable. */
 export function checkOperationSpec(
   spec: ClusterOperationSpec,
+  varRules: VarRules = 'allow-list',
 ): { ok: true; steps: OperationStep[] } | { ok: false; problems: string[] } {
   const problems: string[] = [];
   if (!spec.provisioning) {
@@ -120,7 +128,9 @@ export function checkOperationSpec(
         `${name}.actionSource "${source}" is not one: use ${ACTION_SOURCES.join(' or ')}`,
       );
     }
-    problems.push(...checkExtraVars(s.extraVars, `${name}.extraVars`));
+    const playbook =
+      source === 'configmap' ? undefined : BUILTIN_PLAYBOOKS.find((p) => p === s.action);
+    problems.push(...checkExtraVars(s.extraVars, `${name}.extraVars`, varRules, playbook));
     if (source === 'configmap') {
       const configMap = s.actionSourceRef?.name ?? '';
       if (!DNS_NAME.test(configMap)) {
@@ -144,7 +154,6 @@ export function checkOperationSpec(
     }
     if (type === 'shell')
       problems.push(`${name}: a shell action comes from actionSource configmap`);
-    const playbook = BUILTIN_PLAYBOOKS.find((p) => p === s.action);
     if (!playbook) {
       problems.push(
         `${name}.action ${s.action === undefined ? 'is missing' : `"${s.action}" is not one`}: ` +
@@ -208,18 +217,32 @@ function checkDestructive(spec: ClusterOperationSpec): string[] {
   return problems;
 }
 
-function checkExtraVars(vars: unknown, where: string): string[] {
+/**
+ * A step's variables; `playbook` is its builtin playbook, undefined for a custom action (or an
+ * action that is none, refused for that).
+ */
+function checkExtraVars(
+  vars: unknown,
+  where: string,
+  rules: VarRules,
+  playbook: BuiltinPlaybook | undefined,
+): string[] {
   if (vars === undefined) return [];
   if (typeof vars !== 'object' || vars === null || Array.isArray(vars)) {
     return [`${where} must be an object of variable names to values`];
   }
   const problems: string[] = [];
-  for (const name of Object.keys(vars)) {
+  const names = Object.keys(vars);
+  for (const name of names) {
     if (!VAR_NAME.test(name)) {
       problems.push(`${where}: "${name}" is not a variable name (letters, digits and _)`);
-    } else if (RESERVED_VAR.test(name)) {
-      problems.push(`${where}: ${name} is set by hostflow, not by an operation`);
+    } else if (rules === 'reserved-names') {
+      problems.push(...reservedNameProblems([name], where));
     }
+  }
+  if (rules === 'allow-list') {
+    const valid = names.filter((name) => VAR_NAME.test(name));
+    problems.push(...varNameProblems(valid, playbook, where));
   }
   const text = JSON.stringify(vars);
   if (text.length > MAX_EXTRA_VARS_BYTES) {

@@ -112,6 +112,28 @@ describe("a ClusterOperation's custom actions", () => {
     expect(new Set(ips).size).toBe(2);
   }, 180_000);
 
+  it("takes the tenant's own variables, but none that would have ansible act on the worker", async () => {
+    await ops.operate('worker-vars', {
+      ...fromActions,
+      action: 'label-nodes.yml',
+      extraVars: { label: 'red', download_run_once: true, kubectl_localhost: true },
+    });
+    const refused = await ops.ended('worker-vars');
+    const why = 'is refused for every action: it would have ansible act on the worker that runs it';
+    expect(refused.message).toBe(
+      `Nothing was run: spec.extraVars: download_run_once ${why}, not on the nodes; ` +
+        `spec.extraVars: kubectl_localhost ${why}, not on the nodes`,
+    );
+    expect([refused.phase, refused.steps ?? [], refused.startTime]).toEqual([
+      'Failed',
+      [],
+      undefined,
+    ]);
+    expect(
+      await onEachNode('cat /var/tmp/hostflow-custom-label 2>/dev/null || true'),
+    ).not.toContain('red');
+  }, 120_000);
+
   it("fails a script that reaches for the worker's files, and refuses an action it cannot find", async () => {
     await ops.operate('snooping', {
       ...fromActions,

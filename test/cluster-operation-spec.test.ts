@@ -1,7 +1,9 @@
 // checkOperationSpec: the steps a ClusterOperation's spec runs, or every problem with it, before
-// anything runs. Pure: the workflow and the tests share it.
+// anything runs, its variables included (shared/cluster-operation-vars.ts). Pure: the workflow and
+// the tests share it.
 import { describe, expect, it } from '@jest/globals';
-import { checkOperationSpec } from '../shared/cluster-operation-api.js';
+import { BUILTIN_PLAYBOOKS, checkOperationSpec } from '../shared/cluster-operation-api.js';
+import { ALLOWED_VARS, allowList, deniedVar } from '../shared/cluster-operation-vars.js';
 
 const actions = { actionSource: 'configmap', actionSourceRef: { name: 'actions' } };
 
@@ -88,5 +90,119 @@ describe('a ClusterOperation spec', () => {
       ok: false,
       problems: ['spec.nodes is for remove-node.yml only'],
     });
+  });
+});
+
+describe("a ClusterOperation's variables", () => {
+  const UPGRADE_TAKES =
+    'kube_version, serial, drain_grace_period, drain_timeout, upgrade_node_pause_seconds or ' +
+    'upgrade_node_post_upgrade_pause_seconds';
+
+  it('are those its action takes, and a refusal names the ones it does', () => {
+    expect(
+      checkOperationSpec({
+        provisioning: 'ops',
+        action: 'upgrade-cluster.yml',
+        extraVars: {
+          kube_version: '1.35.1',
+          serial: 1,
+          upgrade_node_confirm: true,
+          upgrade_node_post_upgrade_confirm: true,
+        },
+        preHook: [{ action: 'cluster.yml', extraVars: { kube_version: '1.35.1', serial: 1 } }],
+        postHook: [{ action: 'reset.yml', extraVars: { kube_version: '1.35.1' } }],
+      }),
+    ).toEqual({
+      ok: false,
+      problems: [
+        'spec.preHook[0].extraVars: serial is not a variable cluster.yml takes from an ' +
+          'operation: use kube_version',
+        'spec.extraVars: upgrade_node_confirm and upgrade_node_post_upgrade_confirm are not ' +
+          `variables upgrade-cluster.yml takes from an operation: use ${UPGRADE_TAKES}`,
+        'spec.postHook[0].extraVars: kube_version is not a variable reset.yml takes from an ' +
+          'operation: use flush_iptables or reset_restart_network',
+        'spec.postHook[0]: reset.yml takes Kubernetes off nodes: run it as an action',
+      ],
+    });
+    expect(
+      checkOperationSpec({
+        provisioning: 'ops',
+        action: 'remove-node.yml',
+        confirm: 'edge',
+        nodes: ['worker2'],
+        extraVars: { reset_nodes: false, allow_ungraceful_removal: true, drain_timeout: '60s' },
+        postHook: [{ action: 'scale.yml', extraVars: { kube_version: '1.35.1' } }],
+      }),
+    ).toMatchObject({ ok: true });
+    // A run recorded before the allow-lists replays under the rule it had: hostflow's names only.
+    expect(
+      checkOperationSpec(
+        {
+          provisioning: 'ops',
+          action: 'upgrade-cluster.yml',
+          extraVars: { upgrade_node_confirm: true, ansible_connection: 'local' },
+        },
+        'reserved-names',
+      ),
+    ).toEqual({
+      ok: false,
+      problems: ['spec.extraVars: ansible_connection is set by hostflow, not by an operation'],
+    });
+  });
+
+  it('never make ansible act on the worker that runs it, whatever the action', () => {
+    const onTheWorker = {
+      download_localhost: true,
+      download_run_once: true,
+      image_info_command_on_localhost: 'id > /tmp/owned',
+      kubeadm_download_url: 'http://10.0.0.1/kubeadm',
+      inventory_hostname: 'localhost',
+    };
+    const why = (name: string, where = 'spec.extraVars') =>
+      `${where}: ${name} is refused for every action: it would have ansible act on the worker ` +
+      'that runs it, not on the nodes';
+    expect(
+      checkOperationSpec({
+        provisioning: 'ops',
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.1', ...onTheWorker },
+        postHook: [
+          { ...actions, action: 'site.yml', extraVars: { label: 'blue', ...onTheWorker } },
+        ],
+      }),
+    ).toEqual({
+      ok: false,
+      problems: [
+        ...['download_localhost', 'download_run_once', 'image_info_command_on_localhost'].map(
+          (name) => why(name),
+        ),
+        'spec.extraVars: kubeadm_download_url is refused for every action: it says where ' +
+          'kubespray downloads what the nodes run',
+        // The names the action takes, once, after its last refusal.
+        "spec.extraVars: inventory_hostname is refused for every action: it is ansible's name " +
+          `for the host a task runs on; upgrade-cluster.yml takes ${UPGRADE_TAKES}`,
+        // A custom action's own variables pass; the denied ones do not.
+        ...['download_localhost', 'download_run_once', 'image_info_command_on_localhost'].map(
+          (name) => why(name, 'spec.postHook[0].extraVars'),
+        ),
+        'spec.postHook[0].extraVars: kubeadm_download_url is refused for every action: it says ' +
+          'where kubespray downloads what the nodes run',
+        "spec.postHook[0].extraVars: inventory_hostname is refused for every action: it is ansible's " +
+          'name for the host a task runs on',
+      ],
+    });
+  });
+
+  it('has no allow-list that holds a denied name, and none could be made', () => {
+    for (const [playbook, names] of Object.entries(ALLOWED_VARS)) {
+      expect([playbook, names.filter((name) => deniedVar(name) !== undefined)]).toEqual([
+        playbook,
+        [],
+      ]);
+    }
+    expect(Object.keys(ALLOWED_VARS).sort()).toEqual([...BUILTIN_PLAYBOOKS].sort());
+    expect(() => allowList(['kube_version', 'download_run_once', 'kubectl_localhost'])).toThrow(
+      'denied variables in an allow-list: download_run_once, kubectl_localhost',
+    );
   });
 });

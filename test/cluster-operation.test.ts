@@ -303,6 +303,56 @@ describe('a ClusterOperation', () => {
       expect((await ops.versions())[1]).toBe('1.35.3');
     });
   }, 180_000);
+  it('refuses, before anything runs, variables that would have ansible act on the engine or that its action does not take', async () => {
+    const before = await ops.versions();
+    await ops.operate('engine-vars', {
+      action: 'upgrade-cluster.yml',
+      extraVars: {
+        kube_version: '1.35.4',
+        download_localhost: true,
+        download_run_once: true,
+        image_info_command_on_localhost: 'id > /tmp/hostflow-owned',
+        kubeadm_download_url: 'http://127.0.0.1:1/kubeadm',
+      },
+    });
+    await ops.operate('confirming', {
+      action: 'upgrade-cluster.yml',
+      extraVars: { kube_version: '1.35.4', upgrade_node_confirm: true },
+    });
+    const takes =
+      'upgrade-cluster.yml takes kube_version, serial, drain_grace_period, drain_timeout, ' +
+      'upgrade_node_pause_seconds or upgrade_node_post_upgrade_pause_seconds';
+    const engine = await ops.ended('engine-vars');
+    expect(engine.phase).toBe('Failed');
+    expect(engine.message!.split('; spec.')).toEqual([
+      'Nothing was run: spec.extraVars: download_localhost is refused for every action: it ' +
+        'would have ansible act on the worker that runs it, not on the nodes',
+      'extraVars: download_run_once is refused for every action: it would have ansible act on ' +
+        'the worker that runs it, not on the nodes',
+      'extraVars: image_info_command_on_localhost is refused for every action: it would have ' +
+        'ansible act on the worker that runs it, not on the nodes',
+      'extraVars: kubeadm_download_url is refused for every action: it says where kubespray ' +
+        `downloads what the nodes run; ${takes}`,
+    ]);
+    const confirming = await ops.ended('confirming');
+    expect(confirming.message).toBe(
+      'Nothing was run: spec.extraVars: upgrade_node_confirm is not a variable ' +
+        `upgrade-cluster.yml takes from an operation: use ${takes.replace(/^.* takes /, '')}`,
+    );
+    // Refused at its start: it never ran a step, never said it started, and no node changed.
+    for (const [name, status] of [
+      ['engine-vars', engine],
+      ['confirming', confirming],
+    ] as const) {
+      expect([status.steps ?? [], status.startTime]).toEqual([[], undefined]);
+      expect((await ops.eventOf(name, 'Refused')).message).toBe(status.message);
+      const events = await scope.kube.core.listNamespacedEvent({ namespace: scope.namespace });
+      expect(
+        events.items.filter((e) => e.involvedObject.name === name).map((e) => e.reason),
+      ).toEqual(['Refused']);
+    }
+    expect(await ops.versions()).toEqual(before);
+  }, 180_000);
   it('is cancelled when deleted: its playbook stops, and it says the hosts are as it left them', async () => {
     await ops.withFault(1, 'slow', '300', async () => {
       await ops.operate('deleted', {

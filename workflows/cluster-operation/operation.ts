@@ -5,11 +5,7 @@
 // the status says that the hosts are as it left them. A retry runs again from the step that failed.
 import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
 import type { CustomAction } from '../../activities/ansible/custom-action.js';
-import {
-  checkOperationSpec,
-  type BuiltinPlaybook,
-  type OperationStep,
-} from '../../shared/cluster-operation-api.js';
+import type { BuiltinPlaybook, OperationStep } from '../../shared/cluster-operation-api.js';
 import type {
   ClusterOperationInput,
   ClusterOperationOutcome,
@@ -19,6 +15,7 @@ import { failureDetails } from '../provisioning/report.js';
 import { operationPlaybooks } from './activities.js';
 import { prepareSteps } from './preparation.js';
 import { OperationReport } from './report.js';
+import { checkSpec } from './spec-check.js';
 
 /** The status fields of a failure, cleared when a retry starts. */
 const FAILURE_FIELDS = ['failedStep', 'failedHost', 'failedTask', 'log'];
@@ -31,7 +28,7 @@ export async function clusterOperationWorkflow(
 ): Promise<ClusterOperationOutcome> {
   const { namespace, name, uid, spec, target } = input;
   const report = new OperationReport({ namespace, name, uid }, target.cluster);
-  const checked = checkOperationSpec(spec);
+  const checked = checkSpec(spec);
   const actions = checked.ok
     ? await prepareSteps(input, checked.steps)
     : { refused: `Nothing was run: ${checked.problems.join('; ')}` };
