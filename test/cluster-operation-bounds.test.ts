@@ -5,7 +5,11 @@
 // real ansible-playbook running the project's kubespray stand-in over the real release (see
 // cluster-operation.test.ts for why), and a tenant script whose recap names hosts of its own.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { MAX_ACTION_BYTES, MAX_ACTIONS_BYTES } from '../shared/cluster-operation-limits.js';
+import {
+  MAX_ACTION_BYTES,
+  MAX_ACTIONS_BYTES,
+  MAX_STATUS_HOSTS,
+} from '../shared/cluster-operation-limits.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { clusterOperations, installCluster } from './support/cluster-operations.js';
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
@@ -67,6 +71,24 @@ afterAll(() => tearDown([bridge, worker], metal, scope));
 const fromActions = { actionSource: 'configmap', actionSourceRef: { name: 'actions' } };
 
 describe("what a tenant's ClusterOperations make the engine keep is bounded", () => {
+  it('lists at most MAX_STATUS_HOSTS hosts in a step, those that changed first, and counts the rest', async () => {
+    await ops.operate('many-hosts', {
+      ...fromActions,
+      actionType: 'shell',
+      action: 'many-hosts.sh',
+    });
+    const done = await ops.ended('many-hosts');
+    expect(done.phase).toBe('Succeeded');
+    const [step] = done.steps!;
+    expect(step!.hostsNotShown).toBe(ADDED - MAX_STATUS_HOSTS);
+    const host = (i: number) => `bulk-${String(i).padStart(3, '0')}`;
+    const changed = Array.from({ length: 10 }, (_, i) => host(ADDED - 10 + i));
+    const unchanged = Array.from({ length: MAX_STATUS_HOSTS - 10 }, (_, i) => host(i));
+    // Those that changed are listed, then the first of the rest (the API server sorts the keys).
+    expect(Object.keys(step!.hosts!)).toEqual([...unchanged, ...changed]);
+    expect(step!.hosts![changed[0]!]).toEqual({ ok: 1, changed: 1 });
+  }, 180_000);
+
   it("refuses custom actions whose text is too large for the operation's history", async () => {
     await ops.operate('wide', { ...fromActions, action: 'wide.yml' });
     const wide = await ops.ended('wide');
