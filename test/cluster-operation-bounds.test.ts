@@ -5,15 +5,25 @@
 // real ansible-playbook running the project's kubespray stand-in over the real release (see
 // cluster-operation.test.ts for why), and a tenant script whose recap names hosts of its own.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitFor } from '../local-stack/process.js';
+import { PROVISIONING_API, RETRY_ANNOTATION, type ProvisioningSpec } from '../shared/bpa-api.js';
+import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
 import {
   MAX_ACTION_BYTES,
   MAX_ACTIONS_BYTES,
+  MAX_QUEUED_OPERATIONS,
+  MAX_SPEC_BYTES,
   MAX_STATUS_HOSTS,
+  specSize,
 } from '../shared/cluster-operation-limits.js';
+import { WEEKDAYS } from '../shared/maintenance-window.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { clusterOperations, installCluster } from './support/cluster-operations.js';
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
+import { historyText } from './support/history-text.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 
@@ -106,4 +116,107 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     );
     expect(together.steps ?? []).toEqual([]);
   }, 120_000);
+
+  it('refuses a spec too large to keep, and does not send it into history whole', async () => {
+    // Each step's extraVars is under its own cap (16 KiB); together they are over the spec's.
+    const vars = (name: string) => ({ [name]: name.repeat(9000) });
+    await ops.operate('too-large', {
+      action: 'upgrade-cluster.yml',
+      extraVars: vars('a'),
+      preHook: [
+        { action: 'cluster.yml', extraVars: vars('b') },
+        { action: 'cluster.yml', extraVars: vars('c') },
+      ],
+      postHook: [{ action: 'cluster.yml', extraVars: vars('d') }],
+    });
+    const stored = (await scope.kube.custom.getNamespacedCustomObject({
+      ...CLUSTER_OPERATION_API,
+      namespace: scope.namespace,
+      name: 'too-large',
+    })) as { spec: Parameters<typeof specSize>[0] };
+    const bytes = specSize(stored.spec);
+    expect(bytes).toBeGreaterThan(MAX_SPEC_BYTES);
+    const refused = await ops.ended('too-large');
+    expect(refused.phase).toBe('Failed');
+    expect(refused.message).toBe(
+      `Nothing was run: spec is ${bytes} bytes of JSON: at most ${MAX_SPEC_BYTES}, hooks and ` +
+        'extraVars included',
+    );
+    expect((await ops.eventOf('too-large', 'Refused')).message).toBe(refused.message);
+    const history = await historyText(
+      scope.temporal.client,
+      WORKFLOW_ID.provisioning(scope.namespace, 'bounds'),
+    );
+    expect(history).toContain('too-large');
+    expect(history).not.toContain('a'.repeat(9000));
+  }, 120_000);
+
+  it('lets at most MAX_QUEUED_OPERATIONS wait on a Provisioning, and queues a refused one again on a retry', async () => {
+    // A window that will not open during the test: every operation waits.
+    const opens = new Date(Date.now() + 3 * 24 * 3600_000);
+    await changeSpec({
+      maintenanceWindow: { days: [WEEKDAYS[opens.getUTCDay()]!], start: '00:00', duration: '1h' },
+    });
+    await settled();
+    const waiting = Array.from({ length: MAX_QUEUED_OPERATIONS }, (_, i) => `wait-${i}`);
+    for (const name of waiting) await ops.operate(name, { action: 'upgrade-cluster.yml' });
+    await waitFor('every operation to wait in line', async () => {
+      const found = await Promise.all(waiting.map((name) => ops.status(name)));
+      return found.every((s) => s.phase === 'Pending' && s.notBefore) ? true : undefined;
+    });
+    await ops.operate('one-too-many', { action: 'upgrade-cluster.yml' });
+    const refused = await ops.ended('one-too-many');
+    expect(refused).toMatchObject({
+      phase: 'Failed',
+      message:
+        `Nothing was run: ${MAX_QUEUED_OPERATIONS} operations already wait for their turn on ` +
+        `Provisioning bounds, the most that may: set the annotation ${RETRY_ANNOTATION} to ` +
+        'queue it again once fewer wait',
+    });
+    // One leaves the line (those behind it are told their new places); the refused one, asked
+    // again, takes the place left.
+    await scope.kube.custom.deleteNamespacedCustomObject({
+      ...CLUSTER_OPERATION_API,
+      namespace: scope.namespace,
+      name: waiting[0]!,
+    });
+    await waitFor('the line to move', async () =>
+      (await ops.status(waiting[1]!)).queuePosition === 1 ? true : undefined,
+    );
+    await scope.kube.custom.patchNamespacedCustomObject(
+      {
+        ...CLUSTER_OPERATION_API,
+        namespace: scope.namespace,
+        name: 'one-too-many',
+        body: { metadata: { annotations: { [RETRY_ANNOTATION]: '1' } } },
+      },
+      MERGE_PATCH,
+    );
+    // Its place is by creation time, as any operation's: among those created in its second.
+    const queued = await waitFor('one-too-many to wait in line', async () => {
+      const found = await ops.status('one-too-many');
+      return found.phase === 'Pending' ? found : undefined;
+    });
+    expect(queued.queuePosition).toBeLessThanOrEqual(MAX_QUEUED_OPERATIONS);
+  }, 180_000);
 });
+
+const changeSpec = (spec: Partial<ProvisioningSpec>) =>
+  scope.kube.custom.patchNamespacedCustomObject(
+    { ...PROVISIONING_API, namespace: scope.namespace, name: 'bounds', body: { spec } },
+    MERGE_PATCH,
+  );
+
+/** The Provisioning, once it has handled its latest spec and is Ready. */
+const settled = () =>
+  waitFor('the Provisioning to settle', async () => {
+    const found = (await scope.kube.custom.getNamespacedCustomObject({
+      ...PROVISIONING_API,
+      namespace: scope.namespace,
+      name: 'bounds',
+    })) as { metadata: { generation: number }; status?: Record<string, unknown> };
+    const { status } = found;
+    return status?.phase === 'Ready' && status.observedGeneration === found.metadata.generation
+      ? true
+      : undefined;
+  });
