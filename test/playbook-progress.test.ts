@@ -2,8 +2,6 @@
 // over several (kubespray's ansible.cfg), recorded from real runs; and what it keeps of a tenant's
 // output, bounded however much the tenant prints.
 import { describe, expect, it } from '@jest/globals';
-import { Readable } from 'node:stream';
-import { boundedLines, LineSplitter } from '../activities/ansible/bounded-lines.js';
 import {
   MAX_DESCRIBE,
   MAX_FAILURES,
@@ -14,6 +12,7 @@ import {
   MAX_RESULT,
   PlaybookProgress,
 } from '../activities/ansible/progress.js';
+import { BoundedLines, MAX_LINE_BYTES } from '../activities/runner/log-lines.js';
 
 const feed = (output: string) => {
   const progress = new PlaybookProgress();
@@ -138,30 +137,23 @@ describe('what the progress keeps of a tenant’s output is bounded', () => {
   });
 });
 
-describe('a run’s output as bounded lines', () => {
-  it('never holds more than MAX_LINE bytes of a 2 GiB line, and reads the lines after it', async () => {
+describe('a run’s output read as the runner reads it', () => {
+  it('keeps MAX_LINE of a 2 GiB line without a newline, and reads the lines after it', () => {
     const chunk = Buffer.alloc(1 << 20, 'y');
-    const chunks = 2048; // 2 GiB, without a newline, the same chunk over and over
-    const splitter = new LineSplitter();
-    let most = 0;
-    async function* podLog() {
-      for (let i = 0; i < chunks; i++) {
-        most = Math.max(most, splitter.buffered);
-        yield chunk;
-      }
-      yield Buffer.from('\nTASK [After the long line] ****\nfatal: [w');
-      yield Buffer.from('orker-3]: FAILED! => {"msg": "still read"}\n');
-    }
-    const before = process.memoryUsage().arrayBuffers;
+    const chunks = 2048; // 2 GiB, the same chunk over and over, as a pod's log sends it
     const progress = new PlaybookProgress();
     const lines: string[] = [];
-    for await (const line of boundedLines(Readable.from(podLog()), splitter)) {
+    const log = new BoundedLines((line) => {
       lines.push(line.slice(0, 40));
       progress.feed(line);
-    }
-    expect(most).toBeLessThanOrEqual(MAX_LINE);
-    expect(splitter.droppedBytes).toBe(chunks * chunk.length - MAX_LINE);
-    expect(splitter.cutLines).toBe(1);
+    });
+    const before = process.memoryUsage().arrayBuffers;
+    for (let i = 0; i < chunks; i++) log.feed(chunk);
+    log.feed(Buffer.from('\nTASK [After the long line] ****\nfatal: [w'));
+    log.feed(Buffer.from('orker-3]: FAILED! => {"msg": "still read"}\n'));
+    log.end();
+    expect(MAX_LINE).toBe(MAX_LINE_BYTES);
+    expect(log.dropped).toBe(chunks * chunk.length - MAX_LINE);
     // Nothing near the 2 GiB fed was kept (the one chunk is reused; a kept line would show).
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
     expect(lines).toEqual([
@@ -172,14 +164,5 @@ describe('a run’s output as bounded lines', () => {
     expect(progress.failures).toEqual([
       { host: 'worker-3', task: 'After the long line', kind: 'failed', message: 'still read' },
     ]);
-  });
-
-  it('cuts an over-long line at a whole character, and reads the last line without a newline', () => {
-    const splitter = new LineSplitter(5);
-    // 'é' is two bytes: the cut at 5 would split the third.
-    expect(splitter.push(Buffer.from('ééé\r\nab'))).toEqual(['éé']);
-    expect(splitter.push(Buffer.from('c'))).toEqual([]);
-    expect(splitter.end()).toEqual(['abc']);
-    expect(splitter.droppedBytes).toBe(2);
   });
 });

@@ -5,6 +5,8 @@
 //
 // A tenant's playbook writes what it likes, and what this keeps goes into heartbeats and the
 // activity's result (workflow history): everything it keeps is bounded by the caps below.
+import { MAX_LINE_BYTES } from '../runner/log-lines.js';
+
 export interface HostRecap {
   ok: number;
   changed: number;
@@ -20,8 +22,8 @@ export interface PlaybookFailure {
   message: string;
 }
 
-/** Characters of one line the parser reads (and bytes of one the runner keeps): the rest is cut. */
-export const MAX_LINE = 64 * 1024;
+/** Characters of one line the parser reads: as many as the runner keeps bytes of one. */
+export const MAX_LINE = MAX_LINE_BYTES;
 /** Failures kept, the first ones; the rest are only counted. */
 export const MAX_FAILURES = 20;
 /** Hosts kept from the PLAY RECAP, the first ones; the rest are only counted. */
