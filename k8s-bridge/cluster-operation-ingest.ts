@@ -7,6 +7,7 @@ import {
   CLUSTER_OPERATION_API,
   type ClusterOperationSpec,
 } from '../shared/cluster-operation-api.js';
+import { MAX_SPEC_BYTES, specSize } from '../shared/cluster-operation-limits.js';
 import {
   clusterOperationObserved,
   type ClusterOperationObservation,
@@ -34,11 +35,19 @@ export function clusterOperationObservation(
   const phase = item.status?.phase;
   const retry = annotations?.[RETRY_ANNOTATION];
   const { retry: retried, failedStep } = item.status ?? {};
+  const spec = item.spec ?? {};
+  // Too large to take: not sent into history whole, only what names its Provisioning (which an
+  // older worker refuses too, as a spec without an action).
+  const specBytes = specSize(spec);
+  const sent =
+    specBytes > MAX_SPEC_BYTES
+      ? { spec: { provisioning: spec.provisioning }, specBytes }
+      : { spec };
   return {
     name,
     uid,
     createdAt: creationTimestamp ? new Date(creationTimestamp).toISOString() : '',
-    spec: item.spec ?? {},
+    ...sent,
     ...(phase && ENDED.includes(phase) ? { ended: phase } : {}),
     deleting: gone || deletionTimestamp !== undefined,
     ...(retry ? { retry } : {}),

@@ -4,6 +4,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { BUILTIN_PLAYBOOKS, checkOperationSpec } from '../shared/cluster-operation-api.js';
 import { ALLOWED_VARS, allowList, deniedVar } from '../shared/cluster-operation-vars.js';
+import { checkOperationSpec } from '../shared/cluster-operation-api.js';
+import {
+  checkOperationLimits,
+  MAX_OPERATION_NODES,
+  MAX_SPEC_BYTES,
+  specSize,
+  utf8Bytes,
+} from '../shared/cluster-operation-limits.js';
 
 const actions = { actionSource: 'configmap', actionSourceRef: { name: 'actions' } };
 
@@ -204,5 +212,36 @@ describe("a ClusterOperation's variables", () => {
     expect(() => allowList(['kube_version', 'download_run_once', 'kubectl_localhost'])).toThrow(
       'denied variables in an allow-list: download_run_once, kubectl_localhost',
     );
+  });
+});
+
+// The limits the Provisioning's workflow checks as an operation joins its line (v17). Through the
+// API server, the CRD's maxItems refuses more nodes first: this is the check behind it.
+describe("a ClusterOperation spec's size", () => {
+  it('is refused over MAX_SPEC_BYTES of JSON, counted in UTF-8 bytes', () => {
+    expect(utf8Bytes('aé€😀')).toBe(1 + 2 + 3 + 4);
+    const spec = {
+      provisioning: 'ops',
+      action: 'upgrade-cluster.yml',
+      extraVars: { motd: '€'.repeat(MAX_SPEC_BYTES / 3) },
+    };
+    const bytes = specSize(spec);
+    expect(bytes).toBeGreaterThan(MAX_SPEC_BYTES);
+    expect(JSON.stringify(spec).length).toBeLessThan(MAX_SPEC_BYTES);
+    expect(checkOperationLimits(spec)).toEqual([
+      `spec is ${bytes} bytes of JSON: at most ${MAX_SPEC_BYTES}, hooks and extraVars included`,
+    ]);
+    // As the bridge measured it, when it did not send it whole.
+    expect(checkOperationLimits({ provisioning: 'ops' }, bytes)).toHaveLength(1);
+    expect(checkOperationLimits({ provisioning: 'ops', action: 'cluster.yml' })).toEqual([]);
+  });
+
+  it('is refused when it lists more than MAX_OPERATION_NODES nodes', () => {
+    const nodes = (n: number) => Array.from({ length: n }, (_, i) => `worker${i}`);
+    const spec = { provisioning: 'ops', action: 'remove-node.yml', confirm: 'edge' };
+    expect(checkOperationLimits({ ...spec, nodes: nodes(MAX_OPERATION_NODES) })).toEqual([]);
+    expect(checkOperationLimits({ ...spec, nodes: nodes(MAX_OPERATION_NODES + 1) })).toEqual([
+      `spec.nodes lists ${MAX_OPERATION_NODES + 1} nodes: at most ${MAX_OPERATION_NODES}`,
+    ]);
   });
 });

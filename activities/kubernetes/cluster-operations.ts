@@ -4,6 +4,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { CLUSTER_OPERATION_API, type CustomActionRef } from '../../shared/cluster-operation-api.js';
+import { MAX_ACTION_BYTES, MAX_ACTIONS_BYTES } from '../../shared/cluster-operation-limits.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningOwner } from './cluster-outputs.js';
 import { isNotFound, rethrowKube } from './errors.js';
@@ -11,6 +12,9 @@ import { deleteIfOurs } from './owned-objects.js';
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { customRef, type CustomResourceRef } from './object-ref.js';
 import { writeObjectStatus } from './object-status.js';
+
+/** Keys of a ConfigMap a message names. */
+const MAX_KEYS_SAID = 20;
 
 /** The phases of an operation that has ended. */
 const ENDED = ['Succeeded', 'Failed', 'Cancelled'];
@@ -20,9 +24,6 @@ interface EndedOperation {
   spec?: { provisioning?: string };
   status?: { phase?: string; log?: string; steps?: Array<{ log?: string }> };
 }
-
-/** An action's text is kept in the operation's history: it stays small. */
-const MAX_ACTION_BYTES = 64 * 1024;
 
 export function createClusterOperationActivities({
   core,
@@ -103,12 +104,16 @@ export function createClusterOperationActivities({
       return { deleted, logs };
     },
 
-    /** Each custom action's text, from its ConfigMap in the operation's namespace, in order. */
+    /**
+     * Each custom action's text, from its ConfigMap in the operation's namespace, in order. The
+     * texts go into the operation's history: each and all together are bounded, in bytes.
+     */
     async readCustomActions(input: {
       namespace: string;
       actions: CustomActionRef[];
     }): Promise<string[]> {
       const texts: string[] = [];
+      let total = 0;
       for (const { configMap, key } of input.actions) {
         const where = `ConfigMap ${input.namespace}/${configMap}`;
         let data: Record<string, string>;
@@ -124,19 +129,26 @@ export function createClusterOperationActivities({
         }
         const text = data[key];
         if (text === undefined) {
-          const keys = Object.keys(data);
           throw ApplicationFailure.nonRetryable(
-            `${where} has no key ${key} (it has ${keys.length ? keys.join(', ') : 'none'})`,
+            `${where} has no key ${key} (it has ${someKeys(Object.keys(data))})`,
             'ActionSourceMissing',
           );
         }
-        if (text.length > MAX_ACTION_BYTES) {
+        const bytes = Buffer.byteLength(text);
+        if (bytes > MAX_ACTION_BYTES) {
           throw ApplicationFailure.nonRetryable(
-            `${where} key ${key} is ${text.length} bytes: an action may be at most ${MAX_ACTION_BYTES}`,
+            `${where} key ${key} is ${bytes} bytes: an action may be at most ${MAX_ACTION_BYTES}`,
             'ActionSourceTooLarge',
           );
         }
+        total += bytes;
         texts.push(text);
+      }
+      if (total > MAX_ACTIONS_BYTES) {
+        throw ApplicationFailure.nonRetryable(
+          `its custom actions are ${total} bytes together: at most ${MAX_ACTIONS_BYTES}`,
+          'ActionSourceTooLarge',
+        );
       }
       return texts;
     },
@@ -144,3 +156,10 @@ export function createClusterOperationActivities({
 }
 
 export type ClusterOperationActivities = ReturnType<typeof createClusterOperationActivities>;
+
+/** A ConfigMap's keys for a message: the first few, and how many more (it may have thousands). */
+function someKeys(keys: string[]): string {
+  if (!keys.length) return 'none';
+  const shown = keys.slice(0, MAX_KEYS_SAID).join(', ');
+  return keys.length > MAX_KEYS_SAID ? `${shown} and ${keys.length - MAX_KEYS_SAID} more` : shown;
+}

@@ -26,6 +26,11 @@ export interface ClusterOperationObservation {
   retried?: string;
   /** The step its last run failed at (status.failedStep). */
   failedStep?: string;
+  /**
+   * Its spec's size in bytes, when that is over MAX_SPEC_BYTES: the spec was not sent whole, only
+   * `provisioning` (shared/cluster-operation-limits.ts).
+   */
+  specBytes?: number;
 }
 
 /** Sent to the workflow of the Provisioning the operation names (`spec.provisioning`). */

@@ -33,7 +33,9 @@ export interface OperationStatus {
     phase: string;
     log?: string;
     message?: string;
+    hosts?: Record<string, { ok: number; changed: number }>;
     wouldChange?: Record<string, number>;
+    hostsNotShown?: number;
   }>;
 }
 

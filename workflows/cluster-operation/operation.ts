@@ -16,6 +16,7 @@ import { operationPlaybooks } from './activities.js';
 import { prepareSteps } from './preparation.js';
 import { OperationReport } from './report.js';
 import { checkSpec } from './spec-check.js';
+import { stepHosts } from './step-hosts.js';
 
 /** The status fields of a failure, cleared when a retry starts. */
 const FAILURE_FIELDS = ['failedStep', 'failedHost', 'failedTask', 'log'];
@@ -94,14 +95,7 @@ export async function clusterOperationWorkflow(
       const outcome = await running.run(() => runStep(input, step, actions.get(step.name)));
       Object.assign(result, { phase: 'Succeeded', completionTime: now(), log: outcome.log });
       // Each host's tasks, as ansible's recap counted them.
-      result.hosts = Object.fromEntries(
-        Object.entries(outcome.recap).map(([host, r]) => [host, { ok: r.ok, changed: r.changed }]),
-      );
-      if (spec.dryRun) {
-        result.wouldChange = Object.fromEntries(
-          Object.entries(outcome.recap).map(([host, recap]) => [host, recap.changed]),
-        );
-      }
+      Object.assign(result, stepHosts(outcome, spec.dryRun));
     } catch (err) {
       if (!isCancellation(err) && !running.consideredCancelled) {
         const details = failureDetails(err);

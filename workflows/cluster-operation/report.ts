@@ -18,6 +18,8 @@ export interface StepReport {
   hosts?: Record<string, { ok: number; changed: number }>;
   /** A dry run's: how many tasks would change something, by host. */
   wouldChange?: Record<string, number>;
+  /** Hosts of the recap that `hosts` does not list (v2, workflows/cluster-operation/step-hosts.ts). */
+  hostsNotShown?: number;
 }
 
 export class OperationReport {

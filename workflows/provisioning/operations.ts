@@ -16,6 +16,11 @@ import {
   type ClusterOperationOutcome,
 } from '../../shared/contracts/cluster-operation.js';
 import { DEFAULT_OPERATION_HISTORY } from '../../shared/cluster-operation-api.js';
+import {
+  checkOperationLimits,
+  MAX_QUEUED_OPERATIONS,
+} from '../../shared/cluster-operation-limits.js';
+import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { operationApi, operationLogs } from '../cluster-operation/activities.js';
@@ -35,6 +40,13 @@ export const PATCH_OPERATION_HISTORY = 'provisioning-operation-history';
  * ahead of it, one ahead of it is deleted), and its message names the operation running.
  */
 export const PATCH_OPERATION_PLACES = 'provisioning-operation-places';
+
+/**
+ * v17: an operation is refused at once, nothing run, when MAX_QUEUED_OPERATIONS already wait or
+ * its spec is too large (shared/cluster-operation-limits.ts): the line and what it holds are
+ * bounded, and so is what the workflow carries across continue-as-new.
+ */
+export const PATCH_OPERATIONS_BOUNDED = 'provisioning-operations-bounded';
 
 /**
  * Operations that ended and retries taken, remembered so a relist that still shows an operation
@@ -84,9 +96,10 @@ export class Operations {
 
   /**
    * Takes in what the bridge saw: queues a new operation, or a Failed one on-call asked to retry
-   * (its place in line, to say); forgets a deleted one that waits, and cancels one that runs.
+   * (its place in line, to say), or refuses it (v17: why, to say); forgets a deleted one that
+   * waits, and cancels one that runs.
    */
-  observe(seen: ClusterOperationObservation): number | undefined {
+  observe(seen: ClusterOperationObservation): number | { refused: string } | undefined {
     const { uid } = seen;
     if (seen.deleting) {
       if (this.running?.uid === uid) this.running.scope.cancel();
@@ -104,11 +117,53 @@ export class Operations {
     } else if (this.ended.includes(uid)) {
       return undefined;
     }
+    const refused = this.refusal(seen);
+    if (refused) {
+      this.remember(uid);
+      return { refused };
+    }
     this.queued.push(seen);
     this.queued.sort(
       (a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name),
     );
     return this.queued.findIndex((op) => op.uid === uid);
+  }
+
+  /** Why `seen` may not join the line (v17); asks the patch only then, so older runs replay. */
+  private refusal(seen: ClusterOperationObservation): string | undefined {
+    const problems = checkOperationLimits(seen.spec, seen.specBytes);
+    const waiting = this.queued.length;
+    if (waiting >= MAX_QUEUED_OPERATIONS) {
+      problems.push(
+        `${waiting} operations already wait for their turn on Provisioning ${this.ref.name}, ` +
+          'the most that may: ' +
+          `set the annotation ${RETRY_ANNOTATION} to queue it again once fewer wait`,
+      );
+    }
+    return problems.length && patched(PATCH_OPERATIONS_BOUNDED) ? problems.join('; ') : undefined;
+  }
+
+  /** A refused operation's status and Event: it has ended, nothing run. */
+  async sayRefused(seen: ClusterOperationObservation, why: string): Promise<void> {
+    const ref = this.operationRef(seen);
+    const message = `Nothing was run: ${why}`;
+    await operationApi.writeClusterOperationStatus({
+      ref,
+      status: {
+        phase: 'Failed',
+        message,
+        completionTime: new Date().toISOString(),
+        queuePosition: null,
+        notBefore: null,
+      },
+    });
+    await operationApi.recordClusterOperationEvent({
+      ref,
+      type: 'Warning',
+      reason: 'Refused',
+      message,
+      dedupKey: `Refused/${seen.retry ?? ''}`,
+    });
   }
 
   /**

@@ -110,6 +110,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   const waitsFor = () => `cluster ${provisioner.cluster || name}`;
   setHandler(clusterOperationObserved, async (seen) => {
     const ahead = operations?.observe(seen);
+    if (typeof ahead === 'object') return operations!.sayRefused(seen, ahead.refused);
     const wait = () => (operationWaits() ? whyOperationsWait() : undefined);
     if (ahead !== undefined) await operations!.sayQueued(seen, ahead, waitsFor(), wait());
     // The line moved: one joined it ahead of others, or one left it. Those behind are told (v12).

@@ -1,0 +1,42 @@
+// A step's hosts as its status lists them, from ansible's recap: tasks done and changed on each,
+// and in a dry run what would change. A recap can name any number of hosts (a tenant's playbook
+// adds its own), so the status lists MAX_STATUS_HOSTS of them, those with changes or failures
+// first, and counts the rest (docs/provisionings.md, "Limits").
+import { patched } from '@temporalio/workflow';
+import type { HostRecap } from '../../activities/ansible/progress.js';
+import { MAX_STATUS_HOSTS } from '../../shared/cluster-operation-limits.js';
+import type { StepReport } from './report.js';
+
+/** v2 of its status: each step lists at most MAX_STATUS_HOSTS hosts, with hostsNotShown. */
+export const PATCH_STATUS_HOSTS_BOUNDED = 'cluster-operation-status-hosts-bounded';
+
+/** What a run reports of its hosts; `recapOmitted`: hosts its recap named beyond what it kept. */
+export interface RecapOutcome {
+  recap: Record<string, HostRecap>;
+  recapOmitted?: number;
+}
+
+export function stepHosts(
+  outcome: RecapOutcome,
+  dryRun: boolean | undefined,
+): Pick<StepReport, 'hosts' | 'wouldChange' | 'hostsNotShown'> {
+  let entries = Object.entries(outcome.recap);
+  const omitted = outcome.recapOmitted ?? 0;
+  let notShown = 0;
+  // Asked only when the list is cut: runs recorded before it replay as they ran.
+  if ((entries.length > MAX_STATUS_HOSTS || omitted) && patched(PATCH_STATUS_HOSTS_BOUNDED)) {
+    const first = (r: HostRecap) => (r.changed || r.failed || r.unreachable ? 0 : 1);
+    const shown = [...entries]
+      .sort(([, a], [, b]) => first(a) - first(b))
+      .slice(0, MAX_STATUS_HOSTS);
+    notShown = entries.length - shown.length + omitted;
+    entries = shown;
+  }
+  return {
+    hosts: Object.fromEntries(entries.map(([host, r]) => [host, { ok: r.ok, changed: r.changed }])),
+    ...(dryRun
+      ? { wouldChange: Object.fromEntries(entries.map(([host, r]) => [host, r.changed])) }
+      : {}),
+    ...(notShown ? { hostsNotShown: notShown } : {}),
+  };
+}
