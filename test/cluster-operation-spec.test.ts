@@ -4,7 +4,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { BUILTIN_PLAYBOOKS, checkOperationSpec } from '../shared/cluster-operation-api.js';
 import { ALLOWED_VARS, allowList, deniedVar } from '../shared/cluster-operation-vars.js';
-import { checkOperationSpec } from '../shared/cluster-operation-api.js';
 import {
   checkOperationLimits,
   MAX_OPERATION_NODES,
