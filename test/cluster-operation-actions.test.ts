@@ -1,12 +1,15 @@
 // A ClusterOperation's custom actions (a tenant's own playbook and shell script from a ConfigMap,
-// run on its cluster's nodes in the worker's sandbox) and destructive ones (remove-node.yml and
-// reset.yml, only with the cluster named). Real bridge and worker processes, real SSH
-// hosts as metal3 BareMetalHosts, real ansible-playbook, real bubblewrap; the install itself is the
-// project's kubespray stand-in over the real release (see cluster-operation.test.ts for why). The
-// script checks from inside that the worker's environment, files and network are out of reach.
-// The stand-in's marker of an installed node is /var/tmp/hostflow-stand-in-kubelet.
+// each run on its cluster's nodes from a runner Job of its own) and destructive ones
+// (remove-node.yml and reset.yml, only with the cluster named). Real bridge and worker processes,
+// real SSH hosts as metal3 BareMetalHosts, real ansible-playbook in the runner image on the
+// suite's local kubelet; the install itself is the project's kubespray stand-in over the real
+// release (see cluster-operation.test.ts for why). The script checks from inside its runner pod
+// that the worker's environment, files, credentials and API server are out of reach, and that it
+// runs unprivileged on a read-only bundle. The stand-in's marker of an installed node is
+// /var/tmp/hostflow-stand-in-kubelet.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { clusterOperations, installCluster } from './support/cluster-operations.js';
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
@@ -22,28 +25,75 @@ let worker: EngineProcess;
 let bridge: EngineProcess;
 let ops: ReturnType<typeof clusterOperations>;
 
-/** The API server's port, which the sandbox must not reach. */
+/** The API server's port, which the runner must not reach. */
 const apiPort = () => new URL(kube().kc.getCurrentCluster()!.server).port;
+/** This machine's IPv4 addresses: the API server's port must be shut at every one from the pod. */
+const machineAddresses = () =>
+  Object.values(networkInterfaces())
+    .flat()
+    .filter((nic) => nic?.family === 'IPv4')
+    .map((nic) => nic!.address);
 
-/** Fails, naming what it saw, if the worker's environment, files or network are in reach. */
-const checkSandbox = () => `set -eu
+/**
+ * Fails, naming what it saw, unless it runs confined to its runner pod: none of the worker's
+ * environment or files, no service-account token, the API server's port shut at the pod's own
+ * loopback, its gateway (the machine) and every address of the machine, uid 1000 with no
+ * capabilities, its bundle mounted read-only. Its nodes' sshd is in reach, by the same probe.
+ */
+const checkRunner = () => `set -eu
 for name in $(env | cut -d= -f1); do
   case "$name" in
-    PATH|HOME|LANG|PWD|SHLVL|_|ANSIBLE_*|HOSTFLOW_INVENTORY|HOSTFLOW_SSH_CONFIG|HOSTFLOW_EXTRA_VARS) ;;
+    PATH|HOME|LANG|HOSTNAME|PWD|SHLVL|_|ANSIBLE_*|HOSTFLOW_INVENTORY|HOSTFLOW_SSH_CONFIG|HOSTFLOW_EXTRA_VARS) ;;
+    # The kubernetes Service's address, which the kubelet gives every pod: no credential.
+    KUBERNETES_SERVICE_HOST|KUBERNETES_SERVICE_PORT|KUBERNETES_SERVICE_PORT_HTTPS|KUBERNETES_PORT|KUBERNETES_PORT_443_TCP*) ;;
     *) echo "the worker's environment leaked in: $name"; exit 1 ;;
   esac
 done
-[ "$(id -u)" = 65534 ] || { echo "runs as uid $(id -u)"; exit 1; }
+[ "$(id -u):$(id -g)" = 1000:1000 ] || { echo "runs as $(id -u):$(id -g)"; exit 1; }
+caps=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
+[ "$caps" = 0000000000000000 ] || { echo "has capabilities $caps"; exit 1; }
 [ ! -e '${testEnv('kubeconfig')}' ] || { echo 'the kubeconfig is in reach'; exit 1; }
-[ ! -e /var/run/secrets ] || { echo 'a service-account token is in reach'; exit 1; }
-if (exec 3<>/dev/tcp/127.0.0.1/${apiPort()}) 2>/dev/null; then
-  echo 'the API server is in reach'; exit 1
+[ ! -e /var/run/secrets/kubernetes.io/serviceaccount ] || { echo 'a service-account token is in reach'; exit 1; }
+[ -s /run/hostflow/inventory.ini ] || { echo 'no bundle at /run/hostflow'; exit 1; }
+opts=$(awk '$2 == "/run/hostflow" { print $4 }' /proc/mounts)
+case ",$opts," in *,ro,*) ;; *) echo "the bundle is mounted $opts"; exit 1 ;; esac
+if touch /run/hostflow/written 2>/dev/null || (echo x >> /run/hostflow/inventory.ini) 2>/dev/null; then
+  echo 'the bundle is writable'; exit 1
 fi
-# Its own nodes are, through the relay, as the installer.
+reaches() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+gw=$(awk '$2 == "00000000" { print $3; exit }' /proc/net/route)
+gw=$(printf '%d.%d.%d.%d' 0x\${gw:6:2} 0x\${gw:4:2} 0x\${gw:2:2} 0x\${gw:0:2})
+for address in 127.0.0.1 "$gw" ${machineAddresses().join(' ')}; do
+  if reaches "$address" ${apiPort()}; then echo "the API server is in reach at $address"; exit 1; fi
+done
+# Nor through the kubernetes Service. Its address is off this machine (no kube-proxy here), where
+# the network may accept any connection: only an API server's answer counts.
+api_answers() {
+  python3 - "$1" "$2" <<'PY'
+import socket, ssl, sys
+try:
+    raw = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    with tls.wrap_socket(raw) as conn:
+        conn.settimeout(5)
+        conn.sendall(b'GET /version HTTP/1.0\\r\\n\\r\\n')
+        answer = conn.recv(4096)
+except OSError:
+    sys.exit(1)
+sys.exit(0 if b'"major"' in answer or b'"kind"' in answer else 1)
+PY
+}
+if [ -n "\${KUBERNETES_SERVICE_HOST:-}" ] && api_answers "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT"; then
+  echo "an API server answers at the kubernetes Service, $KUBERNETES_SERVICE_HOST"; exit 1
+fi
+# Its own nodes are, directly, as the installer.
 for ip in $(sed -n 's/.*ansible_host=\\([^ ]*\\).*/\\1/p' "$HOSTFLOW_INVENTORY" | sort -u); do
+  reaches "$ip" 22 || { echo "node $ip is out of reach"; exit 1; }
   ssh -F "$HOSTFLOW_SSH_CONFIG" "$ip" "echo $ip > /var/tmp/hostflow-custom-pre"
 done
-echo sandboxed
+echo "confined to its runner pod (gateway $gw)"
 `;
 
 const LABEL_NODES = `- name: Label the nodes
@@ -71,7 +121,7 @@ beforeAll(async () => {
     body: {
       metadata: { name: 'actions' },
       data: {
-        'check-sandbox.sh': checkSandbox(),
+        'check-runner.sh': checkRunner(),
         'label-nodes.yml': LABEL_NODES,
         'read-kubeconfig.sh': `cat '${testEnv('kubeconfig')}'\n`,
       },
@@ -90,24 +140,24 @@ const onEachNode = (command: string) =>
   );
 
 describe("a ClusterOperation's custom actions", () => {
-  it('runs a playbook from a ConfigMap between a sandboxed shell pre-hook and a post-hook', async () => {
+  it('runs a playbook from a ConfigMap between a shell pre-hook confined to its runner pod and a post-hook', async () => {
     await ops.operate('labelled', {
       ...fromActions,
       action: 'label-nodes.yml',
       extraVars: { label: 'blue' },
-      preHook: [{ ...fromActions, actionType: 'shell', action: 'check-sandbox.sh' }],
+      preHook: [{ ...fromActions, actionType: 'shell', action: 'check-runner.sh' }],
       postHook: [{ action: 'cluster.yml' }],
     });
     const done = await ops.ended('labelled');
     expect(done.steps!.map((s) => [s.name, s.action, s.phase])).toEqual([
-      ['preHook[0]', 'actions/check-sandbox.sh', 'Succeeded'],
+      ['preHook[0]', 'actions/check-runner.sh', 'Succeeded'],
       ['action', 'actions/label-nodes.yml', 'Succeeded'],
       ['postHook[0]', 'cluster.yml', 'Succeeded'],
     ]);
     expect(done.phase).toBe('Succeeded');
-    expect(readFileSync(done.steps![0]!.log!, 'utf8')).toContain('sandboxed');
+    expect(readFileSync(done.steps![0]!.log!, 'utf8')).toContain('confined to its runner pod');
     expect(await onEachNode('cat /var/tmp/hostflow-custom-label')).toEqual(['blue', 'blue']);
-    // The script reached each node at its own address, through the relay.
+    // The script reached each node at its own address, from its pod.
     const ips = await onEachNode('cat /var/tmp/hostflow-custom-pre');
     expect(new Set(ips).size).toBe(2);
   }, 180_000);
@@ -152,7 +202,7 @@ describe("a ClusterOperation's custom actions", () => {
     expect(missing.phase).toBe('Failed');
     expect(missing.message).toBe(
       `Nothing was run: ConfigMap ${scope.namespace}/actions has no key nope.yml (it has ` +
-        'check-sandbox.sh, label-nodes.yml, read-kubeconfig.sh)',
+        'check-runner.sh, label-nodes.yml, read-kubeconfig.sh)',
     );
   }, 180_000);
 

@@ -1,17 +1,23 @@
 // The container image (deploy/image) end to end: the worker, the bridge and the OTP service run
 // from it, as the production Deployments run them (their arguments, environment and volumes; uid
 // 1000, read-only root filesystem, no capabilities), against the local stack, and serve a local
-// TaskRun and a static-pool TaskRun whose build logs in to a real sshd host with the redeemed key.
-// No process of this repository's checkout serves this file's namespaces: only the image's.
+// TaskRun and a static-pool TaskRun whose build logs in to a real sshd host with the redeemed key,
+// and a Provisioning whose kubespray (the project's stand-in) the image's worker runs as a runner
+// Job on the suite's local kubelet. No process of this repository's checkout serves this file's
+// namespaces: only the image's.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
+import { KUBESPRAY_STAND_IN } from '../local-stack/kubespray-overlay.js';
 import { planOtpService } from '../local-stack/otp-service.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { startSshHosts, type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { LABELS } from '../platform-config/contract.js';
+import { PROVISIONING_API } from '../shared/bpa-api.js';
+import { statusCode } from '../shared/kube-errors.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { testEnv, uniqueSuffix } from './support/env.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { runnerEnv, testEnv, uniqueSuffix } from './support/env.js';
 import {
   IMAGE,
   buildImage,
@@ -25,6 +31,7 @@ import {
   type Workload,
 } from './support/image.js';
 import { redeemSecret } from './support/otp.js';
+import { watchRunnerJobs } from './support/runner-jobs.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { sshCommand } from './support/ssh.js';
 
@@ -32,6 +39,7 @@ const sfx = uniqueSuffix();
 const dir = join(testEnv('stateDir'), `image-${sfx}`);
 let scope: TestScope;
 let hosts: SshHostPool;
+let metal: BareMetalHosts;
 const running: ImageProcess[] = [];
 let worker: ImageProcess;
 let bridge: ImageProcess;
@@ -39,6 +47,8 @@ let otp: ImageProcess;
 let otpUrl: string;
 let health: { worker: string; bridge: string };
 const staticPlatform = `linux/image-${sfx}`;
+/** Where the worker finds the kubespray it offers (the runner image has it at the same path). */
+const KUBESPRAY_DIR = '/opt/kubespray/kubespray-stand-in';
 
 beforeAll(async () => {
   // Current already when CI built it in an earlier step; otherwise this builds it (minutes).
@@ -55,6 +65,7 @@ beforeAll(async () => {
     stateDir: join(dir, 'ssh'),
     prefix: `img${sfx.slice(0, 4)}`,
   });
+  metal = await registerBareMetalHosts(scope, { count: 1, sfx });
   const host = hosts.hosts[0]!;
   await scope.kube.core.createNamespacedSecret({
     namespace: scope.engineNamespace,
@@ -109,9 +120,15 @@ beforeAll(async () => {
     HOSTFLOW_NAMESPACE: scope.engineNamespace,
     HOSTFLOW_OTP_URL: plan.url,
   };
-  const start = (name: string, kind: string, env: Record<string, string>, readyLine: string) => {
+  const start = (
+    name: string,
+    kind: string,
+    env: Record<string, string>,
+    readyLine: string,
+    more: Record<string, string> = {},
+  ) => {
     const w = workload(name);
-    const mounts: Record<string, string> = { '/etc/hostflow/kube': kubeDir };
+    const mounts: Record<string, string> = { '/etc/hostflow/kube': kubeDir, ...more };
     for (const m of w.secretMounts) {
       const files = secrets[m.secret];
       if (!files) {
@@ -150,8 +167,13 @@ beforeAll(async () => {
         ...engineEnv,
         HOSTFLOW_METRICS_ADDRESS: `127.0.0.1:${workerMetrics}`,
         HOSTFLOW_HEALTH_ADDRESS: `127.0.0.1:${workerHealth}`,
+        // The runner (the suite's local node and its image) and the kubespray it offers.
+        ...runnerEnv(),
+        HOSTFLOW_KUBESPRAY_DIR: KUBESPRAY_DIR,
+        HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
       },
       'polling',
+      { [KUBESPRAY_DIR]: KUBESPRAY_STAND_IN },
     ),
     start(
       'hostflow-bridge',
@@ -169,6 +191,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()));
   await hosts?.stop();
+  await metal?.dispose();
   await scope?.dispose();
 }, 120_000);
 
@@ -201,18 +224,66 @@ describe('the image', () => {
     }
   });
 
-  it("sandboxes a ClusterOperation's custom action in the worker, as uid 1000 with no capabilities", async () => {
-    // The worker's own probe (activities/ansible/sandbox.ts): bubblewrap makes its namespaces,
-    // with no network and no /proc, and runs socat, the SSH relay's ProxyCommand, inside.
-    const probe = await execIn(worker.container, [
-      'node',
-      '--input-type=module',
-      '-e',
-      "const { sandboxProblem } = await import('/app/dist/activities/ansible/sandbox.js');" +
-        'const problem = await sandboxProblem(); console.log(problem ?? "sandboxed");',
-    ]);
-    expect(probe).toEqual({ code: 0, output: 'sandboxed\n' });
-  });
+  it('installs a Provisioning: its kubespray a runner Job the worker starts and follows, the kubeconfig read from the node', async () => {
+    const { custom } = scope.kube;
+    const provisioning = { ...PROVISIONING_API, namespace: scope.namespace, name: 'img' };
+    const get = () =>
+      custom.getNamespacedCustomObject(provisioning).then(
+        (found) =>
+          found as {
+            status?: { phase?: string; install?: { log?: string }; kubeconfigSecret?: string };
+          },
+        (err: unknown) => {
+          if (statusCode(err) === 404) return undefined;
+          throw err;
+        },
+      );
+    // The cluster's runner Jobs, as they come and go (each is deleted once its log is read).
+    const jobs = watchRunnerJobs(`${scope.namespace}/cluster-img`);
+    try {
+      await custom.createNamespacedCustomObject({
+        ...PROVISIONING_API,
+        namespace: scope.namespace,
+        body: {
+          apiVersion: 'bpa.akraino.org/v1alpha1',
+          kind: 'Provisioning',
+          metadata: { name: 'img', labels: { cluster: 'cluster-img' } },
+          spec: { masters: [{ master: { 'mac-address': metal.macs[0]! } }] },
+        },
+      });
+      const status = await waitFor(
+        'Provisioning img to end',
+        async () => {
+          const found = (await get())?.status;
+          return ['Ready', 'Failed', 'Refused'].includes(found?.phase ?? '') ? found : undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
+      expect(status?.phase).toBe('Ready');
+      expect(await metal.marker(0)).toBe('master in cluster-img');
+      expect(jobs.whats()).toEqual(['kubespray cluster.yml']);
+      // The admin kubeconfig, read from the control plane over the worker's SSH.
+      const secret = await scope.kube.core.readNamespacedSecret({
+        name: status!.kubeconfigSecret!,
+        namespace: scope.namespace,
+      });
+      expect(Buffer.from(secret.data!.value!, 'base64').toString('utf8')).toContain(
+        `server: https://${metal.pool.hosts[0]!.address}:6443`,
+      );
+      // The worker kept its copy of the run's log, which the Job streamed to it.
+      const log = await execIn(worker.container, ['cat', status!.install!.log!]);
+      expect(log).toMatchObject({ code: 0, output: expect.stringContaining('PLAY RECAP') });
+
+      await custom.deleteNamespacedCustomObject(provisioning);
+      await waitFor('Provisioning img to go', async () => ((await get()) ? undefined : true), {
+        timeoutMs: 120_000,
+      });
+      expect(await metal.marker(0)).toBe('');
+      expect(jobs.whats()).toEqual(['kubespray cluster.yml', 'kubespray reset.yml']);
+    } finally {
+      await jobs.stop();
+    }
+  }, 360_000);
 
   it('serves a local TaskRun and cleans up when it completes', async () => {
     const { taskRuns } = scope;

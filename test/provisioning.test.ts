@@ -3,7 +3,8 @@
 // playbooks are the project's stand-in for kubespray (local-stack/kubespray-stand-in): real
 // kubespray cannot install Kubernetes on hosts that share this machine's kernel and have no
 // systemd. They connect to every node with become, check the inventory as kubespray does, and
-// write artifacts/admin.conf.
+// write /etc/kubernetes/admin.conf on the first control plane, where the engine reads it over SSH.
+// Each run is a runner Job on the suite's local kubelet.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import { waitFor } from '../local-stack/process.js';
@@ -25,7 +26,7 @@ import { createScope, type TestScope } from './support/scope.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 
 const sfx = uniqueSuffix();
-/** Told to fail at "Install kubelet" on this node label (HOSTFLOW_STAND_IN_FAIL). */
+/** The node label whose host is told to fail at "Install kubelet" (its stand-in fail-at file). */
 const DOOMED = 'doomed-worker';
 let scope: TestScope;
 let metal: BareMetalHosts;
@@ -49,7 +50,6 @@ beforeAll(async () => {
   ({ macs, namespace: metal3 } = metal);
   const env = {
     ...kubesprayWorkerEnv(sfx),
-    HOSTFLOW_STAND_IN_FAIL: `${DOOMED}:Install kubelet`,
     // Other test files register hosts too, in their own namespaces: these are this file's. The
     // pattern setting, not the older single name: before it, every other namespace was open.
     HOSTFLOW_BAREMETAL_NAMESPACES: metal3,
@@ -389,11 +389,20 @@ describe('a Provisioning', () => {
   });
 
   it('names the host and the task when kubespray fails, and keeps its hosts', async () => {
-    await create('doomed', 'cluster-doomed', {
-      masters: [{ master: { 'mac-address': macs[0]! } }],
-      workers: [{ [DOOMED]: { 'mac-address': macs[2]! } }],
-    });
-    const status = await phase('doomed', 'Failed');
+    // The run is a Job: the failure is planted on the doomed node's host, where the stand-in
+    // looks for it (/var/tmp/hostflow-stand-in-fail-at), and only there.
+    const failAt = '/var/tmp/hostflow-stand-in-fail-at';
+    await metal.pool.hosts[2]!.exec(['sh', '-c', `echo "Install kubelet" > ${failAt}`]);
+    let status: ProvisioningStatus;
+    try {
+      await create('doomed', 'cluster-doomed', {
+        masters: [{ master: { 'mac-address': macs[0]! } }],
+        workers: [{ [DOOMED]: { 'mac-address': macs[2]! } }],
+      });
+      status = await phase('doomed', 'Failed');
+    } finally {
+      await metal.pool.hosts[2]!.exec(['rm', '-f', failAt]);
+    }
     expect(status.install).toMatchObject({ failedHost: DOOMED, failedTask: 'Install kubelet' });
     expect(status.conditions?.[0]?.message).toMatch(
       new RegExp(`^kubespray cluster\\.yml failed on host ${DOOMED} at task "Install kubelet"`),
