@@ -2,7 +2,8 @@
 // server) on Debian's containerd, so the runner Jobs that run every ansible play (and a tenant's
 // scripts) are real Pods with real limits. One per machine (kubelet-claim.ts): `npm start` runs
 // one with its stack; `npm test` runs one with the suite's API server, shared by every test file.
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -58,7 +59,8 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     runcRoot: paths.runcRoot,
     containerdSocket: paths.socket,
   });
-  const logFile = (name: string) => (options.logDir ? join(options.logDir, `${name}.log`) : undefined);
+  const logFile = (name: string) =>
+    options.logDir ? join(options.logDir, `${name}.log`) : undefined;
   const started: ManagedProcess[] = [];
   const stop = async () => {
     for (const proc of started.reverse()) await proc.stop();
@@ -73,7 +75,10 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       restart: options.restart,
     });
     started.push(containerd.process);
-    recordPids(claim, started.map((proc) => proc.pid));
+    recordPids(
+      claim,
+      started.map((proc) => proc.pid),
+    );
     await importImage(containerd, PAUSE_IMAGE, await pauseImageArchive(options.bin, PAUSE_IMAGE));
     await bindIdentities(options.admin);
     const nodeIp = await defaultRouteSource();
@@ -107,7 +112,10 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
       { logFile: logFile('kube-scheduler'), restart: options.restart },
     );
     started.push(scheduler);
-    recordPids(claim, started.map((proc) => proc.pid));
+    recordPids(
+      claim,
+      started.map((proc) => proc.pid),
+    );
     const core = options.admin.makeApiClient(CoreV1Api);
     await waitFor(
       `Node ${LOCAL_NODE} Ready`,
@@ -168,7 +176,10 @@ async function untaint(core: CoreV1Api) {
   const taints = node.spec?.taints ?? [];
   const kept = taints.filter((taint) => taint.key !== 'node.kubernetes.io/not-ready');
   if (kept.length === taints.length) return;
-  await core.replaceNode({ name: LOCAL_NODE, body: { ...node, spec: { ...node.spec, taints: kept } } });
+  await core.replaceNode({
+    name: LOCAL_NODE,
+    body: { ...node, spec: { ...node.spec, taints: kept } },
+  });
 }
 
 /** A loopback node address is refused: the node is the machine's default route's source. */
@@ -177,7 +188,8 @@ async function defaultRouteSource(): Promise<string> {
     run('ip', ['-4', 'route', 'get', '1.1.1.1']),
   );
   const address = /\bsrc (\S+)/.exec(stdout)?.[1];
-  if (!address) throw new Error(`no source address for the default route (ip route get: ${stdout})`);
+  if (!address)
+    throw new Error(`no source address for the default route (ip route get: ${stdout})`);
   return address;
 }
 
@@ -195,7 +207,10 @@ async function clientKubeconfig(
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [
-        { name: 'local', cluster: { server: options.apiUrl, 'certificate-authority': options.ca.cert } },
+        {
+          name: 'local',
+          cluster: { server: options.apiUrl, 'certificate-authority': options.ca.cert },
+        },
       ],
       users: [{ name: user, user: { 'client-certificate': cert.cert, 'client-key': cert.key } }],
       contexts: [{ name: 'local', context: { cluster: 'local', user } }],

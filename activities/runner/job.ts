@@ -3,11 +3,11 @@
 // the limit it hit when it hit one. The Job is named from the run, so a worker killed mid-run finds
 // it again instead of starting a second; a cancel deletes it in the foreground. Nothing of the run
 // is ever read from a file it wrote: only its log, through the API, with caps.
+import type { KubeConfig } from '@kubernetes/client-node';
 import {
   BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
-  KubeConfig,
   Log,
   NetworkingV1Api,
   type V1Job,
@@ -19,13 +19,7 @@ import { MERGE_PATCH } from '../../shared/merge-patch.js';
 import { Writable } from 'node:stream';
 import { releaseClusterLease, takeClusterLease } from './cluster-lease.js';
 import { BoundedLines } from './log-lines.js';
-import {
-  bundleSecret,
-  CONTAINER,
-  runJob,
-  runNetworkPolicy,
-  type RunRequest,
-} from './manifests.js';
+import { bundleSecret, CONTAINER, runJob, runNetworkPolicy, type RunRequest } from './manifests.js';
 import type { RunnerSettings } from './settings.js';
 
 export interface RunnerDeps {
@@ -100,7 +94,10 @@ export function createRunner(deps: RunnerDeps) {
       }
     };
     await create('NetworkPolicy', () =>
-      networking.createNamespacedNetworkPolicy({ namespace, body: runNetworkPolicy(request, settings) }),
+      networking.createNamespacedNetworkPolicy({
+        namespace,
+        body: runNetworkPolicy(request, settings),
+      }),
     );
     await create('Secret', () =>
       core.createNamespacedSecret({ namespace, body: bundleSecret(request, settings) }),
