@@ -262,6 +262,11 @@ async function kubeletConfig(
       serializeImagePulls: false,
       // A runner's log is what the engine streams: kept whole up to its own cap.
       containerLogMaxSize: '20Mi',
+      // At most this many processes in one pod: a Job spec has no field for it, so the node sets
+      // it, as a real cluster's kubelets must for the runners (a tenant's fork bomb would
+      // otherwise take the machine's PIDs, 32,768 here, from everything else on it). Ample for
+      // ansible's forks and their ssh (test/hostile-tenant/runner-limits.test.ts).
+      podPidsLimit: 256,
     }),
   );
   return path;

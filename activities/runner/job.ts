@@ -254,6 +254,11 @@ export function createRunner(deps: RunnerDeps) {
           },
         });
         sink.on('error', () => resolve());
+        // The response stream client-node pipes in is never handed out, and pipe() forwards no
+        // errors: an error there (the abort below while the run still writes, a connection
+        // reset) would be an unhandled 'error' event, which ends the worker. Its source is handed
+        // to the sink as it is piped: the stream ends there, as if the log had.
+        sink.on('pipe', (source: NodeJS.ReadableStream) => source.on('error', () => resolve()));
         void (async () => {
           const stop = await new Log(deps.kc)
             .log(namespace, podName, CONTAINER, sink, {

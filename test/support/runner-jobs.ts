@@ -1,7 +1,7 @@
 // The runner Jobs of one cluster as a test sees them come and go: each run of ansible is a Job of
 // its own in the runner namespace, labelled with its cluster, deleted once the worker has read it.
 import { clusterLabel } from '../../activities/runner/manifests.js';
-import { DEFAULT_RUNNER_NAMESPACE } from '../../activities/runner/settings.js';
+import { DEFAULT_RUNNER_NAMESPACE } from '../../shared/runner-settings.js';
 import { kube } from './env.js';
 
 export interface SeenRun {
