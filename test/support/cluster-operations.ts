@@ -1,8 +1,6 @@
 // ClusterOperations in the tests: a Provisioning installed on the test's BareMetalHosts, and what a
 // test does with operations on it (create one, read its status, wait for its end, read each
 // node's version marker, break or slow a node through the stand-in's fault files).
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { waitFor } from '../../local-stack/process.js';
 import { PROVISIONING_API, type ProvisioningSpec } from '../../shared/bpa-api.js';
 import {
@@ -10,9 +8,8 @@ import {
   type ClusterOperationSpec,
 } from '../../shared/cluster-operation-api.js';
 import type { BareMetalHosts } from './baremetal.js';
+import { runnerPods } from './runner-jobs.js';
 import type { TestScope } from './scope.js';
-
-const run = promisify(execFile);
 
 export interface OperationStatus {
   phase?: string;
@@ -147,16 +144,11 @@ export function clusterOperations(
       return events.items.find((e) => e.involvedObject.name === name && e.reason === reason);
     });
 
-  /** Whether an ansible-playbook runs for the cluster (its command names the cluster's directory). */
+  /** Whether a run of ansible goes for the cluster: a pod of its runner Jobs is running. */
   const playbookRuns = async () =>
-    (
-      await run('pgrep', ['-f', `ansible-playbook.*/${namespace}/${cluster}/`]).then(
-        ({ stdout }) => stdout.trim().split('\n').filter(Boolean),
-        () => [],
-      )
-    ).length > 0;
+    (await runnerPods(`${namespace}/${cluster}`)).some((pod) => pod.status?.phase === 'Running');
 
-  /** Waits until the operation's action runs and ansible-playbook has started it. */
+  /** Waits until the operation's action runs and its runner pod has started. */
   async function actionRunning(name: string): Promise<void> {
     await waitFor(`${name}'s action to run`, async () => {
       const found = await status(name);
