@@ -16,6 +16,7 @@ import { PROVISIONING_API, RETRY_ANNOTATION } from '../shared/bpa-api.js';
 import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { watchRunnerJobs } from './support/runner-jobs.js';
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { clusterOperations, installCluster } from './support/cluster-operations.js';
@@ -400,7 +401,8 @@ describe('a ClusterOperation', () => {
     });
   }, 180_000);
 
-  it('survives its worker killed mid-operation: the step runs again on the next worker', async () => {
+  it('survives its worker killed mid-operation: the next worker follows the same run to its end', async () => {
+    const jobs = watchRunnerJobs(`${scope.namespace}/${CLUSTER}`);
     await ops.withFault(1, 'slow', '10', async () => {
       await ops.operate('survivor', {
         action: 'upgrade-cluster.yml',
@@ -414,6 +416,9 @@ describe('a ClusterOperation', () => {
       expect(done).toMatchObject({ phase: 'Succeeded', currentStep: 'action' });
       expect(await ops.versions()).toEqual(['1.35.4', '1.35.4']);
     });
+    await jobs.stop();
+    // The run is a Job named from the activity's run: the retried attempt found it, not a second.
+    expect(jobs.whats().filter((what) => what === 'kubespray upgrade-cluster.yml')).toHaveLength(1);
   }, 300_000);
   it('fails mid-action, then runs again from that step when on-call retries it, keeping both runs', async () => {
     await ops.setFault(0, 'slow', '5'); // the control plane goes first
