@@ -22,6 +22,7 @@ import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API, LOCKABLE_LABEL } from '../locks/api.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
+import { runnerPods, watchRunnerJobs } from './support/runner-jobs.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
@@ -380,40 +381,35 @@ describe('an installed Provisioning', () => {
     await deleteAndWait('rt');
   }, 300_000);
 
-  it('survives its worker killed mid-playbook: kubespray stops with it, and the install resumes on the next', async () => {
+  it('survives its worker killed mid-playbook: its run goes on as a Job, and the next worker follows it to the install', async () => {
     const [, , mac2] = metal.macs;
     const node = metal.pool.hosts[2]!;
     await node.exec(['sh', '-c', 'echo 15 > /var/tmp/hostflow-stand-in-slow']);
+    const jobs = watchRunnerJobs(`${ns()}/cluster-kl`);
     await create('kl', 'cluster-kl', { masters: [{ solo: { 'mac-address': mac2! } }] });
-    const dir = join(clustersDir, ns(), 'cluster-kl');
-    const runsOf = () =>
-      run('pgrep', ['-f', `--`, dir]).then(
-        ({ stdout }) => stdout.trim().split('\n').filter(Boolean),
-        () => [],
-      );
     await until('kl', 'running kubespray', (s) => s.step === 'Run kubespray cluster.yml');
-    await waitFor('ansible-playbook to run', async () =>
-      (await runsOf()).length ? true : undefined,
+    await waitFor('its runner pod to run', async () =>
+      (await runnerPods(`${ns()}/cluster-kl`)).some((pod) => pod.status?.phase === 'Running')
+        ? true
+        : undefined,
     );
     // Its spec is locked while kubespray runs.
     expect(await answer(patchSpec('kl', { PodSubnet: '10.9.0.0/16' }, clusterAdmin))).toMatch(
       /^403: .*is locked by Lock .*kubespray cluster\.yml is running for cluster cluster-kl/,
     );
 
-    process.kill(worker.pid, 'SIGKILL'); // the worker only: its kubespray must die on its own
+    process.kill(worker.pid, 'SIGKILL'); // the worker only: its run is a Job, and goes on
     await worker.exited;
-    // ansible-playbook dies at once (parent-death signal); a fork finishes its task and goes,
-    // holding the cluster's lock till then, so the retried run never overlaps it.
-    await waitFor(
-      'kubespray to stop with its worker',
-      async () => ((await runsOf()).length === 0 ? true : undefined),
-      { timeoutMs: 60_000 },
-    );
     await node.exec(['rm', '/var/tmp/hostflow-stand-in-slow']);
     worker = await startWorker(scope, workerEnv);
     await until('kl', 'installed', readyAt(1, 'Installed'));
     expect(await metal.marker(2)).toBe('solo in cluster-kl');
-    expect(readdirSync(dir).filter((file) => file.startsWith('cluster.')).length).toBeGreaterThan(
+    await jobs.stop();
+    // The retried attempt found the run's Job (named from the activity's run), not a second one.
+    expect(jobs.whats().filter((what) => what === 'kubespray cluster.yml')).toHaveLength(1);
+    // Each attempt kept its own copy of the log it followed.
+    const logs = join(clustersDir, '.logs', ns(), 'cluster-kl');
+    expect(readdirSync(logs).filter((file) => file.startsWith('cluster.')).length).toBeGreaterThan(
       1,
     );
     const history = await scope.temporal.client.workflow
