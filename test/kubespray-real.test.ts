@@ -1,13 +1,14 @@
 // Real kubespray v2.31.0, unmodified (../shared/kubespray-v2.31.0, or HOSTFLOW_REAL_KUBESPRAY),
 // run by the playbook activity against real sshd test hosts, on the ansible hostflow installs
 // (.tools/venv, from deploy/requirements-kubespray.txt), with the inventory and group vars hostflow
-// renders for a Provisioning. Only what kubespray tags `always` runs (ANSIBLE_RUN_TAGS=always in
-// the worker's environment): its ansible version check, dynamic_groups, validate_inventory, and
+// renders for a Provisioning, each run a runner Job. Only what kubespray tags `always` runs (the
+// activity's `tags`): its ansible version check, dynamic_groups, validate_inventory, and
 // the facts over SSH with become. Past that line kubespray installs a container runtime and
 // systemd units, which these hosts (this machine's kernel, no systemd) cannot take; there the
 // stand-in takes over (local-stack/kubespray-stand-in, kubespray-run.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -41,12 +42,10 @@ const activities = activitiesWith([REAL_KUBESPRAY]);
 
 beforeAll(async () => {
   readFileSync(join(REAL_KUBESPRAY, 'galaxy.yml')); // a missing release fails here, saying where
-  process.env.ANSIBLE_RUN_TAGS = 'always';
   pool = await startKubesprayHosts({ count: 3, namespace, sfx });
 }, 120_000);
 
 afterAll(async () => {
-  delete process.env.ANSIBLE_RUN_TAGS;
   await stopKubesprayHosts(pool, namespace);
 });
 
@@ -73,7 +72,11 @@ const input = (
 });
 
 const run = (what: PlaybookInput) =>
-  new MockActivityEnvironment().run(activities.runPlaybook, what) as Promise<PlaybookOutcome>;
+  // Each run an activity of its own (and so a Job of its own), only kubespray's `always` tasks.
+  new MockActivityEnvironment({ activityId: randomUUID() }).run(activities.runPlaybook, {
+    ...what,
+    tags: ['always'],
+  }) as Promise<PlaybookOutcome>;
 
 /** Each host got through every check kubespray made on it, facts included. */
 function expectClean(outcome: PlaybookOutcome, hosts: string[]) {

@@ -79,6 +79,8 @@ export interface PlaybookInput {
   extraVars?: Record<string, unknown>;
   /** A dry run (`--check`): nothing changes on the hosts; the recap says what would. */
   check?: boolean;
+  /** Only the tasks with these tags (`--tags`): the tests run real kubespray's `always` ones. */
+  tags?: string[];
 }
 
 export interface KubesprayCheck {
@@ -203,7 +205,11 @@ function playbookVars(input: PlaybookInput): Record<string, unknown> {
 function playbookArgs(input: PlaybookInput): string[] {
   const nodes = input.limit ?? [];
   const limit = input.playbook !== 'remove-node.yml' && nodes.length;
-  return [...(limit ? ['--limit', nodes.join(',')] : []), ...runVars(input.check, VARS_FILE)];
+  return [
+    ...(limit ? ['--limit', nodes.join(',')] : []),
+    ...(input.tags?.length ? ['--tags', input.tags.join(',')] : []),
+    ...runVars(input.check, VARS_FILE),
+  ];
 }
 
 /** The run's variables, as a JSON file in its bundle. */
