@@ -71,6 +71,10 @@ export function runJob(request: RunRequest, settings: RunnerSettings): V1Job {
         metadata: { labels: labels(request) },
         spec: {
           restartPolicy: 'Never',
+          // ansible-playbook is the container's PID 1, which ignores SIGTERM: a cancelled run
+          // (deleted operation, deadline) is killed 5 s after, not after the default 30 s while
+          // it goes on changing hosts.
+          terminationGracePeriodSeconds: 5,
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           // No cluster DNS is needed: the inventory names nodes by address.

@@ -29,7 +29,8 @@ export function watchRunnerJobs(cluster: string) {
       });
       for (const job of jobs.items) {
         const uid = job.metadata?.uid ?? '';
-        if (seen.has(uid)) continue;
+        // A Job already going when first seen is an earlier run's, on its way out.
+        if (seen.has(uid) || (job.metadata?.deletionTimestamp && !seen.size)) continue;
         seen.set(uid, {
           uid,
           name: job.metadata?.name ?? '',
