@@ -30,7 +30,7 @@ export function watchRunnerJobs(cluster: string) {
       for (const job of jobs.items) {
         const uid = job.metadata?.uid ?? '';
         // A Job already going when first seen is an earlier run's, on its way out.
-        if (seen.has(uid) || (job.metadata?.deletionTimestamp && !seen.size)) continue;
+        if (seen.has(uid) || job.metadata?.deletionTimestamp) continue;
         seen.set(uid, {
           uid,
           name: job.metadata?.name ?? '',
