@@ -302,9 +302,19 @@ export function createRunner(deps: RunnerDeps) {
   }
 
   /** The run's end, once its Job is finished: the exit code, or the limit it hit. */
-  async function outcome(request: RunRequest): Promise<Omit<RunEnd, 'logBytes' | 'droppedBytes'>> {
+  async function outcome(
+    request: RunRequest,
+    signal: AbortSignal,
+  ): Promise<Omit<RunEnd, 'logBytes' | 'droppedBytes'>> {
     for (let waited = 0; ; waited++) {
+      // A cancel deletes the Job: its end is never read then, nor of a Job deleted under it.
+      signal.throwIfAborted();
       const job = await jobOf(request.name);
+      if (!job) {
+        throw ApplicationFailure.retryable(
+          `the runner Job ${request.name} was deleted before its end was read`,
+        );
+      }
       const pod = await podOf(request.name);
       const container = pod?.status?.containerStatuses?.find((c) => c.name === CONTAINER);
       const exit = container?.state?.terminated;
@@ -368,7 +378,7 @@ export function createRunner(deps: RunnerDeps) {
             droppedBytes,
           };
         }
-        const end = await outcome(request);
+        const end = await outcome(request, signal);
         await remove(request.name);
         return { ...end, logBytes, droppedBytes };
       } finally {
