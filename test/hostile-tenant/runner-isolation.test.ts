@@ -282,8 +282,9 @@ describe("a hostile tenant's custom actions against the runner's isolation", () 
           name: job.metadata!.name!,
           namespace,
         });
+        const bundle = await core.readNamespacedSecret({ name: job.metadata!.name!, namespace });
         const all = await core.listNamespacedPod({ namespace });
-        return { job, pod, policy, pods: all.items };
+        return { job, pod, policy, bundle, pods: all.items };
       },
       { timeoutMs: 60_000, intervalMs: 200 },
     );
@@ -344,7 +345,7 @@ describe("a hostile tenant's custom actions against the runner's isolation", () 
       expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
     }
     // Its bundle is its own: the Job owns it, and it holds no other cluster's address.
-    const bundle = await core.readNamespacedSecret({ name: runName, namespace });
+    const { bundle } = seen;
     expect(bundle.metadata!.ownerReferences).toMatchObject([
       { kind: 'Job', name: runName, uid: seen.job.metadata!.uid },
     ]);
