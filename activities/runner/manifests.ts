@@ -97,9 +97,9 @@ export function runJob(request: RunRequest, settings: RunnerSettings): V1Job {
               workingDir: '/tmp',
               resources: {
                 requests: {
-                  cpu: resources.cpuRequest,
-                  memory: resources.memoryRequest,
-                  'ephemeral-storage': '64Mi',
+                  cpu: atMost(resources.cpuRequest, resources.cpuLimit),
+                  memory: atMost(resources.memoryRequest, resources.memoryLimit),
+                  'ephemeral-storage': atMost('64Mi', resources.ephemeralStorageLimit),
                 },
                 limits: {
                   cpu: resources.cpuLimit,
@@ -159,6 +159,34 @@ export function runNetworkPolicy(request: RunRequest, settings: RunnerSettings):
       ],
     },
   };
+}
+
+/**
+ * The request, or the limit where that is lower: the API server refuses a container whose request
+ * is above its limit, so a limit set below the default request (HOSTFLOW_RUNNER_MEMORY_LIMIT=128Mi)
+ * lowers the request with it.
+ */
+function atMost(request: string, limit: string): string {
+  return amount(request) > amount(limit) ? limit : request;
+}
+
+const SUFFIXES: Record<string, number> = {
+  m: 1e-3,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+};
+
+/** A quantity as runtime/settings.ts takes one (`500m`, `1`, `256Mi`); NaN for any other. */
+function amount(quantity: string): number {
+  const [, number, suffix = ''] = /^(\d+(?:\.\d+)?)([a-zA-Z]*)$/.exec(quantity) ?? [];
+  return Number(number) * (SUFFIXES[suffix] ?? NaN);
 }
 
 function labels(request: RunRequest): Record<string, string> {

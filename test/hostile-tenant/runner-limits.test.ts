@@ -36,7 +36,8 @@ import { createStaticPool, type StaticPool } from '../support/static-pool.js';
 const sfx = uniqueSuffix();
 const CLUSTER = 'cluster-limits';
 const LOG_CAP = 1 << 20;
-const DISK = '64Mi';
+/** Below the runner's default ephemeral-storage request (64Mi), which follows it down. */
+const DISK = '32Mi';
 const MEMORY = '256Mi';
 /** TaskRuns in one burst: the static pool's slots (2 hosts, 4 builds each). */
 const BURST = 8;
@@ -59,8 +60,8 @@ const SCRIPTS = {
   // Far past its /tmp's limit, then waits for the kubelet's eviction manager (every ~10 s).
   'disk.sh': `${PAUSE}head -c 256M /dev/zero > /tmp/fill\necho filled\npause 300\n`,
   'memory.sh': `exec python3 -c 'data = b"x" * (1 << 30)'\n`,
-  // The classic bomb (each call a pipeline of two more, in the background), bounded at ~2,000
-  // processes so that a node without a PID limit (as the code before fef73ab had none) does not
+  // The classic bomb (each call a pipeline of two more, in the background), bounded at 1,024
+  // waiting leaves so that a node without a PID limit (as the code before fef73ab had none) does not
   // lose this machine's 32,768 PIDs to it. Its errors go nowhere: the log cap would end it first.
   'bomb.sh': `${PAUSE}bomb() { [ "$1" -gt 0 ] || { pause 600; return; }; bomb $(($1 - 1)) | bomb $(($1 - 1)) & }
 bomb 10 2>/dev/null
@@ -219,8 +220,8 @@ describe("a hostile tenant's runaway custom actions", () => {
         'action failed: activeDeadlineSeconds (30) passed during action: its playbook was ' +
         'stopped, and the hosts are as it left them',
     });
-    // The pod's PID limit held the bomb, which would have had ~2,000 processes: it had at most
-    // 256 (its log, as the worker copied it).
+    // The pod's PID limit held the bomb, which would have had over 1,024 processes: it had at
+    // most 256 (its log, as the worker copied it).
     const clusterLogs = join(workerLogs, pool.scope.namespace, CLUSTER);
     const bombLog = readdirSync(clusterLogs).find((file) => file.startsWith('custom-bomb_sh.'))!;
     const held = [
