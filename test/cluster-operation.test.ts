@@ -428,10 +428,15 @@ describe('a ClusterOperation', () => {
         extraVars: { kube_version: '1.35.0' },
         preHook: [{ action: 'cluster.yml' }],
       });
-      await waitFor("retried's action to start", async () => {
-        const found = await ops.status('retried');
-        return found.phase === 'Running' && found.currentStep === 'action' ? true : undefined;
-      });
+      // Its pre-hook, cluster.yml, runs first in a runner Job of its own.
+      await waitFor(
+        "retried's action to start",
+        async () => {
+          const found = await ops.status('retried');
+          return found.phase === 'Running' && found.currentStep === 'action' ? true : undefined;
+        },
+        { timeoutMs: 120_000 },
+      );
       await ops.setFault(1, 'broken', 'kubelet will not stop');
       const failed = await ops.ended('retried');
       expect(failed).toMatchObject({
