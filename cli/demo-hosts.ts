@@ -15,6 +15,7 @@ import { statusCode } from '../shared/kube-errors.js';
 import { BAREMETALHOST_API, HOST_SSH_ANNOTATIONS } from '../shared/bpa-api.js';
 import type { SshHost } from '../local-stack/ssh-hosts.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from '../shared/ownership.js';
 import { upsertSecret } from '../local-stack/upsert.js';
 
 export const DEMO_STATIC_PLATFORM = 'linux/arm64';
@@ -84,17 +85,17 @@ async function recordBareMetalHostKeys(
   const data = Object.fromEntries(
     pool.hosts.map((host) => [storeKey(`address.${host.address}`), host.hostPublicKey]),
   );
+  // Marked as the engine's store, which the engine goes on writing: the engine-rights policy lets
+  // it update only a store that carries the mark (an unmarked one from an older state dir gains it).
+  const metadata = { name: HOST_KEY_STORE_NAME, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } };
   try {
     await core.patchNamespacedConfigMap(
-      { name: HOST_KEY_STORE_NAME, namespace, body: { data } },
+      { name: HOST_KEY_STORE_NAME, namespace, body: { metadata, data } },
       MERGE_PATCH,
     );
   } catch (err) {
     if (statusCode(err) !== 404) throw err;
-    await core.createNamespacedConfigMap({
-      namespace,
-      body: { metadata: { name: HOST_KEY_STORE_NAME }, data },
-    });
+    await core.createNamespacedConfigMap({ namespace, body: { metadata, data } });
   }
 }
 
