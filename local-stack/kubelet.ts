@@ -160,11 +160,7 @@ async function bindIdentities(admin: KubeConfig) {
   await upsert(
     () => rbac.readClusterRoleBinding({ name: body.metadata.name }),
     () => rbac.createClusterRoleBinding({ body }),
-    (resourceVersion) =>
-      rbac.replaceClusterRoleBinding({
-        name: body.metadata.name,
-        body: { ...body, metadata: { ...body.metadata, resourceVersion } },
-      }),
+    (name, replaced) => rbac.replaceClusterRoleBinding({ name, body: replaced }),
     body,
     'ClusterRoleBinding hostflow-local-node',
   );
