@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { DEFAULT_RUNNER_NAMESPACE } from '../shared/runner-settings.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
+import { DEFAULT_RUNNER_NAMESPACE, RUNNER_NAMESPACE_LABEL } from '../shared/runner-settings.js';
 import { KUBESPRAY_STAND_IN, localKubespray } from './kubespray-overlay.js';
 import { RUNNER_NODE_LABEL, startLocalNode, type LocalNode } from './kubelet.js';
 import type { LocalCa } from './pki.js';
@@ -106,6 +107,8 @@ export async function startLocalRunner(options: {
 export async function ensureRunnerNamespace(kc: KubeConfig, name: string) {
   const core = kc.makeApiClient(CoreV1Api);
   const labels = {
+    // The engine may write its runner bundles here (deploy/locks/engine-rights-policy.yaml).
+    [RUNNER_NAMESPACE_LABEL]: 'true',
     'pod-security.kubernetes.io/enforce': 'restricted',
     'pod-security.kubernetes.io/enforce-version': 'latest',
   };
@@ -113,5 +116,7 @@ export async function ensureRunnerNamespace(kc: KubeConfig, name: string) {
     await core.createNamespace({ body: { metadata: { name, labels } } });
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err;
+    // One an older stack made gains the label.
+    await core.patchNamespace({ name, body: { metadata: { labels } } }, MERGE_PATCH);
   }
 }

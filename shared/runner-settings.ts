@@ -21,6 +21,11 @@ export interface RunnerSettings {
   unschedulableSeconds: number;
   /** Addresses (CIDRs) runs may reach besides their cluster's nodes: package mirrors. */
   mirrors: Array<{ cidr: string; port: number }>;
+  /**
+   * The ansible-core the image runs: each kubespray release is checked against it before any host
+   * is touched. Known from the image's build, never by running ansible on the worker.
+   */
+  ansibleCore: string;
 }
 
 export interface RunnerResources {
@@ -33,6 +38,18 @@ export interface RunnerResources {
 }
 
 export const DEFAULT_RUNNER_NAMESPACE = 'hostflow-runners';
+
+/**
+ * The label that marks a namespace for runners: the engine-rights policy lets the engine write its
+ * runner bundles only in a namespace that carries it (`true`), which only a cluster admin can set.
+ */
+export const RUNNER_NAMESPACE_LABEL = 'hostflow.dev/runners';
+
+/**
+ * The ansible-core that deploy/requirements-kubespray.txt pins, which the runner image installs
+ * (test/runner-image-ansible.test.ts holds the two together).
+ */
+export const RUNNER_ANSIBLE_CORE = '2.18.19';
 
 export const DEFAULT_RUNNER_SETTINGS: Omit<RunnerSettings, 'image'> = {
   namespace: DEFAULT_RUNNER_NAMESPACE,
@@ -48,4 +65,5 @@ export const DEFAULT_RUNNER_SETTINGS: Omit<RunnerSettings, 'image'> = {
   maxLogBytes: 64 << 20,
   unschedulableSeconds: 120,
   mirrors: [],
+  ansibleCore: RUNNER_ANSIBLE_CORE,
 };

@@ -20,7 +20,7 @@ import { Writable } from 'node:stream';
 import { releaseClusterLease, takeClusterLease } from './cluster-lease.js';
 import { BoundedLines } from './log-lines.js';
 import { bundleSecret, CONTAINER, runJob, runNetworkPolicy, type RunRequest } from './manifests.js';
-import type { RunnerSettings } from '../../shared/runner-settings.js';
+import { RUNNER_NAMESPACE_LABEL, type RunnerSettings } from '../../shared/runner-settings.js';
 
 export interface RunnerDeps {
   kc: KubeConfig;
@@ -85,7 +85,8 @@ export function createRunner(deps: RunnerDeps) {
         message:
           `the API server refused the runner's ${what} in namespace ${namespace} ` +
           `(${status(err) ?? 'no answer'}: ${body(err)}); the worker must be allowed to create ` +
-          `Jobs, Secrets and NetworkPolicies there, within its quota`,
+          `Jobs, Secrets and NetworkPolicies there, within its quota, and the namespace labelled ` +
+          `${RUNNER_NAMESPACE_LABEL}=true for its bundle Secrets`,
         type: 'RunnerRefused',
         nonRetryable: status(err) === 403 || status(err) === 422,
       });

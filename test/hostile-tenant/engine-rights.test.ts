@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { createHostKeyStore } from '../../activities/kubernetes/host-key-store.js';
+import { bundleSecret, runName, type RunRequest } from '../../activities/runner/manifests.js';
 import { createKubeconfigStore } from '../../activities/kubernetes/kubeconfig-secret.js';
 import { createNodeActivities } from '../../activities/kubernetes/nodes.js';
 import { createProvisioningActivities } from '../../activities/kubernetes/provisionings.js';
@@ -26,6 +27,8 @@ import { LOCK_API, LOCKABLE_LABEL } from '../../locks/api.js';
 import { createSealer } from '../../otp-server/sealing.js';
 import { KubeOtpStore } from '../../otp-server/store.js';
 import { INSTALLER_KEY_FINALIZER, PROVISIONING_API } from '../../shared/bpa-api.js';
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
+import { DEFAULT_RUNNER_SETTINGS, RUNNER_NAMESPACE_LABEL } from '../../shared/runner-settings.js';
 import { apiAnswer } from '../support/api-answer.js';
 import { holdEngineAccounts } from '../support/engine-rights.js';
 import { uniqueSuffix } from '../support/env.js';
@@ -418,6 +421,57 @@ describe("the engine's worker account, held to the engine's rights", () => {
     const otp = new KubeOtpStore(as.otp.core, scope.otpNamespace, createSealer(randomBytes(32)));
     const token = await otp.issue(Buffer.from('a build key'), new Date(Date.now() + 60_000));
     expect((await otp.redeem(token))?.toString()).toBe('a build key');
+
+    // A runner Job's bundle, made and then given its Job as owner (an update), in a namespace a
+    // cluster admin marked for runners (the engine's here, where these tests put the runners'
+    // rights). The same Secret in a namespace not so marked is refused.
+    await scope.kube.core.patchNamespace(
+      {
+        name: engineNamespace,
+        body: { metadata: { labels: { [RUNNER_NAMESPACE_LABEL]: 'true' } } },
+      },
+      MERGE_PATCH,
+    );
+    const run: RunRequest = {
+      name: runName(`rights-${sfx}`),
+      cluster: `${ns}/shop`,
+      what: 'kubespray cluster.yml',
+      command: ['ansible-playbook', 'cluster.yml'],
+      env: {},
+      files: [
+        { path: 'inventory.ini', content: '[all]\n' },
+        { path: 'id_rsa', content: 'a private key', mode: 0o400 },
+      ],
+      nodeAddresses: ['10.0.0.1'],
+      deadlineSeconds: 60,
+    };
+    const runner = { ...DEFAULT_RUNNER_SETTINGS, image: 'runner', namespace: engineNamespace };
+    await core.createNamespacedSecret({
+      namespace: engineNamespace,
+      body: bundleSecret(run, runner),
+    });
+    const job = { apiVersion: 'batch/v1', kind: 'Job', name: run.name, uid: `uid-${sfx}` };
+    await core.patchNamespacedSecret(
+      {
+        name: run.name,
+        namespace: engineNamespace,
+        body: { metadata: { ownerReferences: [job] } },
+      },
+      MERGE_PATCH,
+    );
+    expect(
+      await apiAnswer(
+        core.createNamespacedSecret({
+          namespace: ns,
+          body: bundleSecret(run, { ...runner, namespace: ns }),
+        }),
+      ),
+    ).toMatch(
+      new RegExp(
+        `^403: .*may not create Secret ${ns}/${run.name}: it lacks the name, marks or keys .*` +
+          'runner bundles hostflow-run-<digest> .* in a namespace labelled hostflow.dev/runners=true',
+      ),
+    );
   });
 
   it('cannot write a ConfigMap the engine does not own, and is told why', async () => {
