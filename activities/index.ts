@@ -42,7 +42,6 @@ export interface ActivityDeps {
   cloud?: { awsEndpoint?: string; ibmIamEndpoint?: string; gcGraceSeconds?: number };
   /** Provisionings: kubespray and where clusters' files live. */
   provisioning?: {
-    ansiblePlaybook: string;
     /** kubespray checkouts; the first serves Provisionings that pin no release. */
     kubesprayDirs?: string[];
     /** Where runs' logs are kept on the worker. */
@@ -142,7 +141,7 @@ function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
   return {
     ...createClusterLogActivities({ workDir: settings.workDir }),
     ...createPlaybookActivities({
-      ansiblePlaybook: settings.ansiblePlaybook,
+      ansibleCore: settings.runner.ansibleCore,
       kubesprayDirs: settings.kubesprayDirs,
       workDir: settings.workDir,
       readKey,

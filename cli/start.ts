@@ -17,7 +17,7 @@ import { LOCAL_ENGINE_USER, startKubeApiServer } from '../local-stack/kube-apise
 import { startLocalRunner } from '../local-stack/runner.js';
 import { localKubespray } from '../local-stack/kubespray-overlay.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
-import { LOCAL_STATE_DIR, REPO_ROOT } from '../local-stack/paths.js';
+import { LOCAL_STATE_DIR } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
 import { planOtpService } from '../local-stack/otp-service.js';
@@ -250,7 +250,6 @@ export async function runStart(options: StartOptions): Promise<number> {
     // Provisionings run the kubespray stand-in on the demo hosts unless told otherwise, laid over
     // the real release when there is one beside the repository (its checks run first).
     env.HOSTFLOW_KUBESPRAY_DIR ??= localKubespray(stateDir);
-    env.HOSTFLOW_ANSIBLE_PLAYBOOK ??= join(REPO_ROOT, '.tools/venv/bin/ansible-playbook');
     env.HOSTFLOW_PROVISIONING_DIR ??= join(stateDir, 'clusters');
     // The demo hosts' BareMetalHosts are in the engine namespace, the examples' Provisionings in
     // demo: let Provisionings take hosts from there too.

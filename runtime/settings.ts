@@ -114,10 +114,8 @@ const EnvSchema = z.object({
   HOSTFLOW_TASKRUN_MAX_HISTORY: z.coerce.number().int().min(10).max(50_000).optional(),
   /** The same for a Provisioning workflow (bridge; the workflow's default, 2,000, when unset). */
   HOSTFLOW_PROVISIONING_MAX_HISTORY: z.coerce.number().int().min(10).max(50_000).optional(),
-  /** Provisionings: the ansible-playbook command, and a kubespray checkout to run. */
-  HOSTFLOW_ANSIBLE_PLAYBOOK: z.string().min(1).default('ansible-playbook'),
   /**
-   * kubespray checkouts, `:`-separated like PATH: a Provisioning pins one by its release, and the
+   * Provisionings: kubespray checkouts, `:`-separated like PATH: a Provisioning pins one by its release, and the
    * first serves those that pin none.
    */
   HOSTFLOW_KUBESPRAY_DIR: z
@@ -169,6 +167,11 @@ const EnvSchema = z.object({
     .min(1 << 16)
     .max(1 << 30)
     .default(DEFAULT_RUNNER_SETTINGS.maxLogBytes),
+  /** The ansible-core the runner image runs; set it with an image built from other requirements. */
+  HOSTFLOW_RUNNER_ANSIBLE_CORE: z
+    .string()
+    .regex(/^\d+\.\d+\.\d+$/, 'must be an ansible-core version, such as 2.18.19')
+    .default(DEFAULT_RUNNER_SETTINGS.ansibleCore),
   /**
    * Where a Provisioning may take BareMetalHosts besides its own namespace: comma-separated
    * regular expressions, each matching a whole namespace name (as host-config's
@@ -292,6 +295,7 @@ export function runnerSettings(settings: Settings): RunnerSettings | undefined {
     },
     deadlineSeconds: settings.HOSTFLOW_RUNNER_DEADLINE_SECONDS,
     maxLogBytes: settings.HOSTFLOW_RUNNER_MAX_LOG_BYTES,
+    ansibleCore: settings.HOSTFLOW_RUNNER_ANSIBLE_CORE,
   };
 }
 

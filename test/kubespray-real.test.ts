@@ -1,6 +1,6 @@
 // Real kubespray v2.31.0, unmodified (../shared/kubespray-v2.31.0, or HOSTFLOW_REAL_KUBESPRAY),
-// run by the playbook activity against real sshd test hosts, on the ansible hostflow installs
-// (.tools/venv, from deploy/requirements-kubespray.txt), with the inventory and group vars hostflow
+// run by the playbook activity against real sshd test hosts, on the runner image's ansible (from
+// deploy/requirements-kubespray.txt), with the inventory and group vars hostflow
 // renders for a Provisioning, each run a runner Job. Only what kubespray tags `always` runs (the
 // activity's `tags`): its ansible version check, dynamic_groups, validate_inventory, and
 // the facts over SSH with become. Past that line kubespray installs a container runtime and
@@ -16,19 +16,23 @@ import {
   type PlaybookInput,
   type PlaybookOutcome,
 } from '../activities/ansible/playbook.js';
-import { REAL_KUBESPRAY } from '../local-stack/paths.js';
+import { createRunner } from '../activities/runner/job.js';
+import { runName } from '../activities/runner/manifests.js';
+import { REAL_KUBESPRAY, REPO_ROOT } from '../local-stack/paths.js';
+import { RUNNER_ANSIBLE_CORE } from '../shared/runner-settings.js';
 import { type SshHostPool } from '../local-stack/ssh-hosts.js';
 import {
   renderGroupVars,
   renderInventory,
   type InventoryNode,
 } from '../workflows/provisioning/inventory.js';
-import { testEnv, uniqueSuffix } from './support/env.js';
+import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import {
   INSTALLER_KEY_SECRET,
   playbookActivities,
   startKubesprayHosts,
   stopKubesprayHosts,
+  testRunnerSettings,
 } from './support/kubespray.js';
 
 const sfx = uniqueSuffix();
@@ -163,6 +167,29 @@ describe('the kubespray release a Provisioning pins', () => {
     });
   });
 
+  it("checks each release against the runner image's own ansible-core, which the worker never runs", async () => {
+    // The engine knows it from the image's build (the pin in its requirements), and this is it.
+    const pins = readFileSync(join(REPO_ROOT, 'deploy/requirements-kubespray.txt'), 'utf8');
+    expect(pins).toContain(`\nansible-core==${RUNNER_ANSIBLE_CORE}\n`);
+    const lines: string[] = [];
+    const end = await createRunner({ kc: kube().kc, settings: testRunnerSettings() }).run(
+      {
+        name: runName(randomUUID()),
+        cluster: `${namespace}/ansible-version`,
+        what: 'ansible-playbook --version',
+        command: ['ansible-playbook', '--version'],
+        env: {},
+        files: [],
+        nodeAddresses: [],
+        deadlineSeconds: 60,
+      },
+      (line) => lines.push(line),
+      new AbortController().signal,
+    );
+    expect(end.exitCode).toBe(0);
+    expect(lines[0]).toBe(`ansible-playbook [core ${RUNNER_ANSIBLE_CORE}]`);
+  });
+
   it('refuses a release made for another ansible-core, naming both versions, before any playbook runs', async () => {
     // A checkout as a later release would be, asking for ansible-core 2.19: only its release
     // name and its version play, which is all the check reads.
@@ -176,7 +203,7 @@ describe('the kubespray release a Provisioning pins', () => {
     );
     const { problem } = await check([REAL_KUBESPRAY, later], 'v2.32.0');
     expect(problem).toMatch(
-      /^kubespray v2\.32\.0 needs ansible-core >= 2\.19\.0 and < 2\.20\.0, but the worker runs ansible-core 2\.18\.\d+: /,
+      /^kubespray v2\.32\.0 needs ansible-core >= 2\.19\.0 and < 2\.20\.0, but the runner image runs ansible-core 2\.18\.\d+: /,
     );
     const refused = new MockActivityEnvironment().run(
       activitiesWith([REAL_KUBESPRAY, later]).runPlaybook,

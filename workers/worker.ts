@@ -68,7 +68,6 @@ export async function createWorker(
     },
     otp: otpDelivery(settings),
     provisioning: {
-      ansiblePlaybook: settings.HOSTFLOW_ANSIBLE_PLAYBOOK,
       kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
       workDir: settings.HOSTFLOW_PROVISIONING_DIR,
       runner: runnerSettings(settings),

@@ -1,11 +1,9 @@
-// Which kubespray releases the worker can run, and whether its ansible-core can run each. A
-// release names the ansible-core it needs in playbooks/ansible_version.yml and fails its first
+// Which kubespray releases the worker can run, and whether the runner image's ansible-core can
+// run each. A release names the ansible-core it needs in playbooks/ansible_version.yml and fails its first
 // play on any other; reading that range here refuses a mismatch before any host is touched,
 // naming both versions, instead of after keys were handed out.
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parse } from 'yaml';
 
 export interface KubesprayCheckout {
@@ -41,21 +39,6 @@ function yamlOf(file: string): unknown {
 /** `v2.31.0` and `2.31.0` name the same release. */
 export const releaseName = (version: string) => version.replace(/^v/, '');
 
-/** The ansible-core that `ansible-playbook` runs on: `ansible-playbook [core 2.18.12]`. */
-export async function ansibleCoreVersion(ansiblePlaybook: string): Promise<string> {
-  let stdout: string;
-  try {
-    ({ stdout } = await promisify(execFile)(ansiblePlaybook, ['--version'], { timeout: 30_000 }));
-  } catch (err) {
-    throw new Error(`cannot run ${ansiblePlaybook} --version: ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
-  const found = /\[core ([0-9][^\]\s]*)\]/.exec(stdout);
-  if (!found) throw new Error(`${ansiblePlaybook} --version names no ansible-core: ${stdout}`);
-  return found[1]!;
-}
-
 /** Numeric comparison of dotted versions; a pre-release suffix (`2.19.0rc1`) counts as its base. */
 export function compareVersions(a: string, b: string): number {
   const parts = (v: string) => v.split('.').map((part) => Number.parseInt(part, 10) || 0);
@@ -69,7 +52,7 @@ export function compareVersions(a: string, b: string): number {
 
 /**
  * The checkout that serves `wanted` (the first one when a Provisioning pins none), or why none
- * can: not installed on this worker, or needing another ansible-core than `ansibleCore`.
+ * can: not installed on this worker, or needing another ansible-core than the runner image's.
  */
 export function chooseCheckout(
   checkouts: KubesprayCheckout[],
@@ -94,7 +77,7 @@ export function chooseCheckout(
       ? `kubespray v${checkout.version}`
       : `kubespray at ${checkout.dir}`;
     return {
-      problem: `${name} needs ansible-core >= ${range.min} and < ${range.max}, but the worker runs ansible-core ${ansibleCore}: pin a release made for ansible-core ${ansibleCore}, or install that release's requirements.txt on the worker`,
+      problem: `${name} needs ansible-core >= ${range.min} and < ${range.max}, but the runner image runs ansible-core ${ansibleCore}: pin a release made for ansible-core ${ansibleCore}, or build the runner image with that release's requirements.txt and set HOSTFLOW_RUNNER_ANSIBLE_CORE to its ansible-core`,
     };
   }
   return { checkout };

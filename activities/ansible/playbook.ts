@@ -6,7 +6,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { ansibleCoreVersion, chooseCheckout, readCheckout } from './kubespray-release.js';
+import { chooseCheckout, readCheckout } from './kubespray-release.js';
 import type { Playbook, ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import {
   ANSIBLE_QUIET,
@@ -23,11 +23,8 @@ import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { RUNNER_KUBESPRAY_DIR } from '../runner/manifests.js';
 
 export interface PlaybookDeps extends ClusterRunDeps {
-  /**
-   * The worker's ansible-playbook: its ansible-core version stands for the runner image's (both
-   * are installed from deploy/requirements-kubespray.txt), checked against each kubespray release.
-   */
-  ansiblePlaybook: string;
+  /** The runner image's ansible-core, checked against each kubespray release. */
+  ansibleCore: string;
   /**
    * The kubespray checkouts the worker can run (or the tests' stand-in): the first serves a
    * Provisioning that pins no release.
@@ -103,15 +100,9 @@ export type CustomActionInput = Omit<PlaybookInput, 'playbook' | 'limit' | 'cont
 };
 
 export function createPlaybookActivities(deps: PlaybookDeps) {
-  let ansibleCore: Promise<string> | undefined;
-  /** The checkout for `release`, or why there is none; ansible-core is asked once per process. */
-  const choose = async (release: string | undefined) => {
-    ansibleCore ??= ansibleCoreVersion(deps.ansiblePlaybook).catch((err: unknown) => {
-      ansibleCore = undefined;
-      throw err;
-    });
-    return chooseCheckout(deps.kubesprayDirs.map(readCheckout), release, await ansibleCore);
-  };
+  /** The checkout for `release`, or why there is none. */
+  const choose = (release: string | undefined) =>
+    chooseCheckout(deps.kubesprayDirs.map(readCheckout), release, deps.ansibleCore);
   return {
     /** Whether a Provisioning's kubespray release can run here, asked before any host is touched. */
     async checkKubespray(input: { release?: string }): Promise<KubesprayCheck> {

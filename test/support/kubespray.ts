@@ -12,7 +12,6 @@ import { createKubeconfigStore } from '../../activities/kubernetes/kubeconfig-se
 import { createHostKeys } from '../../activities/ssh/host-keys.js';
 import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 import { localKubespray } from '../../local-stack/kubespray-overlay.js';
-import { REPO_ROOT } from '../../local-stack/paths.js';
 import { startSshHosts, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { kube, runnerEnv, testEnv } from './env.js';
 
@@ -20,19 +19,18 @@ export const INSTALLER_KEY_SECRET = 'installer-key';
 
 /**
  * A worker's kubespray settings as `npm start` has them: the stand-in laid over the real release
- * (kubespray's own checks, then the stand-in), the tool venv's ansible, clusters' files per file.
+ * (kubespray's own checks, then the stand-in), clusters' files per file.
  */
 export function kubesprayWorkerEnv(sfx: string) {
   return {
     HOSTFLOW_KUBESPRAY_DIR: localKubespray(join(testEnv('stateDir'), `kubespray-${sfx}`)),
-    HOSTFLOW_ANSIBLE_PLAYBOOK: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
     HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
     ...runnerEnv(),
   };
 }
 
 /**
- * The playbook activities as the worker makes them, on the tool venv's ansible; host keys are
+ * The playbook activities as the worker makes them, each run a runner Job; host keys are
  * recorded in `engineNamespace` (the test's namespace).
  */
 export function playbookActivities(
@@ -41,17 +39,12 @@ export function playbookActivities(
   engineNamespace: string,
 ) {
   const { kc, core, custom } = kube();
-  const env = runnerEnv();
-  const settings: RunnerSettings = {
-    ...DEFAULT_RUNNER_SETTINGS,
-    image: env.HOSTFLOW_RUNNER_IMAGE!,
-    nodeSelector: Object.fromEntries([env.HOSTFLOW_RUNNER_NODE_SELECTOR!.split('=', 2)]),
-  };
+  const settings = testRunnerSettings();
   const readKey = (ns: string, secret: string) =>
     createAdminKeyReader({ core, engineNamespace: ns })(secret);
   const hostKeys = createHostKeys({ core, engineNamespace });
   return createPlaybookActivities({
-    ansiblePlaybook: join(REPO_ROOT, '.tools/venv/bin/ansible-playbook'),
+    ansibleCore: settings.ansibleCore,
     kubesprayDirs,
     workDir,
     readKey,
@@ -61,6 +54,16 @@ export function playbookActivities(
     runner: createRunner({ kc, settings }),
     deadlineSeconds: settings.deadlineSeconds,
   });
+}
+
+/** The runner as the worker has it, on the suite's node and image. */
+export function testRunnerSettings(): RunnerSettings {
+  const env = runnerEnv();
+  return {
+    ...DEFAULT_RUNNER_SETTINGS,
+    image: env.HOSTFLOW_RUNNER_IMAGE!,
+    nodeSelector: Object.fromEntries([env.HOSTFLOW_RUNNER_NODE_SELECTOR!.split('=', 2)]),
+  };
 }
 
 export async function startKubesprayHosts(opts: {
