@@ -17,7 +17,7 @@ import type {
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_RUNNER_NAMESPACE } from '../shared/runner-settings.js';
+import { DEFAULT_RUNNER_NAMESPACE, RUNNER_NAMESPACE_LABEL } from '../shared/runner-settings.js';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS, ENGINE_SCRIPTS } from '../local-stack/defaults.js';
 import { ENGINE_RIGHTS_POLICY, engineIdentitiesOf } from '../local-stack/engine-rights.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
@@ -327,6 +327,12 @@ describe('the example overlay', () => {
     expect(runners.map((p) => p.spec)).toEqual([
       { podSelector: {}, policyTypes: ['Ingress', 'Egress'] },
     ]);
+    // Pod Security restricted, and marked for runners: the engine-rights policy lets the engine
+    // write its runner bundles only in a namespace so labelled.
+    expect(named(objects, 'Namespace', DEFAULT_RUNNER_NAMESPACE).metadata!.labels).toMatchObject({
+      [RUNNER_NAMESPACE_LABEL]: 'true',
+      'pod-security.kubernetes.io/enforce': 'restricted',
+    });
     const policies = all.filter((p) => p.metadata!.namespace !== DEFAULT_RUNNER_NAMESPACE);
     for (const policy of policies) {
       expect(policy.metadata!.namespace).toBe(ENGINE_NAMESPACE);
