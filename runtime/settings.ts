@@ -10,7 +10,12 @@ import { shareConnections } from './kube-connections.js';
 import { LOG_LEVELS } from './logger.js';
 import { DEFAULT_ENGINE_NAMESPACE } from '../platform-config/contract.js';
 import { TASK_QUEUE } from '../shared/task-queue.js';
-import { DEFAULT_RUNNER_SETTINGS, type RunnerSettings } from '../shared/runner-settings.js';
+import {
+  DEFAULT_RUNNER_SETTINGS,
+  parseMirror,
+  type Mirror,
+  type RunnerSettings,
+} from '../shared/runner-settings.js';
 import { patternProblem } from '../platform-config/namespace-patterns.js';
 
 const hostPort = z
@@ -167,6 +172,14 @@ const EnvSchema = z.object({
     .min(1 << 16)
     .max(1 << 30)
     .default(DEFAULT_RUNNER_SETTINGS.maxLogBytes),
+  /**
+   * Addresses runs may reach besides their cluster's nodes' sshd, such as package mirrors:
+   * `CIDR:port`, comma-separated (`10.0.5.0/24:443,10.0.6.7/32:80`). Unset: none.
+   */
+  HOSTFLOW_RUNNER_MIRRORS: commaList((entry) => {
+    const mirror = parseMirror(entry);
+    return typeof mirror === 'string' ? mirror : undefined;
+  }),
   /** The ansible-core the runner image runs; set it with an image built from other requirements. */
   HOSTFLOW_RUNNER_ANSIBLE_CORE: z
     .string()
@@ -296,6 +309,7 @@ export function runnerSettings(settings: Settings): RunnerSettings | undefined {
     deadlineSeconds: settings.HOSTFLOW_RUNNER_DEADLINE_SECONDS,
     maxLogBytes: settings.HOSTFLOW_RUNNER_MAX_LOG_BYTES,
     ansibleCore: settings.HOSTFLOW_RUNNER_ANSIBLE_CORE,
+    mirrors: settings.HOSTFLOW_RUNNER_MIRRORS.map((entry) => parseMirror(entry) as Mirror),
   };
 }
 

@@ -1,5 +1,6 @@
 // Where and how the runner Jobs run (activities/runner): the namespace, the image, the nodes,
 // and the limits every run gets. Here, below both, so settings (runtime/) and the runner share it.
+import { isIP } from 'node:net';
 
 export interface RunnerSettings {
   /** The namespace the runner Jobs, their bundles and their network policies live in. */
@@ -20,12 +21,17 @@ export interface RunnerSettings {
   /** How long a run may wait for a node before it fails saying none can run it. */
   unschedulableSeconds: number;
   /** Addresses (CIDRs) runs may reach besides their cluster's nodes: package mirrors. */
-  mirrors: Array<{ cidr: string; port: number }>;
+  mirrors: Mirror[];
   /**
    * The ansible-core the image runs: each kubespray release is checked against it before any host
    * is touched. Known from the image's build, never by running ansible on the worker.
    */
   ansibleCore: string;
+}
+
+export interface Mirror {
+  cidr: string;
+  port: number;
 }
 
 export interface RunnerResources {
@@ -38,6 +44,30 @@ export interface RunnerResources {
 }
 
 export const DEFAULT_RUNNER_NAMESPACE = 'hostflow-runners';
+
+/**
+ * A mirror runs may reach, written `CIDR:port` (`10.0.5.0/24:443`, `fd00:5::/64:80`): the CIDR
+ * with its prefix, the port after the last colon. A string says what is wrong with one.
+ */
+export function parseMirror(entry: string): Mirror | string {
+  const at = entry.lastIndexOf(':');
+  const [cidr, portText] = [entry.slice(0, at), entry.slice(at + 1)];
+  const [address = '', prefix = ''] = cidr.split('/');
+  const family = isIP(address);
+  const port = Number(portText);
+  if (
+    at < 0 ||
+    !family ||
+    !/^\d{1,3}$/.test(prefix) ||
+    Number(prefix) > (family === 4 ? 32 : 128) ||
+    !/^\d{1,5}$/.test(portText) ||
+    port < 1 ||
+    port > 65535
+  ) {
+    return `"${entry}" is not a mirror; expected CIDR:port, comma-separated, e.g. 10.0.5.0/24:443`;
+  }
+  return { cidr, port };
+}
 
 /**
  * The label that marks a namespace for runners: the engine-rights policy lets the engine write its

@@ -3,6 +3,7 @@
 // Job owns the other two, so whatever deletes it takes them along.
 import type { V1Job, V1NetworkPolicy, V1Secret } from '@kubernetes/client-node';
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { RunnerSettings } from '../../shared/runner-settings.js';
 
 /** Where the runner image holds each kubespray checkout, by its folder's name. */
@@ -149,7 +150,9 @@ export function runNetworkPolicy(request: RunRequest, settings: RunnerSettings):
       ingress: [],
       egress: [
         {
-          to: request.nodeAddresses.map((address) => ({ ipBlock: { cidr: `${address}/32` } })),
+          to: request.nodeAddresses.map((address) => ({
+            ipBlock: { cidr: `${address}/${isIP(address) === 6 ? 128 : 32}` },
+          })),
           ports: [{ protocol: 'TCP', port: 22 }],
         },
         ...settings.mirrors.map((mirror) => ({
