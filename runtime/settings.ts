@@ -13,7 +13,6 @@ import { TASK_QUEUE } from '../shared/task-queue.js';
 import {
   DEFAULT_RUNNER_SETTINGS,
   parseMirror,
-  type Mirror,
   type RunnerSettings,
 } from '../shared/runner-settings.js';
 import { patternProblem } from '../platform-config/namespace-patterns.js';
@@ -23,22 +22,29 @@ const hostPort = z
   .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port, for example 127.0.0.1:7233');
 const flag = z.enum(['true', 'false', '1', '0', '']).transform((v) => v === 'true' || v === '1');
 
-/** A comma-separated list (blanks dropped); `problem` names what is wrong with an entry. */
-const commaList = (problem: (entry: string) => string | undefined) =>
+/** A comma-separated list (blanks dropped), each entry read by `read`: a value, or its problem. */
+const commaListOf = <T>(read: (entry: string) => T | { problem: string }) =>
   z
     .string()
     .default('')
     .transform((text, ctx) => {
-      const entries = text
-        .split(',')
-        .map((e) => e.trim())
-        .filter(Boolean);
-      for (const entry of entries) {
-        const message = problem(entry);
-        if (message) ctx.addIssue({ code: 'custom', message });
+      const values: T[] = [];
+      for (const entry of text.split(',').map((e) => e.trim())) {
+        if (!entry) continue;
+        const value = read(entry);
+        if (value && typeof value === 'object' && 'problem' in value) {
+          ctx.addIssue({ code: 'custom', message: value.problem });
+        } else values.push(value as T);
       }
-      return entries;
+      return values;
     });
+
+/** A comma-separated list (blanks dropped); `problem` names what is wrong with an entry. */
+const commaList = (problem: (entry: string) => string | undefined) =>
+  commaListOf((entry) => {
+    const message = problem(entry);
+    return message ? { problem: message } : entry;
+  });
 
 /** A Kubernetes resource quantity: `500m`, `1`, `256Mi`, `1Gi`. */
 const quantity = z
@@ -176,10 +182,7 @@ const EnvSchema = z.object({
    * Addresses runs may reach besides their cluster's nodes' sshd, such as package mirrors:
    * `CIDR:port`, comma-separated (`10.0.5.0/24:443,10.0.6.7/32:80`). Unset: none.
    */
-  HOSTFLOW_RUNNER_MIRRORS: commaList((entry) => {
-    const mirror = parseMirror(entry);
-    return typeof mirror === 'string' ? mirror : undefined;
-  }),
+  HOSTFLOW_RUNNER_MIRRORS: commaListOf(parseMirror),
   /** The ansible-core the runner image runs; set it with an image built from other requirements. */
   HOSTFLOW_RUNNER_ANSIBLE_CORE: z
     .string()
@@ -309,7 +312,7 @@ export function runnerSettings(settings: Settings): RunnerSettings | undefined {
     deadlineSeconds: settings.HOSTFLOW_RUNNER_DEADLINE_SECONDS,
     maxLogBytes: settings.HOSTFLOW_RUNNER_MAX_LOG_BYTES,
     ansibleCore: settings.HOSTFLOW_RUNNER_ANSIBLE_CORE,
-    mirrors: settings.HOSTFLOW_RUNNER_MIRRORS.map((entry) => parseMirror(entry) as Mirror),
+    mirrors: settings.HOSTFLOW_RUNNER_MIRRORS,
   };
 }
 

@@ -47,9 +47,9 @@ export const DEFAULT_RUNNER_NAMESPACE = 'hostflow-runners';
 
 /**
  * A mirror runs may reach, written `CIDR:port` (`10.0.5.0/24:443`, `fd00:5::/64:80`): the CIDR
- * with its prefix, the port after the last colon. A string says what is wrong with one.
+ * with its prefix, the port after the last colon; or what is wrong with it.
  */
-export function parseMirror(entry: string): Mirror | string {
+export function parseMirror(entry: string): Mirror | { problem: string } {
   const at = entry.lastIndexOf(':');
   const [cidr, portText] = [entry.slice(0, at), entry.slice(at + 1)];
   const [address = '', prefix = ''] = cidr.split('/');
@@ -64,7 +64,9 @@ export function parseMirror(entry: string): Mirror | string {
     port < 1 ||
     port > 65535
   ) {
-    return `"${entry}" is not a mirror; expected CIDR:port, comma-separated, e.g. 10.0.5.0/24:443`;
+    return {
+      problem: `"${entry}" is not a mirror; expected CIDR:port, comma-separated, e.g. 10.0.5.0/24:443`,
+    };
   }
   return { cidr, port };
 }
@@ -77,7 +79,7 @@ export const RUNNER_NAMESPACE_LABEL = 'hostflow.dev/runners';
 
 /**
  * The ansible-core that deploy/requirements-kubespray.txt pins, which the runner image installs
- * (test/runner-image-ansible.test.ts holds the two together).
+ * (kubespray-real checks the pin and the image against it).
  */
 export const RUNNER_ANSIBLE_CORE = '2.18.19';
 
