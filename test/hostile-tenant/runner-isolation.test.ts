@@ -31,14 +31,20 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { NetworkingV1Api, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
 import { existsSync, lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { clusterLabel, RUN_LABEL } from '../../activities/runner/manifests.js';
+import { RUN_LABEL } from '../../activities/runner/manifests.js';
 import { waitFor } from '../../local-stack/process.js';
 import { registerBareMetalHosts, type BareMetalHosts } from '../support/baremetal.js';
 import { clusterOperations, installCluster } from '../support/cluster-operations.js';
-import { startBridge, startWorker, tearDown, type EngineProcess } from '../support/engine.js';
-import { engineEnv } from '../support/engine.js';
+import {
+  engineEnv,
+  startBridge,
+  startWorker,
+  tearDown,
+  type EngineProcess,
+} from '../support/engine.js';
 import { runnerEnv, testEnv, uniqueSuffix } from '../support/env.js';
 import { kubesprayWorkerEnv } from '../support/kubespray.js';
+import { runnerSelector } from '../support/runner-jobs.js';
 import { createScope, type TestScope } from '../support/scope.js';
 
 const sfx = uniqueSuffix();
@@ -179,8 +185,7 @@ const fromMap = (name: string, action: string) => ({
   action,
 });
 const runnerNamespace = () => runnerEnv().HOSTFLOW_RUNNER_NAMESPACE!;
-const ofCluster = (cluster: string) =>
-  `hostflow.dev/cluster=${clusterLabel(`${scope.namespace}/${cluster}`)}`;
+const ofCluster = (cluster: string) => runnerSelector(`${scope.namespace}/${cluster}`);
 
 /** Every file under `dir` that is not a regular file, or not a log. */
 function notLogs(dir: string): string[] {

@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../../local-stack/process.js';
-import { clusterLabel } from '../../activities/runner/manifests.js';
+import { runnerSelector } from '../support/runner-jobs.js';
 import { registerBareMetalHosts, type BareMetalHosts } from '../support/baremetal.js';
 import {
   clusterOperations,
@@ -155,7 +155,7 @@ const jobsLeft = async () =>
   (
     await pool.scope.kube.batch.listNamespacedJob({
       namespace: runnerEnv().HOSTFLOW_RUNNER_NAMESPACE!,
-      labelSelector: `hostflow.dev/cluster=${clusterLabel(`${pool.scope.namespace}/${CLUSTER}`)}`,
+      labelSelector: runnerSelector(`${pool.scope.namespace}/${CLUSTER}`),
     })
   ).items.map((job) => job.metadata!.name!);
 

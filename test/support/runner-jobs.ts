@@ -1,6 +1,6 @@
 // The runner Jobs of one cluster as a test sees them come and go: each run of ansible is a Job of
 // its own in the runner namespace, labelled with its cluster, deleted once the worker has read it.
-import { clusterLabel } from '../../activities/runner/manifests.js';
+import { CLUSTER_LABEL, clusterLabel } from '../../activities/runner/manifests.js';
 import { DEFAULT_RUNNER_NAMESPACE } from '../../shared/runner-settings.js';
 import { kube } from './env.js';
 
@@ -11,7 +11,8 @@ export interface SeenRun {
   what: string;
 }
 
-const selector = (cluster: string) => `hostflow.dev/cluster=${clusterLabel(cluster)}`;
+/** The label selector of the runner Jobs and pods of `cluster` (`<namespace>/<name>`). */
+export const runnerSelector = (cluster: string) => `${CLUSTER_LABEL}=${clusterLabel(cluster)}`;
 
 /**
  * Polls the Jobs of `cluster` (`<namespace>/<name>`) until stopped: every Job seen, once, in the
@@ -25,7 +26,7 @@ export function watchRunnerJobs(cluster: string) {
     while (watching) {
       const jobs = await batch.listNamespacedJob({
         namespace: DEFAULT_RUNNER_NAMESPACE,
-        labelSelector: selector(cluster),
+        labelSelector: runnerSelector(cluster),
       });
       for (const job of jobs.items) {
         const uid = job.metadata?.uid ?? '';
@@ -55,7 +56,7 @@ export function watchRunnerJobs(cluster: string) {
 export async function runnerPods(cluster: string) {
   const pods = await kube().core.listNamespacedPod({
     namespace: DEFAULT_RUNNER_NAMESPACE,
-    labelSelector: selector(cluster),
+    labelSelector: runnerSelector(cluster),
   });
   return pods.items;
 }
