@@ -126,8 +126,8 @@ const EnvSchema = z.object({
   /** The same for a Provisioning workflow (bridge; the workflow's default, 2,000, when unset). */
   HOSTFLOW_PROVISIONING_MAX_HISTORY: z.coerce.number().int().min(10).max(50_000).optional(),
   /**
-   * Provisionings: kubespray checkouts, `:`-separated like PATH: a Provisioning pins one by its release, and the
-   * first serves those that pin none.
+   * Provisionings: kubespray checkouts, `:`-separated like PATH: a Provisioning pins one by its
+   * release, and the first serves those that pin none.
    */
   HOSTFLOW_KUBESPRAY_DIR: z
     .string()

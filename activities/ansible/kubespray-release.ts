@@ -1,7 +1,7 @@
 // Which kubespray releases the worker can run, and whether the runner image's ansible-core can
-// run each. A release names the ansible-core it needs in playbooks/ansible_version.yml and fails its first
-// play on any other; reading that range here refuses a mismatch before any host is touched,
-// naming both versions, instead of after keys were handed out.
+// run each. A release names the ansible-core it needs in playbooks/ansible_version.yml and fails
+// its first play on any other; reading that range here refuses a mismatch before any host is
+// touched, naming both versions, instead of after keys were handed out.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
