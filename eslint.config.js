@@ -3,6 +3,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 import { builtinModules } from 'node:module';
 import noImportCycle from './eslint-rules/no-import-cycle.js';
+import noAwaitInHandler from './eslint-rules/no-await-in-handler.js';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
@@ -91,7 +92,11 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   prettier,
   {
-    plugins: { hostflow: { rules: { 'no-import-cycle': noImportCycle } } },
+    plugins: {
+      hostflow: {
+        rules: { 'no-import-cycle': noImportCycle, 'no-await-in-handler': noAwaitInHandler },
+      },
+    },
     rules: {
       'hostflow/no-import-cycle': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
@@ -104,6 +109,8 @@ export default tseslint.config(
     // The layer rule below applies too; one config per folder, since a later one replaces it.
     files: filesOf('workflows'),
     rules: {
+      // Handlers record; the main loop acts (eslint-rules/no-await-in-handler.js).
+      'hostflow/no-await-in-handler': 'error',
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {

@@ -82,7 +82,8 @@ export const PATCH_TENANTS_APART = 'allocator-builds-and-machines-apart';
  * requestSlot handler wrote them itself, beside the loop's own local activities, and two
  * coroutines awaiting local activities at once do not replay: replay resolves them in the order
  * they were scheduled, not the order they finished in, so the two coroutines interleave
- * differently and issue other commands (docs/workflow-versioning.md, "Local activities").
+ * differently and issue other commands (docs/architecture.md, "Local activities: one coroutine at
+ * a time").
  */
 export const PATCH_LOOP_ALONE_LOCKS = 'allocator-loop-alone-writes-locks';
 /** How continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
@@ -161,7 +162,11 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         if (patched(PATCH_LOOP_ALONE_LOCKS)) {
           const grant = ++grantsMade;
           await condition(() => grantsLocked >= grant);
-        } else await syncLocks();
+        } else {
+          // Runs recorded before v2 replay as they ran, with the handler writing the Locks.
+          // eslint-disable-next-line hostflow/no-await-in-handler
+          await syncLocks();
+        }
       }
       return outcome;
     },
