@@ -5,6 +5,8 @@
 // real ansible-playbook running the project's kubespray stand-in over the real release (see
 // cluster-operation.test.ts for why), and a tenant script whose recap names hosts of its own.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { PROVISIONING_API, RETRY_ANNOTATION, type ProvisioningSpec } from '../shared/bpa-api.js';
 import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
@@ -17,6 +19,7 @@ import {
   specSize,
 } from '../shared/cluster-operation-limits.js';
 import { WEEKDAYS } from '../shared/maintenance-window.js';
+import { statusCode } from '../shared/kube-errors.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
@@ -24,6 +27,7 @@ import { clusterOperations, installCluster } from './support/cluster-operations.
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
 import { historyText } from './support/history-text.js';
+import { hostflowOf } from './support/hostflow-cli.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 
@@ -98,6 +102,34 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     expect(Object.keys(step!.hosts!)).toEqual([...unchanged, ...changed]);
     expect(step!.hosts![changed[0]!]).toEqual({ ok: 1, changed: 1 });
   }, 180_000);
+
+  it("runs an operation whose place in line the API server holds back, and the Provisioning's workflow replays", async () => {
+    // A validating webhook nobody answers (a broken one, in a real cluster) for any status write
+    // that gives `held` a place in line: the API server answers 500, and the engine retries. The
+    // write that says `held` is first in line, and the turn that runs it, must not overlap in the
+    // Provisioning's workflow (docs/architecture.md, "Local activities: one coroutine at a time").
+    const lift = await holdBackPlaces(['held', 'many-hosts']);
+    try {
+      await ops.operate('held', { action: 'upgrade-cluster.yml' });
+      // Held for a while, though less than the engine retries a write for.
+      await new Promise((resolve) => setTimeout(resolve, 12_000));
+    } finally {
+      await lift();
+    }
+    const done = await ops.ended('held', 180_000);
+    expect(done.phase).toBe('Succeeded');
+    // Its place in line was said before it ran, never over its run.
+    expect(done.queuePosition).toBeUndefined();
+    const replayed = await hostflowOf(
+      scope,
+      'replay',
+      WORKFLOW_ID.provisioning(scope.namespace, 'bounds'),
+    );
+    expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({
+      code: 0,
+      stderr: expect.any(String),
+    });
+  }, 300_000);
 
   it("refuses custom actions whose text is too large for the operation's history", async () => {
     await ops.operate('wide', { ...fromActions, action: 'wide.yml' });
@@ -200,6 +232,71 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     expect(queued.queuePosition).toBeLessThanOrEqual(MAX_QUEUED_OPERATIONS);
   }, 180_000);
 });
+
+/**
+ * Holds back every status write that gives one of `names` a place in line, until lifted: the
+ * write fails with a 500, as the webhook cannot be reached. `many-hosts`, ended in the first
+ * test, is the probe that says when the API server applies the webhook and its removal.
+ */
+async function holdBackPlaces(names: string[]): Promise<() => Promise<void>> {
+  const admission = scope.kube.kc.makeApiClient(AdmissionregistrationV1Api);
+  const name = `hold-places-${sfx}`;
+  const held = () =>
+    scope.kube.custom
+      .patchNamespacedCustomObjectStatus(
+        {
+          ...CLUSTER_OPERATION_API,
+          namespace: scope.namespace,
+          name: 'many-hosts',
+          body: { status: { queuePosition: 1 } },
+          dryRun: 'All',
+        },
+        MERGE_PATCH,
+      )
+      .then(
+        () => false,
+        (err: unknown) => statusCode(err) === 500,
+      );
+  await admission.createValidatingWebhookConfiguration({
+    body: {
+      metadata: { name },
+      webhooks: [
+        {
+          name: 'hold-places.hostflow.test',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: 'Fail',
+          timeoutSeconds: 1,
+          clientConfig: { url: `https://127.0.0.1:${await freePort()}/validate` },
+          namespaceSelector: {
+            matchLabels: { 'kubernetes.io/metadata.name': scope.namespace },
+          },
+          matchConditions: [
+            {
+              name: 'gives-a-place',
+              expression:
+                `object.metadata.name in ${JSON.stringify(names)} && ` +
+                'has(object.status) && has(object.status.queuePosition)',
+            },
+          ],
+          rules: [
+            {
+              apiGroups: [CLUSTER_OPERATION_API.group],
+              apiVersions: ['*'],
+              operations: ['UPDATE'],
+              resources: ['clusteroperations/status'],
+            },
+          ],
+        },
+      ],
+    },
+  });
+  await waitFor('the webhook to hold places back', async () => ((await held()) ? true : undefined));
+  return async () => {
+    await admission.deleteValidatingWebhookConfiguration({ name });
+    await waitFor('the webhook to be gone', async () => ((await held()) ? undefined : true));
+  };
+}
 
 const changeSpec = (spec: Partial<ProvisioningSpec>) =>
   scope.kube.custom.patchNamespacedCustomObject(

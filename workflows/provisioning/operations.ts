@@ -23,7 +23,11 @@ import {
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { operationApi, operationLogs } from '../cluster-operation/activities.js';
+import {
+  operationApi,
+  operationLogs,
+  operationStatusCalls,
+} from '../cluster-operation/activities.js';
 import type { clusterOperationWorkflow } from '../cluster-operation/operation.js';
 import { provisioningApi } from './activities.js';
 import type { OperationWait } from './operation-wait.js';
@@ -72,9 +76,14 @@ export class Operations {
   /** How many were ahead of each queued operation (by uid), as its status last said (v12). */
   private placed = new Map<string, number>();
 
+  /**
+   * @param toldApart (v18) queued operations are told by the OperationTeller, through activities
+   * whose results are history events, not by the main loop
+   */
   constructor(
     private readonly ref: ProvisioningRef,
     carried?: OperationsState,
+    readonly toldApart = false,
   ) {
     this.queued = carried?.queued ?? [];
     this.ended = carried?.ended ?? [];
@@ -147,7 +156,7 @@ export class Operations {
   async sayRefused(seen: ClusterOperationObservation, why: string): Promise<void> {
     const ref = this.operationRef(seen);
     const message = `Nothing was run: ${why}`;
-    await operationApi.writeClusterOperationStatus({
+    await this.statusCalls.writeClusterOperationStatus({
       ref,
       status: {
         phase: 'Failed',
@@ -157,7 +166,7 @@ export class Operations {
         notBefore: null,
       },
     });
-    await operationApi.recordClusterOperationEvent({
+    await this.statusCalls.recordClusterOperationEvent({
       ref,
       type: 'Warning',
       reason: 'Refused',
@@ -181,7 +190,7 @@ export class Operations {
     const line = running
       ? `ClusterOperation ${running} is running, and ${ahead} operation(s) wait ahead of it`
       : `${ahead} operation(s) ahead of it`;
-    await operationApi.writeClusterOperationStatus({
+    await this.statusCalls.writeClusterOperationStatus({
       ref: this.operationRef(seen),
       status: {
         phase: 'Pending',
@@ -194,10 +203,25 @@ export class Operations {
     });
   }
 
+  /** Where a queued operation's status is written: beside the main loop (v18), or from it. */
+  private get statusCalls() {
+    return this.toldApart ? operationStatusCalls : operationApi;
+  }
+
+  /** `wait` says why they wait, and they have not been told it. */
+  isNewWhy(wait: OperationWait | undefined): boolean {
+    return !!wait && wait.why !== this.told;
+  }
+
+  /** One queued operation's place is not the one its status last said. */
+  placesMoved(): boolean {
+    return this.queued.some((seen, ahead) => this.placed.get(seen.uid) !== ahead);
+  }
+
   /** Tells every queued operation why they wait, when that is new to them. */
   async sayWaiting(waitsFor: string, wait: OperationWait | undefined): Promise<void> {
-    if (!wait || wait.why === this.told) return;
-    this.told = wait.why;
+    if (!this.isNewWhy(wait)) return;
+    this.told = wait!.why;
     for (const [ahead, seen] of this.queued.entries()) {
       await this.sayQueued(seen, ahead, waitsFor, wait);
     }
@@ -228,8 +252,8 @@ export class Operations {
     const target = provisioner.operationTarget()!;
     const scope = new CancellationScope();
     this.running = { uid: seen.uid, name: seen.name, scope };
-    // The rest wait for their turn, one place nearer.
-    await this.sayPlaces(`cluster ${target.cluster}`, () => undefined);
+    // The rest wait for their turn, one place nearer (v18: the teller tells them).
+    if (!this.toldApart) await this.sayPlaces(`cluster ${target.cluster}`, () => undefined);
     const start = clusterOperationStart({
       namespace: this.ref.namespace,
       name: seen.name,

@@ -26,6 +26,7 @@ import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';
 import type { Plan } from './plans.js';
 import { operationWait, PATCH_OPERATION_WAITS } from './operation-wait.js';
+import { OperationTeller, PATCH_OPERATIONS_TOLD_APART } from './operation-teller.js';
 import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
 import { PATCH_SAY_HOSTS_FREED, Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
@@ -89,7 +90,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   let stuck: Stuck | undefined = carried?.stuck;
   // Decided once per run: runs recorded before v9 take no ClusterOperations.
   const operations = patched(PATCH_OPERATIONS)
-    ? new Operations(ref, carried?.operations)
+    ? new Operations(ref, carried?.operations, patched(PATCH_OPERATIONS_TOLD_APART))
     : undefined;
   // The spec change it is carrying out, if any: operations wait for it.
   let changing: string | undefined;
@@ -108,14 +109,33 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       now: Date.now(),
     });
   const waitsFor = () => `cluster ${provisioner.cluster || name}`;
-  setHandler(clusterOperationObserved, async (seen) => {
-    const ahead = operations?.observe(seen);
-    if (typeof ahead === 'object') return operations!.sayRefused(seen, ahead.refused);
-    const wait = () => (operationWaits() ? whyOperationsWait() : undefined);
-    if (ahead !== undefined) await operations!.sayQueued(seen, ahead, waitsFor(), wait());
-    // The line moved: one joined it ahead of others, or one left it. Those behind are told (v12).
-    if (ahead !== undefined || seen.deleting) await operations?.sayPlaces(waitsFor(), wait);
-  });
+  const wait = () => (operationWaits() ? whyOperationsWait() : undefined);
+  // v18: the handler records; the teller tells the line, and the loop runs it.
+  const teller = operations?.toldApart
+    ? new OperationTeller(operations, waitsFor, wait)
+    : undefined;
+  if (teller) {
+    setHandler(clusterOperationObserved, (seen) => teller.observe(seen));
+    void teller.run();
+  } else {
+    // Runs recorded before v18 tell from the handler, beside the loop, as they did.
+    /* eslint-disable hostflow/no-await-in-handler -- kept as it ran, for replay; fixed in v18 */
+    setHandler(clusterOperationObserved, async (seen) => {
+      const ahead = operations?.observe(seen);
+      if (typeof ahead === 'object') return operations!.sayRefused(seen, ahead.refused);
+      if (ahead !== undefined) await operations!.sayQueued(seen, ahead, waitsFor(), wait());
+      // The line moved: one joined it ahead of others, or one left it. Those behind are told (v12).
+      if (ahead !== undefined || seen.deleting) await operations?.sayPlaces(waitsFor(), wait);
+    });
+    /* eslint-enable hostflow/no-await-in-handler */
+  }
+  // Nothing left to tell the queued operations, nor being told.
+  const told = () => teller?.idle ?? true;
+  // Operations still waiting when the Provisioning goes end unrun, once the teller is done.
+  const dropOperations = async (why: string) => {
+    if (teller) await condition(told);
+    await operations?.dropAll(why);
+  };
   // An operation runs on the cluster as installed, not while a failed step waits for on-call,
   // and (v10) only in the Provisioning's maintenance window.
   const operationDue = () =>
@@ -129,9 +149,10 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
     for (;;) {
       const looks = lookingForHosts(stuck);
       // Queued operations that cannot start are told why; a shut window is waited out (v10).
-      const wait = operations?.waiting && operationWaits() ? whyOperationsWait() : undefined;
-      await operations?.sayWaiting(waitsFor(), wait);
-      const wakeAt = wait?.opensAt;
+      const why = operations?.waiting && operationWaits() ? whyOperationsWait() : undefined;
+      if (teller) teller.waiting(why);
+      else await operations?.sayWaiting(waitsFor(), why);
+      const wakeAt = why?.opensAt;
       // An operation came or went meanwhile: look again at why they wait, and until when.
       const waiting = operations?.waiting;
       const queueMoved = () => !!saysWhy && operations?.waiting !== waiting;
@@ -149,13 +170,15 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       const lookAgain = !moved && !changed() && looks !== undefined;
       if (!changed() && !lookAgain) {
         if (operationDue()) {
+          // Its place was said before it runs, never over its run (v18).
+          if (teller) await condition(told);
           await operations!.runNext(provisioner, latest!.spec.operationHistoryLimit);
           continue;
         }
         // Woken by the window's timer or the queue (v10): look again at why they wait.
         if (!full()) continue;
         // Nothing to do but wait: the next run waits on, knowing all this one knew.
-        await condition(allHandlersFinished);
+        await condition(() => allHandlersFinished() && told());
         const next: Carried = { latest: latest!, provisioner: provisioner.state() };
         if (stuck) next.stuck = stuck;
         if (operations) next.operations = operations.state();
@@ -185,7 +208,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       stuck = undefined;
       if (plan === 'gone') {
         // Gone without us (its finalizer removed by hand): free what it held all the same.
-        await operations?.dropAll('its Provisioning is gone');
+        await dropOperations('its Provisioning is gone');
         await provisioner.tearDown();
         return;
       }
@@ -199,7 +222,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       changing = undefined;
       if (failedAt !== undefined) stuck = { plan, at: failedAt, retry: seen.retry };
     }
-    await operations?.dropAll('its Provisioning is being deleted');
+    await dropOperations('its Provisioning is being deleted');
     await provisioner.tearDown();
     await provisioningApi.removeProvisioningFinalizer(ref);
     setCurrentDetails(`**${namespace}/${name}**: deleted; hosts released.`);
