@@ -1,12 +1,18 @@
 // What each Lock's status says (deploy/crds/kotas-lock.yaml): whether it is enforced, and how
 // many requests it refused, last by whom. A Lock whose namespace has not opted in, or whose
 // policy binding is missing, locks nothing: its Enforced condition says so and how to fix it,
-// so a lock never stops applying silently.
+// so a lock never stops applying silently. Its transition time follows shared/conditions.ts's
+// rule, like every status hostflow writes.
 import type {
   AdmissionregistrationV1Api,
   CoreV1Api,
   CustomObjectsApi,
 } from '@kubernetes/client-node';
+import {
+  withCondition,
+  type ConditionChange,
+  type ObservedCondition,
+} from '../shared/conditions.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { LOCK_API, LOCKABLE_LABEL } from './api.js';
 import type { LockDenial } from './denials.js';
@@ -14,16 +20,8 @@ import type { LockDenial } from './denials.js';
 export const LOCK_POLICY_BINDING = 'locks.kotas.tech';
 const MAX_CONFLICTS = 5;
 
-export interface LockCondition {
-  type: 'Enforced';
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime?: string;
-}
-
 export interface LockStatus {
-  conditions?: LockCondition[];
+  conditions?: ObservedCondition[];
   blockedAttempts?: number;
   lastBlocked?: { time: string; user: string; operation: string; resource: string };
 }
@@ -72,7 +70,7 @@ export class LockStatusWriter {
     await this.update(lock.metadata.namespace, lock.metadata.name, (status) => status);
   }
 
-  private async enforced(namespace: string): Promise<LockCondition> {
+  private async enforced(namespace: string): Promise<ConditionChange> {
     try {
       await this.deps.admission.readValidatingAdmissionPolicyBinding({ name: LOCK_POLICY_BINDING });
     } catch (err) {
@@ -125,17 +123,11 @@ export class LockStatusWriter {
       }
       const status = change(lock.status ?? {});
       const condition = await this.enforced(namespace);
-      const current = status.conditions?.find((c) => c.type === 'Enforced');
-      status.conditions = [
-        ...(status.conditions ?? []).filter((c) => c.type !== 'Enforced'),
-        {
-          ...condition,
-          lastTransitionTime:
-            current && current.status === condition.status && current.lastTransitionTime
-              ? current.lastTransitionTime
-              : new Date().toISOString(),
-        },
-      ];
+      status.conditions = withCondition(
+        status.conditions ?? [],
+        condition,
+        new Date().toISOString(),
+      );
       try {
         await this.deps.custom.replaceNamespacedCustomObjectStatus({
           ...LOCK_API,
@@ -155,6 +147,6 @@ export class LockStatusWriter {
   }
 }
 
-function sameCondition(a: LockCondition, b: LockCondition): boolean {
+function sameCondition(a: ConditionChange, b: ConditionChange): boolean {
   return a.status === b.status && a.reason === b.reason && a.message === b.message;
 }

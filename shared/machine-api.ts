@@ -1,7 +1,10 @@
 // Cluster API Machines (cluster.x-k8s.io/v1beta1, deploy/crds/upstream/capi-machine.yaml) and hostflow's
 // own infrastructure kind (deploy/crds/hostflow-machine.yaml): API coordinates, the annotations
 // and finalizer Cluster API defines, its v1beta1 condition types and reasons, and the fields
-// hostflow reads and writes. Shared by the bridge, activities and workflows.
+// hostflow reads and writes (its conditions are shared/conditions.ts's). Shared by the bridge,
+// activities and workflows.
+import type { ObservedCondition } from './conditions.js';
+
 export const MACHINE_API = {
   group: 'cluster.x-k8s.io',
   version: 'v1beta1',
@@ -99,15 +102,6 @@ export interface MachineAddress {
   address: string;
 }
 
-export interface MachineCondition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  severity?: 'Error' | 'Warning' | 'Info';
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
-}
-
 export interface MachineStatus {
   phase?: MachinePhase;
   bootstrapReady?: boolean;
@@ -117,7 +111,8 @@ export interface MachineStatus {
   lastUpdated?: string;
   failureReason?: MachineFailureReason;
   failureMessage?: string;
-  conditions?: MachineCondition[];
+  /** v1beta1 conditions (severity on a False one), as read back: maybe untimed. */
+  conditions?: ObservedCondition[];
   observedGeneration?: number;
 }
 

@@ -1,9 +1,10 @@
 // How a workflow tells people where its resource is: the resource's status with its Conditions,
 // its Events, the UI's current details, and the search attributes operators find it by (Phase,
-// and the cluster it is about). One Condition shape for every family; a condition's
-// lastTransitionTime moves only when its status does. Each family keeps its own words: it says
-// which phase, conditions and Events, and which adapter writes them.
+// and the cluster it is about). The Condition shape and its transition-time rule are
+// shared/conditions.ts's; this stamps them with the workflow's time. Each family keeps its own
+// words: it says which phase, conditions and Events, and which adapter writes them.
 import { log, patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { withCondition, type Condition, type ConditionChange } from '../../shared/conditions.js';
 import { SA } from '../../shared/search-attributes.js';
 import { untilDone } from './retry.js';
 
@@ -12,22 +13,6 @@ import { untilDone } from './retry.js';
  * about (Machines always did: their Phase is not behind it).
  */
 export const PATCH_PHASE_ATTRIBUTE = 'status-phase-search-attribute';
-
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason?: string;
-  message?: string;
-  /** Cluster API v1beta1: how bad a False condition is. */
-  severity?: 'Error' | 'Warning' | 'Info';
-  /** The spec generation the condition was set for. */
-  observedGeneration?: number;
-  /** When `status` last changed (not when the condition was last written). */
-  lastTransitionTime: string;
-}
-
-/** A condition as a family sets it: the kit stamps its transition time. */
-export type ConditionChange = Omit<Condition, 'lastTransitionTime'>;
 
 /** What a status carries across continue-as-new, as plain JSON. */
 export interface ResourceStatusState {
@@ -71,19 +56,6 @@ export interface ResourceStatusOptions {
 }
 
 const byType = (a: Condition, b: Condition) => a.type.localeCompare(b.type);
-
-/** `list` with `change` in it; the transition time stays when the status did not change. */
-export function withCondition(
-  list: Condition[],
-  change: ConditionChange,
-  now: string,
-): Condition[] {
-  const before = list.find((c) => c.type === change.type);
-  // (a state carried from before the kit may lack the time)
-  const lastTransitionTime =
-    before && before.status === change.status ? (before.lastTransitionTime ?? now) : now;
-  return [...list.filter((c) => c.type !== change.type), { ...change, lastTransitionTime }];
-}
 
 export class ResourceStatus {
   /** The last status written, as JSON. */

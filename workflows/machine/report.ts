@@ -2,20 +2,16 @@
 // stands), the v1beta1 conditions (Ready first, a False one of severity Info), lastUpdated when
 // the phase moves, failureReason and failureMessage. The kit's resource status writes them, sends
 // each Event once, and keeps the Phase search attribute.
+import type { Condition, ConditionStatus } from '../../shared/conditions.js';
 import type { MachineRef } from '../../shared/contracts/machine.js';
 import {
   CONDITION,
-  type MachineCondition,
   type MachineFailureReason,
   type MachinePhase,
   type MachineStatus,
 } from '../../shared/machine-api.js';
 import { machineApi } from './activities.js';
-import {
-  ResourceStatus,
-  type Condition,
-  type ResourceStatusState,
-} from '../kit/resource-status.js';
+import { ResourceStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
 /** The report's state, carried across continue-as-new as plain JSON. */
 export interface MachineReportState extends ResourceStatusState {
@@ -58,12 +54,7 @@ export class MachineReport {
   }
 
   /** Sets a condition; its transition time moves only when its status does. */
-  condition(
-    type: string,
-    status: MachineCondition['status'],
-    reason?: string,
-    message?: string,
-  ): void {
+  condition(type: string, status: ConditionStatus, reason?: string, message?: string): void {
     this.status.condition({
       type,
       status,

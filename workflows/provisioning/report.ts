@@ -2,14 +2,10 @@
 // the Ready condition for the generation being handled, Events deduplicated per spec generation
 // and try. The kit's resource status writes them and keeps the Phase and ClusterName search
 // attributes.
+import type { ConditionChange } from '../../shared/conditions.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activities.js';
-import {
-  ResourceStatus,
-  emptyStatus,
-  type ConditionChange,
-  type ResourceStatusState,
-} from '../kit/resource-status.js';
+import { ResourceStatus, emptyStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
 export interface ReportContext {
   cluster: string;

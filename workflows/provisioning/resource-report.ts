@@ -1,8 +1,9 @@
 // Where a Software's or BPA Cluster's status and Events go: the kit's resource status over the
 // BPA adapter. Only changes are written; a write that keeps failing is waited out on timers.
 import type { BpaRef } from '../../shared/bpa-api.js';
+import type { ConditionChange } from '../../shared/conditions.js';
 import { bpaApi } from './activities.js';
-import { ResourceStatus, type ConditionChange } from '../kit/resource-status.js';
+import { ResourceStatus } from '../kit/resource-status.js';
 
 /** A BPA resource's condition always says why, in its reason and message. */
 export type Condition = ConditionChange & { reason: string; message: string };
