@@ -64,15 +64,11 @@ export async function provision(run: MachineRun): Promise<Outcome> {
   upsertSearchAttributes([{ key: SA.providerId, value: providerID! }]);
   try {
     await machineApi.setMachineProviderId({ ref: run.ref, providerID: providerID! });
-    await machineApi.writeInfrastructureStatus({
-      namespace: run.ref.namespace,
-      name: run.latest().spec.infrastructureRef!.name!,
-      status: {
-        ready: true,
-        providerID,
-        ...(infra.instanceId ? { instanceID: infra.instanceId } : {}),
-        addresses,
-      },
+    await report.infrastructureReady(run.latest().spec.infrastructureRef!.name!, {
+      ready: true,
+      providerID,
+      ...(infra.instanceId ? { instanceID: infra.instanceId } : {}),
+      addresses,
     });
   } catch (err) {
     if (!forbiddenKindOf(err) || !patched(PATCH_FORBIDDEN_ANSWERED)) throw err;

@@ -1,7 +1,7 @@
 // What a Machine workflow tells people, in Cluster API's words: the phase (Failed while a failure
 // stands), the v1beta1 conditions (Ready first, a False one of severity Info), lastUpdated when
 // the phase moves, failureReason and failureMessage. The kit's resource status writes them, sends
-// each Event once, and keeps the Phase search attribute.
+// each Event once, and keeps the Phase search attribute. Its HostflowMachine's status too.
 import type { Condition, ConditionStatus } from '../../shared/conditions.js';
 import type { MachineRef } from '../../shared/contracts/machine.js';
 import {
@@ -62,6 +62,11 @@ export class MachineReport {
       ...(reason ? { reason } : {}),
       ...(message ? { message } : {}),
     });
+  }
+
+  /** The HostflowMachine `name`'s status: ready, and what was made (providerID, addresses). */
+  async infrastructureReady(name: string, status: Record<string, unknown>): Promise<void> {
+    await machineApi.writeInfrastructureStatus({ namespace: this.ref.namespace, name, status });
   }
 
   fail(reason: MachineFailureReason, message: string): void {

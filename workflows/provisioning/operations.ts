@@ -23,14 +23,10 @@ import {
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';
-import {
-  operationApi,
-  operationLogs,
-  operationStatusCalls,
-} from '../cluster-operation/activities.js';
+import { operationApi, operationLogs } from '../cluster-operation/activities.js';
 import type { clusterOperationWorkflow } from '../cluster-operation/operation.js';
-import { provisioningApi } from './activities.js';
 import type { OperationWait } from './operation-wait.js';
+import { OperationsReport } from './operations-report.js';
 import type { Provisioner } from './provisioner.js';
 
 /** v9: the Provisioning's workflow runs its ClusterOperations. */
@@ -75,6 +71,7 @@ export class Operations {
   private told: string | undefined;
   /** How many were ahead of each queued operation (by uid), as its status last said (v12). */
   private placed = new Map<string, number>();
+  private readonly report: OperationsReport;
 
   /**
    * @param toldApart (v18) queued operations are told by the OperationTeller, through activities
@@ -85,6 +82,7 @@ export class Operations {
     carried?: OperationsState,
     readonly toldApart = false,
   ) {
+    this.report = new OperationsReport(ref, toldApart);
     this.queued = carried?.queued ?? [];
     this.ended = carried?.ended ?? [];
     this.kubeVersion = carried?.kubeVersion;
@@ -154,25 +152,7 @@ export class Operations {
 
   /** A refused operation's status and Event: it has ended, nothing run. */
   async sayRefused(seen: ClusterOperationObservation, why: string): Promise<void> {
-    const ref = this.operationRef(seen);
-    const message = `Nothing was run: ${why}`;
-    await this.statusCalls.writeClusterOperationStatus({
-      ref,
-      status: {
-        phase: 'Failed',
-        message,
-        completionTime: new Date().toISOString(),
-        queuePosition: null,
-        notBefore: null,
-      },
-    });
-    await this.statusCalls.recordClusterOperationEvent({
-      ref,
-      type: 'Warning',
-      reason: 'Refused',
-      message,
-      dedupKey: `Refused/${seen.retry ?? ''}`,
-    });
+    await this.report.refused(seen, why);
   }
 
   /**
@@ -187,25 +167,7 @@ export class Operations {
   ): Promise<void> {
     this.placed.set(seen.uid, ahead);
     const running = this.running && patched(PATCH_OPERATION_PLACES) ? this.running.name : '';
-    const line = running
-      ? `ClusterOperation ${running} is running, and ${ahead} operation(s) wait ahead of it`
-      : `${ahead} operation(s) ahead of it`;
-    await this.statusCalls.writeClusterOperationStatus({
-      ref: this.operationRef(seen),
-      status: {
-        phase: 'Pending',
-        queuePosition: ahead + 1,
-        message: wait
-          ? `Waiting: ${wait.why}; ${line} on ${waitsFor}.`
-          : `Waiting for its turn on ${waitsFor}: ${line}.`,
-        ...(wait ? { notBefore: wait.opensAt ? new Date(wait.opensAt).toISOString() : null } : {}),
-      },
-    });
-  }
-
-  /** Where a queued operation's status is written: beside the main loop (v18), or from it. */
-  private get statusCalls() {
-    return this.toldApart ? operationStatusCalls : operationApi;
+    await this.report.queued(seen, { ahead, running, waitsFor, wait });
   }
 
   /** `wait` says why they wait, and they have not been told it. */
@@ -289,10 +251,7 @@ export class Operations {
         // Its workflow ended without an outcome (terminated by hand, say).
         const message = `its workflow ended without an outcome: ${innermostMessage(err)}`;
         outcome = { phase: 'Failed', message };
-        await operationApi.writeClusterOperationStatus({
-          ref: this.operationRef(seen),
-          status: { phase: outcome.phase, message },
-        });
+        await this.report.failed(seen, message);
       }
     } finally {
       this.running = undefined;
@@ -325,10 +284,7 @@ export class Operations {
   /** Operations still waiting when the Provisioning goes: said in each one's status. */
   async dropAll(why: string): Promise<void> {
     for (const seen of this.queued) {
-      await operationApi.writeClusterOperationStatus({
-        ref: this.operationRef(seen),
-        status: { phase: 'Failed', message: `Nothing was run: ${why}.` },
-      });
+      await this.report.failed(seen, `Nothing was run: ${why}.`);
       this.remember(seen.uid);
     }
     this.queued = [];
@@ -338,29 +294,11 @@ export class Operations {
   private async note(seen: ClusterOperationObservation, outcome: ClusterOperationOutcome) {
     const before = this.kubeVersion;
     if (outcome.kubeVersion) this.kubeVersion = outcome.kubeVersion;
-    await provisioningApi.writeProvisioningStatus({
-      ref: this.ref,
-      status: {
-        lastOperation: {
-          name: seen.name,
-          action: seen.spec.action,
-          phase: outcome.phase,
-          message: outcome.message,
-          ...(outcome.kubeVersion
-            ? { kubeVersionBefore: before ?? 'as installed', kubeVersionAfter: outcome.kubeVersion }
-            : {}),
-        },
-        ...(this.kubeVersion ? { kubeVersion: this.kubeVersion } : {}),
-      },
-    });
+    await this.report.lastOperation(seen, outcome, { before, now: this.kubeVersion });
   }
 
   /** An operation (uid) that ended, or a retry (uid@value) that was taken. */
   private remember(key: string): void {
     if (!this.ended.includes(key)) this.ended = [...this.ended, key].slice(-ENDED_KEPT);
-  }
-
-  private operationRef(seen: ClusterOperationObservation) {
-    return { namespace: this.ref.namespace, name: seen.name, uid: seen.uid };
   }
 }

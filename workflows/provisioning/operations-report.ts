@@ -1,0 +1,115 @@
+// What a Provisioning's line of ClusterOperations says (workflows/provisioning/operations.ts),
+// where the operations' own workflows do not: a queued operation's place and what it waits for;
+// one refused, dropped, or whose workflow ended without an outcome; and on the Provisioning, the
+// last operation and the version an upgrade set. Each is written once, as it happens: none has
+// conditions or a phase to search by, so the kit's resource status is not between.
+import type {
+  ClusterOperationObservation,
+  ClusterOperationOutcome,
+} from '../../shared/contracts/cluster-operation.js';
+import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
+import { operationApi, operationStatusCalls } from '../cluster-operation/activities.js';
+import { provisioningApi } from './activities.js';
+import type { OperationWait } from './operation-wait.js';
+
+export class OperationsReport {
+  /**
+   * @param toldApart (v18) a queued or refused operation is told beside the Provisioning's main
+   * loop, through activities whose results are history events, not local ones
+   */
+  constructor(
+    private readonly provisioning: ProvisioningRef,
+    private readonly toldApart = false,
+  ) {}
+
+  /** Where a queued or refused operation's status and Event go. */
+  private get lineCalls() {
+    return this.toldApart ? operationStatusCalls : operationApi;
+  }
+
+  /** A refused operation's status and Event: it has ended, nothing run. */
+  async refused(seen: ClusterOperationObservation, why: string): Promise<void> {
+    const ref = this.operationRef(seen);
+    const message = `Nothing was run: ${why}`;
+    await this.lineCalls.writeClusterOperationStatus({
+      ref,
+      status: {
+        phase: 'Failed',
+        message,
+        completionTime: new Date().toISOString(),
+        queuePosition: null,
+        notBefore: null,
+      },
+    });
+    await this.lineCalls.recordClusterOperationEvent({
+      ref,
+      type: 'Warning',
+      reason: 'Refused',
+      message,
+      dedupKey: `Refused/${seen.retry ?? ''}`,
+    });
+  }
+
+  /**
+   * A queued operation's place in line (`ahead` of it, behind the one `running` if named), and
+   * what it waits for: its turn on `waitsFor`, or why even the first in line cannot start yet.
+   */
+  async queued(
+    seen: ClusterOperationObservation,
+    place: { ahead: number; running: string; waitsFor: string; wait: OperationWait | undefined },
+  ): Promise<void> {
+    const { ahead, running, waitsFor, wait } = place;
+    const line = running
+      ? `ClusterOperation ${running} is running, and ${ahead} operation(s) wait ahead of it`
+      : `${ahead} operation(s) ahead of it`;
+    await this.lineCalls.writeClusterOperationStatus({
+      ref: this.operationRef(seen),
+      status: {
+        phase: 'Pending',
+        queuePosition: ahead + 1,
+        message: wait
+          ? `Waiting: ${wait.why}; ${line} on ${waitsFor}.`
+          : `Waiting for its turn on ${waitsFor}: ${line}.`,
+        ...(wait ? { notBefore: wait.opensAt ? new Date(wait.opensAt).toISOString() : null } : {}),
+      },
+    });
+  }
+
+  /** An operation that failed outside its own workflow: dropped from the line, or orphaned. */
+  async failed(seen: ClusterOperationObservation, message: string): Promise<void> {
+    await operationApi.writeClusterOperationStatus({
+      ref: this.operationRef(seen),
+      status: { phase: 'Failed', message },
+    });
+  }
+
+  /** The Provisioning's status keeps the last operation, and the version an upgrade set. */
+  async lastOperation(
+    seen: ClusterOperationObservation,
+    outcome: ClusterOperationOutcome,
+    versions: { before: string | undefined; now: string | undefined },
+  ): Promise<void> {
+    await provisioningApi.writeProvisioningStatus({
+      ref: this.provisioning,
+      status: {
+        lastOperation: {
+          name: seen.name,
+          action: seen.spec.action,
+          phase: outcome.phase,
+          message: outcome.message,
+          ...(outcome.kubeVersion
+            ? {
+                kubeVersionBefore: versions.before ?? 'as installed',
+                kubeVersionAfter: outcome.kubeVersion,
+              }
+            : {}),
+        },
+        ...(versions.now ? { kubeVersion: versions.now } : {}),
+      },
+    });
+  }
+
+  private operationRef(seen: ClusterOperationObservation) {
+    return { namespace: this.provisioning.namespace, name: seen.name, uid: seen.uid };
+  }
+}
