@@ -4,6 +4,7 @@ import prettier from 'eslint-config-prettier';
 import { builtinModules } from 'node:module';
 import noImportCycle from './eslint-rules/no-import-cycle.js';
 import noAwaitInHandler from './eslint-rules/no-await-in-handler.js';
+import statusThroughReports from './eslint-rules/status-through-reports.js';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
@@ -94,7 +95,11 @@ export default tseslint.config(
   {
     plugins: {
       hostflow: {
-        rules: { 'no-import-cycle': noImportCycle, 'no-await-in-handler': noAwaitInHandler },
+        rules: {
+          'no-import-cycle': noImportCycle,
+          'no-await-in-handler': noAwaitInHandler,
+          'status-through-reports': statusThroughReports,
+        },
       },
     },
     rules: {
@@ -161,6 +166,12 @@ export default tseslint.config(
         },
       })),
     ]),
+  {
+    // A resource's status is written from workflows only by its family's report class
+    // (eslint-rules/status-through-reports.js says which calls and files).
+    files: filesOf('workflows'),
+    rules: { 'hostflow/status-through-reports': 'error' },
+  },
   {
     // The workflow bundle's modules (workflows/ and what it imports from the layers below) are
     // evaluated once per workflow thread and shared by every workflow (workers/workflow-code.ts):

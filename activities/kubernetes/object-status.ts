@@ -1,5 +1,7 @@
 // A custom resource's status, merged in by reference: the one status write every family's
-// per-kind activity (writeMachineStatus, writePoolStatus, writeBpaStatus…) delegates to.
+// per-kind activity (writeMachineStatus, writePoolStatus, writeBpaStatus…) delegates to. Those
+// are named write…Status: by that name hostflow/status-through-reports keeps their calls in
+// workflows to the report classes.
 import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
 import { describeObject, type ObjectRef } from './object-ref.js';
