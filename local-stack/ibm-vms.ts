@@ -7,7 +7,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { generateEd25519KeyPair } from '../activities/ssh/keys.js';
-import { CLOUD_ADMIN_USER } from '../platform-config/contract.js';
+import { IBMZ_PROVIDER } from '../platform-config/ibm-config.js';
 import {
   startIbmCloudDouble,
   type DoubleInstance,
@@ -88,7 +88,7 @@ export async function startIbmVms(opts: IbmVmsOptions): Promise<IbmVms> {
       name: `${prefix}-${next}`,
       prefix,
       stateDir: join(stateDir, instance.id),
-      adminUser: CLOUD_ADMIN_USER.ibmz,
+      adminUser: IBMZ_PROVIDER.adminUser,
       adminKey,
       ...hostKeyOf(instance),
     }).then(

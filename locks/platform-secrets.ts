@@ -5,6 +5,7 @@
 // credential (an update) stays possible.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { CloudPlatform } from '../platform-config/host-config.js';
+import { providerSpec } from '../platform-config/cloud-providers.js';
 import type { LockTarget } from './api.js';
 import { readHostConfig } from '../activities/kubernetes/host-config.js';
 import type { LockSync, createLockActivities } from './adapter.js';
@@ -72,9 +73,7 @@ export function createPlatformLockActivities(deps: {
 export type PlatformLockActivities = ReturnType<typeof createPlatformLockActivities>;
 
 function credentialsSecret(cloud: CloudPlatform): string {
-  const { provider } = cloud;
-  if (provider.type === 'aws') return provider.config.awsSecret;
-  return provider.config.secret;
+  return providerSpec(cloud.provider.type).credentialsSecret(cloud.provider.config);
 }
 
 /** One target per Secret: hosts sharing an admin key, or an ssh-secret that is also the key. */

@@ -1,6 +1,7 @@
 // AWS keys of a dynamic platform (`dynamic.<cfg>.*` with `type: aws`, docs/architecture.md, "host-config"), as
 // the original's pkg/aws/ec2.go reads them, but checked: a value the original silently replaced
 // with a default (a bad `disk`, `iops`, …) is reported here instead.
+import type { CloudProviderSpec } from './cloud-provider-spec.js';
 import { configFields, type ConfigProblemSink, type ConfigRead } from './config-fields.js';
 
 export interface AwsConfig {
@@ -162,3 +163,15 @@ function dedicatedHost(
   if (!tenancy || !hostResourceGroupArn || !licenseConfigurationArn) return undefined;
   return { tenancy: 'host', hostResourceGroupArn, licenseConfigurationArn };
 }
+
+/** `type: aws` (platform-config/cloud-providers.ts); the adapter is activities/cloud/aws.ts. */
+export const AWS_PROVIDER: CloudProviderSpec<AwsConfig> = {
+  cloudName: 'AWS',
+  parse: parseAwsConfig,
+  /** Admin user of the AMIs the original launched (its pkg/aws SshUser). */
+  adminUser: 'ec2-user',
+  credentialsSecret: (config) => config.awsSecret,
+  userData: (config) => config.userData,
+  maxUserDataBytes: AWS_MAX_USER_DATA_BYTES,
+  providerIdPrefix: 'aws:///',
+};

@@ -53,8 +53,6 @@ export const OWNER_TAG_KEY = 'multi-platform-instance';
 export const TASKRUN_TAG_KEY = 'hostflow.dev/taskrun';
 /** Tag carrying the platform a VM serves, so platforms sharing an instance-tag stay apart. */
 export const PLATFORM_TAG_KEY = 'hostflow.dev/platform';
-/** The admin user of each provider's images, as the original used them: it provisions build users. */
-export const CLOUD_ADMIN_USER = { aws: 'ec2-user', ibmz: 'root', ibmp: 'root' } as const;
 
 /**
  * A claim on a VM by its id rather than by launch key (CloudLaunches): a VM a pool adopted after

@@ -3,7 +3,12 @@
 // here; each provider's own keys by the parser registered for its `type`, through `read` and
 // `problem` callbacks that name keys without the `dynamic.<cfg>.` prefix. Every problem carries
 // its full key and is attributed to its platform, so a bad entry fails only that platform.
-import type { AwsConfig } from './aws-config.js';
+import {
+  PROVIDER_TYPES,
+  type DynamicProvider,
+  type ProviderConfigs,
+  type ProviderType,
+} from './cloud-providers.js';
 import {
   configFields,
   type ConfigProblem,
@@ -14,19 +19,19 @@ import {
 import { platformLabel } from './contract.js';
 import { printable } from './platform.js';
 
-export const PROVIDER_TYPES = ['aws', 'ibmz', 'ibmp'] as const;
-export type ProviderType = (typeof PROVIDER_TYPES)[number];
-
+export { PROVIDER_TYPES, type DynamicProvider, type ProviderType };
 export { configFields, type ConfigRead, type ConfigProblemSink, type ProviderParser };
 
-export interface ProviderParsers<Z = unknown, P = unknown> {
-  aws: ProviderParser<AwsConfig>;
-  ibmz?: ProviderParser<Z>;
-  ibmp?: ProviderParser<P>;
-}
+/** What each provider type's config is, as far as the parsers passed in are concerned. */
+type Configs = Record<ProviderType, unknown>;
 
-export type DynamicProvider<Z = unknown, P = unknown> =
-  { type: 'aws'; config: AwsConfig } | { type: 'ibmz'; config: Z } | { type: 'ibmp'; config: P };
+/** A parser per provider type (platform-config/cloud-providers.ts); a type without one is "not supported yet". */
+export type ProviderParsers<C extends Configs = Configs> = {
+  [K in ProviderType]?: ProviderParser<C[K]>;
+};
+
+/** The types a platform's `type` key may name, as its problems list them: "aws, ibmz or ibmp". */
+const TYPE_CHOICES = `${PROVIDER_TYPES.slice(0, -1).join(', ')} or ${PROVIDER_TYPES.at(-1)}`;
 
 export interface DynamicCommon {
   maxInstances: number;
@@ -40,14 +45,14 @@ export interface DynamicCommon {
   sudoCommands: string[];
 }
 
-export interface DynamicPlatform<Z = unknown, P = unknown> {
+export interface DynamicPlatform<C extends Configs = ProviderConfigs> {
   platform: string;
   /** `<cfg>`: the platform with `/` replaced by `-`, as in its keys. */
   configName: string;
   /** Set for `dynamic-pool-platforms`: VMs shared by `concurrency` builds, retired at `max-age`. */
   pool?: { concurrency: number; maxAgeMinutes: number };
   common: DynamicCommon;
-  provider: DynamicProvider<Z, P>;
+  provider: DynamicProvider<C>;
 }
 
 export const DYNAMIC_DEFAULTS = {
@@ -123,13 +128,13 @@ const UNSUPPORTED: Record<string, string> = {
     'spot instances are not supported by hostflow; remove the key to launch on-demand instances',
 };
 
-export function parseDynamicPlatforms<Z = unknown, P = unknown>(
+export function parseDynamicPlatforms<C extends Configs>(
   data: Record<string, string>,
   config: { dynamicPlatforms: string[]; dynamicPoolPlatforms: string[]; instanceTag?: string },
-  parsers: ProviderParsers<Z, P>,
-): { platforms: DynamicPlatform<Z, P>[]; problems: ConfigProblem[] } {
+  parsers: ProviderParsers<C>,
+): { platforms: DynamicPlatform<C>[]; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
-  const platforms: DynamicPlatform<Z, P>[] = [];
+  const platforms: DynamicPlatform<C>[] = [];
   const listed = new Map<string, boolean>(); // platform → pool
   for (const platform of config.dynamicPlatforms) listed.set(platform, false);
   for (const platform of config.dynamicPoolPlatforms) {
@@ -184,17 +189,17 @@ export function parseDynamicPlatforms<Z = unknown, P = unknown>(
           }),
         }
       : undefined;
-    const type = fields.text('type', { required: 'the cloud provider: aws, ibmz or ibmp' });
-    let provider: DynamicProvider<Z, P> | undefined;
+    const type = fields.text('type', { required: `the cloud provider: ${TYPE_CHOICES}` });
+    let provider: DynamicProvider<C> | undefined;
     let knownKeys = false;
     if (type !== undefined && !(PROVIDER_TYPES as readonly string[]).includes(type)) {
-      problem('type', `"${printable(type)}" is not valid; expected aws, ibmz or ibmp`);
+      problem('type', `"${printable(type)}" is not valid; expected ${TYPE_CHOICES}`);
     } else if (type !== undefined) {
       const parse = parsers[type as ProviderType];
       if (!parse) problem('type', `type ${type} is not supported yet`);
       else {
         knownKeys = true;
-        provider = { type, config: parse(reader, problem) } as DynamicProvider<Z, P>;
+        provider = { type, config: parse(reader, problem) } as DynamicProvider<C>;
       }
     }
     if (knownKeys) {

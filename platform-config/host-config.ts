@@ -3,20 +3,19 @@
 // reason, and a problem only affects the platforms it belongs to.
 import { z } from 'zod';
 import { checkPlatform, printable } from './platform.js';
-import { parseAwsConfig } from './aws-config.js';
-import { parseDynamicPlatforms, type DynamicPlatform } from './dynamic.js';
 import {
-  parseIbmpConfig,
-  parseIbmzConfig,
-  type IbmpConfig,
-  type IbmzConfig,
-} from './ibm-config.js';
+  CLOUD_PROVIDERS,
+  PROVIDER_TYPES,
+  type ProviderConfigs,
+  type ProviderType,
+} from './cloud-providers.js';
+import { parseDynamicPlatforms, type DynamicPlatform, type ProviderParsers } from './dynamic.js';
 import { parseStaticHosts, type StaticHost } from './static-hosts.js';
 import { patternProblem } from './namespace-patterns.js';
 import type { ConfigProblem } from './config-fields.js';
 
 /** A dynamic or dynamic-pool platform with its provider's config. */
-export type CloudPlatform = DynamicPlatform<IbmzConfig, IbmpConfig>;
+export type CloudPlatform = DynamicPlatform<ProviderConfigs>;
 
 export type { StaticHost } from './static-hosts.js';
 
@@ -63,6 +62,11 @@ const GLOBAL_KEYS = {
   'instance-tag': z.string().trim().optional(),
   'require-host-keys': z.string().trim().optional(),
 } as const;
+
+/** Every registered provider's parser, by type. */
+const PROVIDER_PARSERS = Object.fromEntries(
+  PROVIDER_TYPES.map((type: ProviderType) => [type, CLOUD_PROVIDERS[type].parse]),
+) as ProviderParsers<ProviderConfigs>;
 
 export function parseHostConfig(data: Record<string, string> | undefined): HostConfig {
   const problems: ConfigProblem[] = [];
@@ -118,7 +122,7 @@ export function parseHostConfig(data: Record<string, string> | undefined): HostC
   const dynamic = parseDynamicPlatforms(
     data ?? {},
     { dynamicPlatforms, dynamicPoolPlatforms, instanceTag: globals['instance-tag'] || undefined },
-    { aws: parseAwsConfig, ibmz: parseIbmzConfig, ibmp: parseIbmpConfig },
+    PROVIDER_PARSERS,
   );
   problems.push(...dynamic.problems);
 

@@ -2,6 +2,7 @@
 // `ibmp` (Power Virtual Server). `read` and `problem` take the short key (`region`); the caller
 // prefixes `dynamic.<cfg>.` in messages. Where the original silently fell back (a bad `disk`
 // became 100, an unparsable `cores` 0.25), hostflow rejects the value and names the key.
+import type { CloudProviderSpec } from './cloud-provider-spec.js';
 import { printable } from './platform.js';
 
 type Read = (key: string) => string | undefined;
@@ -242,3 +243,26 @@ export function parseIbmpConfig(read: Read, problem: Problem): IbmpConfig | unde
   };
   return r.ok() ? (config as IbmpConfig) : undefined;
 }
+
+/** The admin user of the IBM images the original launched. */
+const IBM_ADMIN_USER = 'root';
+
+/** `type: ibmz` (platform-config/cloud-providers.ts); the adapter is activities/cloud/ibmz.ts. */
+export const IBMZ_PROVIDER: CloudProviderSpec<IbmzConfig> = {
+  cloudName: 'IBM Cloud VPC',
+  parse: parseIbmzConfig,
+  adminUser: IBM_ADMIN_USER,
+  credentialsSecret: (config) => config.secret,
+  userData: () => undefined,
+  providerIdPrefix: 'ibm:///',
+};
+
+/** `type: ibmp` (platform-config/cloud-providers.ts); the adapter is activities/cloud/ibmp.ts. */
+export const IBMP_PROVIDER: CloudProviderSpec<IbmpConfig> = {
+  cloudName: 'IBM Power VS',
+  parse: parseIbmpConfig,
+  adminUser: IBM_ADMIN_USER,
+  credentialsSecret: (config) => config.secret,
+  userData: (config) => config.userData,
+  providerIdPrefix: 'ibmpowervs://',
+};

@@ -965,7 +965,7 @@ describe('dynamic platforms', () => {
       },
     ]);
     const seen: string[] = [];
-    const parsers: ProviderParsers<{ vpc: string }> = {
+    const parsers: ProviderParsers<{ aws: unknown; ibmz: { vpc: string }; ibmp: unknown }> = {
       aws: parseAwsConfig,
       ibmz: (read, problem) => {
         seen.push(read('vpc') ?? '');

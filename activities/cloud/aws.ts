@@ -2,7 +2,6 @@
 // Launch is idempotent twice over: EC2's ClientToken, and a launch-key tag looked up first (moto,
 // the local EC2, ignores ClientToken). Errors become Temporal failures: throttling, 5xx and
 // network errors retry; bad config and rejected credentials are non-retryable and name the key.
-import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import { createHash } from 'node:crypto';
 import {
   DescribeImagesCommand,
@@ -18,7 +17,7 @@ import {
   type _InstanceType,
 } from '@aws-sdk/client-ec2';
 import { ApplicationFailure } from '@temporalio/common';
-import type { AwsConfig } from '../../platform-config/aws-config.js';
+import { AWS_PROVIDER, type AwsConfig } from '../../platform-config/aws-config.js';
 import { printable } from '../../platform-config/platform.js';
 import type { AwsCredentials } from './aws-credentials.js';
 import type { CloudProvider, Instance, InstanceState, LaunchRequest } from './provider.js';
@@ -50,8 +49,7 @@ export type AwsErrorContext = Pick<
 
 export class AwsProvider implements CloudProvider {
   readonly kind = 'aws' as const;
-  /** Admin user of the AMIs the original launched (its pkg/aws SshUser). */
-  readonly sshUser = CLOUD_ADMIN_USER.aws;
+  readonly sshUser = AWS_PROVIDER.adminUser;
   private readonly ec2: EC2Client;
 
   constructor(private readonly options: AwsProviderOptions) {

@@ -6,9 +6,8 @@
 // the original's orphan collector read (ibmp_helpers.go). Power VS creates the boot volume at the
 // image's size; like the original (resizeInstanceVolume), a larger `disk` is applied afterwards
 // with PUT …/volumes/<boot volume> {size}, and the instance reads as pending until it has been.
-import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import { ApplicationFailure } from '@temporalio/common';
-import type { IbmpConfig } from '../../platform-config/ibm-config.js';
+import { IBMP_PROVIDER, type IbmpConfig } from '../../platform-config/ibm-config.js';
 import {
   ibmConnection,
   instanceName,
@@ -60,8 +59,7 @@ interface PvmInstance {
 }
 
 export class IbmpProvider implements CloudProvider {
-  /** The admin user of the IBM images the original launched. */
-  readonly sshUser = CLOUD_ADMIN_USER.ibmp;
+  readonly sshUser = IBMP_PROVIDER.adminUser;
   readonly kind = 'ibmp' as const;
   private readonly client: IbmClient;
   private readonly workspace: string;

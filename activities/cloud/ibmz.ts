@@ -6,10 +6,9 @@
 // The SSH address is the primary private IP with `private-ip`, otherwise a floating IP bound to
 // the primary network interface: an unbound one this engine created earlier is reused before a
 // new one is reserved, as the original did because a reserved floating IP is billed per month.
-import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
-import type { IbmzConfig } from '../../platform-config/ibm-config.js';
+import { IBMZ_PROVIDER, type IbmzConfig } from '../../platform-config/ibm-config.js';
 import {
   ibmConnection,
   instanceName,
@@ -72,8 +71,7 @@ interface Resolved {
 }
 
 export class IbmzProvider implements CloudProvider {
-  /** The admin user of the IBM images the original launched. */
-  readonly sshUser = CLOUD_ADMIN_USER.ibmz;
+  readonly sshUser = IBMZ_PROVIDER.adminUser;
   readonly kind = 'ibmz' as const;
   private readonly client: IbmClient;
   private readonly base: string;

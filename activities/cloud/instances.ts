@@ -7,7 +7,7 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { ADOPTED_CLAIM_PREFIX } from '../../platform-config/contract.js';
-import { AWS_MAX_USER_DATA_BYTES } from '../../platform-config/aws-config.js';
+import { providerSpec } from '../../platform-config/cloud-providers.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { BOOTSTRAP_DATA_KEY } from '../../shared/machine-api.js';
 import { isNotFound, rethrowKube } from '../kubernetes/errors.js';
@@ -16,8 +16,14 @@ import { createHostKeyStore } from '../kubernetes/host-key-store.js';
 import { createVmHostKeySeed } from '../kubernetes/vm-host-key-seed.js';
 import { sshBanner } from '../ssh/banner.js';
 import { vmHostKeyRecord } from '../ssh/host-keys.js';
-import { providerOpener, type ProviderDeps } from './open-provider.js';
-import { OWNER_TAG_KEY, PLATFORM_TAG_KEY, type CloudProvider, type Instance } from './provider.js';
+import {
+  OWNER_TAG_KEY,
+  PLATFORM_TAG_KEY,
+  type CloudProvider,
+  type Instance,
+  type ProviderDeps,
+} from './provider.js';
+import { providerOpener } from './registry.js';
 import { GENERATED_KEY_COMMENT, userDataWithHostKey, vmHostKey } from './vm-host-key.js';
 
 export interface CloudDeps extends ProviderDeps {
@@ -215,19 +221,19 @@ export type CloudActivities = ReturnType<typeof createCloudActivities>;
 
 /** The platform's own user-data (host-config `user-data`), where its provider takes one. */
 function platformUserData(cloud: CloudPlatform): string | undefined {
-  const { provider } = cloud;
-  return provider.type === 'aws' || provider.type === 'ibmp' ? provider.config.userData : undefined;
+  return providerSpec(cloud.provider.type).userData(cloud.provider.config);
 }
 
-/** AWS refuses user data over 16 KB: say so here, in sizes only (the data holds secrets). */
+/** A cloud that limits user data (AWS: 16 KB) is told of it here, in sizes only (the data holds secrets). */
 function checkUserDataSize(cloud: CloudPlatform, userData: string, given: string | undefined) {
   const bytes = Buffer.byteLength(userData, 'utf8');
-  if (cloud.provider.type !== 'aws' || bytes <= AWS_MAX_USER_DATA_BYTES) return;
+  const { maxUserDataBytes: most, cloudName } = providerSpec(cloud.provider.type);
+  if (most === undefined || bytes <= most) return;
   const givenBytes = given === undefined ? 0 : Buffer.byteLength(given, 'utf8');
   throw ApplicationFailure.nonRetryable(
     `the user data of a ${cloud.platform} VM would be ${bytes} bytes (${givenBytes} given, ` +
-      `${bytes - givenBytes} for the VM's SSH host key); AWS accepts at most ` +
-      `${AWS_MAX_USER_DATA_BYTES}: shorten the user-data (or the Machine's bootstrap data)`,
+      `${bytes - givenBytes} for the VM's SSH host key); ${cloudName} accepts at most ` +
+      `${most}: shorten the user-data (or the Machine's bootstrap data)`,
     'UserDataTooLarge',
   );
 }

@@ -2,6 +2,10 @@
 // owner tags, describe, list and count by owner tag, terminate. Each provider is a thin adapter
 // over its own API; errors are classified for Temporal (throttling and 5xx retry, permanent
 // problems such as a bad image or rejected credentials are non-retryable with a clear message).
+// Adapters are opened by type through registry.ts (docs/extending.md, "How to add a cloud provider").
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { ProviderConfigs, ProviderType } from '../../platform-config/cloud-providers.js';
+import type { CloudPlatform } from '../../platform-config/host-config.js';
 
 export type InstanceState =
   'pending' | 'running' | 'stopping' | 'stopped' | 'terminated' | 'failed' | 'unknown';
@@ -37,7 +41,7 @@ export interface LaunchRequest {
 }
 
 export interface CloudProvider {
-  readonly kind: 'aws' | 'ibmz' | 'ibmp';
+  readonly kind: ProviderType;
   /** The admin user on the provider's images, which provisions build users. */
   readonly sshUser: string;
   /**
@@ -54,6 +58,28 @@ export interface CloudProvider {
   /** Idempotent: terminating a gone instance is success. */
   terminate(id: string): Promise<void>;
 }
+
+/** What opening a provider may need: the engine namespace's Secrets and the test endpoints. */
+export interface ProviderDeps {
+  core: CoreV1Api;
+  engineNamespace: string;
+  /** EC2 endpoint override (moto in the tests and the local stack). */
+  awsEndpoint?: string;
+  /** IBM Cloud IAM token endpoint override (the IBM double in the tests and the local stack). */
+  ibmIamEndpoint?: string;
+}
+
+/** A provider opened for one call; `destroy` frees what it holds (an SDK client's sockets). */
+export type OpenedProvider = CloudProvider & { destroy?(): void };
+
+/** Opens a platform's provider of type K, its credentials read for each call. */
+export type OpenProvider<K extends ProviderType> = (
+  cloud: CloudPlatform,
+  config: ProviderConfigs[K],
+) => Promise<OpenedProvider>;
+
+/** Made once per worker, so that what it keeps across calls (IAM tokens) lives that long. */
+export type ProviderOpener<K extends ProviderType> = (deps: ProviderDeps) => OpenProvider<K>;
 
 // The tag keys are part of the contract (platform-config/contract.ts); re-exported for adapters.
 export {

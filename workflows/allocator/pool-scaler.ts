@@ -5,7 +5,7 @@
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
 import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
-import { CLOUD_ADMIN_USER } from '../../platform-config/contract.js';
+import { CLOUD_PROVIDERS } from '../../platform-config/cloud-providers.js';
 import type { Host } from '../../platform-config/host.js';
 import { cloudApi, hostConfigApi, temporalApi } from './activities.js';
 import { bootTimedOut, checkBoot, launchVm } from '../kit/vm-launch.js';
@@ -182,7 +182,7 @@ export class PoolScaler {
       maxAgeMs: (cloud.pool?.maxAgeMinutes ?? 0) * 60_000,
       bootTimeoutMs: cloud.common.allocationTimeoutSeconds * 1000,
       checkIntervalMs: cloud.common.checkIntervalSeconds * 1000,
-      user: CLOUD_ADMIN_USER[cloud.provider.type],
+      user: CLOUD_PROVIDERS[cloud.provider.type].adminUser,
       secret: cloud.common.sshSecret,
       sudoCommands: cloud.common.sudoCommands,
     };

@@ -4,6 +4,7 @@
 // claimed before launching so garbage collection spares it) and waited for on timers.
 import { patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
+import { machineProviderId } from '../../platform-config/cloud-providers.js';
 import type { MachineAddress } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { SA } from '../../shared/search-attributes.js';
@@ -130,24 +131,12 @@ async function launchVm(infra: MachineInfra, stop: () => boolean): Promise<Acqui
   if ('ready' in booted) {
     const vm = await cloudApi.describeInstance({ cloud, id });
     infra.host = { ...infra.host!, address: booted.address };
-    infra.providerID = providerIdOf(cloud, id, vm?.zone);
+    infra.providerID = machineProviderId(cloud.provider.type, id, vm?.zone);
     infra.addresses = [{ type: 'InternalIP', address: booted.address }];
     return { ok: true };
   }
   if ('stopped' in booted) return { stopped: true };
   return { failed: 'failed' in booted ? booted.failed : booted.timedOut };
-}
-
-/** As each provider's Cluster API provider writes it (CAPA, CAPIBM). */
-function providerIdOf(cloud: CloudPlatform, id: string, zone: string | undefined): string {
-  switch (cloud.provider.type) {
-    case 'aws':
-      return `aws:///${zone ?? ''}/${id}`;
-    case 'ibmz':
-      return `ibm:///${zone ?? ''}/${id}`;
-    case 'ibmp':
-      return `ibmpowervs://${zone ?? ''}/${id}`;
-  }
 }
 
 /** Terminates the VM until the cloud confirms it; gives the slot back. Idempotent. */
