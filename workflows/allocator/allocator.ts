@@ -30,7 +30,7 @@ import {
   runIdOfRequest,
   workflowIdOfRequest,
 } from '../../shared/slot-requests.js';
-import { hostConfigApi, hostProbe } from './activities.js';
+import { hostConfigApi, hostProbe } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../kit/retry.js';
 import {

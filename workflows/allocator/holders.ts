@@ -11,7 +11,7 @@ import {
   runIdOfRequest,
   workflowIdOfRequest,
 } from '../../shared/slot-requests.js';
-import { temporalApi } from './activities.js';
+import { temporalApi } from './activity-proxies.js';
 import { release, type AllocationState } from './allocation.js';
 
 /** How long a rebuild lets visibility catch up before it trusts what it sees. */

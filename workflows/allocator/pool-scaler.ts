@@ -7,7 +7,7 @@ import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_PROVIDERS } from '../../platform-config/cloud-providers.js';
 import type { Host } from '../../platform-config/host.js';
-import { cloudApi, hostConfigApi, temporalApi } from './activities.js';
+import { cloudApi, hostConfigApi, temporalApi } from './activity-proxies.js';
 import { bootTimedOut, checkBoot, launchVm } from '../kit/vm-launch.js';
 import { terminateVm } from '../kit/vm-terminate.js';
 import type { AllocationState } from './allocation.js';

@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { CloudGcInput } from '../../shared/contracts/gc.js';
-import { cloudGc, hostConfigApi, temporalApi } from './activities.js';
+import { cloudGc, hostConfigApi, temporalApi } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
 

@@ -6,7 +6,7 @@
 import { continueAsNew, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { LeftoversGcInput } from '../../shared/contracts/gc.js';
-import { leftoversGc } from './activities.js';
+import { leftoversGc } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
 

@@ -11,7 +11,7 @@ import {
   REASON,
 } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { machineBootstrap, machineApi } from './activities.js';
+import { machineBootstrap, machineApi } from './activity-proxies.js';
 import { blockedPods, cordonAndDrain, type DrainPass } from '../kit/node-drain.js';
 import { lockNode, unlockNode } from '../../locks/hold.js';
 import { failureOf, untilDeadline } from '../kit/retry.js';

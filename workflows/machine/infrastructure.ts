@@ -9,7 +9,7 @@ import type { MachineAddress } from '../../shared/machine-api.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { SA } from '../../shared/search-attributes.js';
 import type { Host } from '../../platform-config/host.js';
-import { cloudApi } from './activities.js';
+import { cloudApi } from './activity-proxies.js';
 import { giveSlotBack, requestSlot, type SlotMail } from '../kit/allocator-slot.js';
 import { launchVm as launchInstance, waitForBoot } from '../kit/vm-launch.js';
 import { terminateUntilGone } from '../kit/vm-terminate.js';

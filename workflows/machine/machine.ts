@@ -15,7 +15,7 @@ import { CONDITION, REASON } from '../../shared/machine-api.js';
 import { askForSlotAgain, slotExhausted, slotGranted } from '../../shared/contracts/allocator.js';
 import { machineObserved, type MachineObservation } from '../../shared/contracts/machine.js';
 import { SA } from '../../shared/search-attributes.js';
-import { machineApi } from './activities.js';
+import { machineApi } from './activity-proxies.js';
 import type { SlotMail } from '../kit/allocator-slot.js';
 import { deleteMachine } from './deletion.js';
 import type { MachineInfra } from './infrastructure.js';

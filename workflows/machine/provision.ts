@@ -7,7 +7,7 @@ import { parseGoDuration } from '../../shared/go-duration.js';
 import { CONDITION, REASON, type MachineFailureReason } from '../../shared/machine-api.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
-import { machineBootstrap, machineApi } from './activities.js';
+import { machineBootstrap, machineApi } from './activity-proxies.js';
 import { lookUntilDone } from '../kit/retry.js';
 import { acquire, releaseInfrastructure, type MachineInfra } from './infrastructure.js';
 import type { MachineRun } from './run.js';

@@ -10,7 +10,7 @@ import {
   type MachinePhase,
   type MachineStatus,
 } from '../../shared/machine-api.js';
-import { machineApi } from './activities.js';
+import { machineApi } from './activity-proxies.js';
 import { ResourceStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
 /** The report's state, carried across continue-as-new as plain JSON. */

@@ -3,7 +3,7 @@
 // (gone, or back). Only changes are written. Returns when deleted, or when it failed.
 import { condition } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
-import { cloudCheck, machineApi } from './activities.js';
+import { cloudCheck, machineApi } from './activity-proxies.js';
 import type { MachineRun } from './run.js';
 
 const WATCH_MS = 30_000;

@@ -14,7 +14,7 @@ import type { NodeHost } from '../../shared/contracts/rollout.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';
-import { osCheck, osRebase, poolApi } from './activities.js';
+import { osCheck, osRebase, poolApi } from './activity-proxies.js';
 import { blockedPods, drainNode } from '../kit/node-drain.js';
 import { lockNode, unlockNode } from '../../locks/hold.js';
 

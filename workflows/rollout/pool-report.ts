@@ -7,7 +7,7 @@ import { workflowInfo } from '@temporalio/workflow';
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
 import { POOL_CONDITION } from '../../shared/mco-api.js';
 import type { PoolObservation } from '../../shared/contracts/rollout.js';
-import { poolApi } from './activities.js';
+import { poolApi } from './activity-proxies.js';
 import { ResourceStatus } from '../kit/resource-status.js';
 import { metrics } from '../metrics.js';
 import { available } from './plan.js';

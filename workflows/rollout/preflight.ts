@@ -15,7 +15,7 @@ import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-
 import { innermostMessage } from '../../shared/failures.js';
 import { parseImageReference } from '../../shared/image-reference.js';
 import { IMAGE_LABELS } from '../../shared/mco-api.js';
-import { registryApi } from './activities.js';
+import { registryApi } from './activity-proxies.js';
 import type { PoolReport } from './pool-report.js';
 
 /** Undefined when the rollout may start; else why not. */

@@ -17,7 +17,7 @@ import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
 import { poolObserved, type PoolObservation } from '../../shared/contracts/rollout.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
-import { poolApi } from './activities.js';
+import { poolApi } from './activity-proxies.js';
 import { nodeUpdateWorkflow, type NodeUpdateResult } from './node-update.js';
 import { maxUnavailableOf, nextCandidates } from './plan.js';
 import { PoolReport } from './pool-report.js';

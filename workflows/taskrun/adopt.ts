@@ -11,7 +11,7 @@ import { patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { EarlierDelivery, TaskRunOutcome } from '../../shared/contracts/taskrun.js';
-import { temporalApi } from './activities.js';
+import { temporalApi } from './activity-proxies.js';
 import { note } from './notes.js';
 import { chooseRequestIds, takeSlot } from './slot.js';
 import type { TaskRun } from './types.js';

@@ -5,7 +5,7 @@
 import { patched } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
-import { boundedCleanup, durableCleanup } from './activities.js';
+import { boundedCleanup, durableCleanup } from './activity-proxies.js';
 import { giveSlotBack } from '../kit/allocator-slot.js';
 import { metrics } from '../metrics.js';
 import { terminateVms } from './cloud-vm.js';

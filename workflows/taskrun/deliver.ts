@@ -5,7 +5,7 @@
 import { condition, patched, setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, dependencyOf, forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
-import { delivery } from './activities.js';
+import { delivery } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { backoffMs } from '../kit/retry.js';
 import { historyFull } from './continue.js';

@@ -8,7 +8,7 @@ import { LABELS, secretNameFor } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
 import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
-import { boundedCleanup } from './activities.js';
+import { boundedCleanup } from './activity-proxies.js';
 import { answerWithError, warnUnanswerable } from './answer.js';
 import { giveBackSlot } from './slot.js';
 import type { TaskRun } from './types.js';

@@ -6,7 +6,7 @@
 import { patched, setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
-import { taskRunApi } from './activities.js';
+import { taskRunApi } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { isNoLongerWanted, untilDone } from '../kit/retry.js';
 import { note } from './notes.js';

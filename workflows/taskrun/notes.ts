@@ -1,5 +1,5 @@
 // Kubernetes Events on the TaskRun: what people see in `kubectl describe`. Best-effort.
-import { eventApi } from './activities.js';
+import { eventApi } from './activity-proxies.js';
 import type { TaskRun } from './types.js';
 
 /** Records an Event on the TaskRun; `key` tells repeats of one reason apart. Never fails the flow. */
