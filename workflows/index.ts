@@ -14,7 +14,8 @@ import type { MachineWorkflow } from '../shared/contracts/machine.js';
 import type { machineWorkflow } from './machine/machine.js';
 import type { ProvisioningWorkflow } from '../shared/contracts/provisioning.js';
 import type { provisioningWorkflow } from './provisioning/provisioning.js';
-import type { RolloutWorkflow } from '../shared/contracts/rollout.js';
+import type { NodeUpdateWorkflow, RolloutWorkflow } from '../shared/contracts/rollout.js';
+import type { nodeUpdateWorkflow } from './rollout/node-update.js';
 import type { rolloutWorkflow } from './rollout/rollout.js';
 import type { SoftwareWorkflow } from '../shared/contracts/software.js';
 import type { softwareWorkflow } from './software/software.js';
@@ -50,4 +51,5 @@ export type WorkflowsMatchContracts = [
   Serves<BpaClusterWorkflow, typeof bpaClusterWorkflow>,
   Serves<MachineWorkflow, typeof machineWorkflow>,
   Serves<RolloutWorkflow, typeof rolloutWorkflow>,
+  Serves<NodeUpdateWorkflow, typeof nodeUpdateWorkflow>,
 ];

@@ -1,5 +1,6 @@
 // The rollout workflow's contract (`rollout/<pool>`): what starters pass, what the bridge tells
-// it of its MachineConfigPool, the node its activities log in to, and how it is started.
+// it of its MachineConfigPool, the node its activities log in to, and how it is started; and its
+// per-node children's (`rollout/<pool>/<node>/<image key>`), which only the pool's workflow starts.
 import { defineSignal } from '@temporalio/workflow';
 import type { MachineConfigPoolSpec } from '../mco-api.js';
 import type { OsImageSource } from '../os-image.js';
@@ -46,6 +47,20 @@ export interface NodeHost {
   /** The key's Secret in the engine namespace. */
   keySecret: string;
 }
+
+/** One node's update, a child of its pool's workflow (workflows/rollout/node-update.ts). */
+export interface NodeUpdateInput {
+  pool: string;
+  node: string;
+  image: string;
+  host: NodeHost;
+  drainTimeoutMs: number;
+  bootTimeoutMs: number;
+}
+
+export type NodeUpdateResult = { done: true } | { done: false; step: string; reason: string };
+
+export type NodeUpdateWorkflow = (input: NodeUpdateInput) => Promise<NodeUpdateResult>;
 
 export function rolloutStart(pool: string): WorkflowStart<RolloutWorkflow> {
   return {

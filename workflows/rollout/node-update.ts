@@ -10,24 +10,13 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { NodeHost } from '../../shared/contracts/rollout.js';
+import type { NodeUpdateInput, NodeUpdateResult } from '../../shared/contracts/rollout.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { NODE_ANNOTATIONS } from '../../shared/mco-api.js';
 import { SA } from '../../shared/search-attributes.js';
 import { osCheck, osRebase, poolApi } from './activity-proxies.js';
 import { blockedPods, drainNode } from '../kit/node-drain.js';
 import { lockNode, unlockNode } from '../../locks/hold.js';
-
-export interface NodeUpdateInput {
-  pool: string;
-  node: string;
-  image: string;
-  host: NodeHost;
-  drainTimeoutMs: number;
-  bootTimeoutMs: number;
-}
-
-export type NodeUpdateResult = { done: true } | { done: false; step: string; reason: string };
 
 const POLL_MS = 2_000;
 

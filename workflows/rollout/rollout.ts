@@ -15,10 +15,14 @@ import {
 import type { PoolNodeDetail } from '../../activities/kubernetes/machine-config-pools.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { parseGoDuration } from '../../shared/go-duration.js';
-import { poolObserved, type PoolObservation } from '../../shared/contracts/rollout.js';
+import {
+  poolObserved,
+  type NodeUpdateResult,
+  type PoolObservation,
+} from '../../shared/contracts/rollout.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
 import { poolApi } from './activity-proxies.js';
-import { nodeUpdateWorkflow, type NodeUpdateResult } from './node-update.js';
+import { nodeUpdateWorkflow } from './node-update.js';
 import { maxUnavailableOf, nextCandidates } from './plan.js';
 import { PoolReport } from './pool-report.js';
 import { preflight } from './preflight.js';
