@@ -1,5 +1,5 @@
 // Timeouts and retries that more than one family (or the kit) gives its activity proxies, each
-// written once. A family's own proxies sit beside its workflow (`<family>/activities.ts`); an
+// written once. A family's own proxies sit beside its workflow (`<family>/activity-proxies.ts`); an
 // option set only one family uses stays in that family's file.
 import type { ActivityOptions, LocalActivityOptions, RetryPolicy } from '@temporalio/workflow';
 
