@@ -10,7 +10,7 @@ export interface CloudProviderSpec<Config> {
   readonly cloudName: string;
   /** Reads the provider's own `dynamic.<cfg>.*` keys. */
   readonly parse: ProviderParser<Config>;
-  /** The admin user on the provider's images, as the original used them: it provisions build users. */
+  /** The admin user of the provider's images, as the original used them: it adds build users. */
   readonly adminUser: string;
   /** The Secret in the engine namespace with the platform's cloud credentials. */
   credentialsSecret(config: Config): string;
@@ -18,6 +18,6 @@ export interface CloudProviderSpec<Config> {
   userData(config: Config): string | undefined;
   /** The most bytes of user data the cloud accepts, where it says. */
   readonly maxUserDataBytes?: number;
-  /** A Machine's providerID is `<this><zone>/<instance id>`, as the cloud's Cluster API provider writes it. */
+  /** A Machine's providerID: `<this><zone>/<id>`, as the cloud's Cluster API provider writes it. */
   readonly providerIdPrefix: string;
 }

@@ -25,7 +25,7 @@ export { configFields, type ConfigRead, type ConfigProblemSink, type ProviderPar
 /** What each provider type's config is, as far as the parsers passed in are concerned. */
 type Configs = Record<ProviderType, unknown>;
 
-/** A parser per provider type (platform-config/cloud-providers.ts); a type without one is "not supported yet". */
+/** A parser per provider type (cloud-providers.ts); a type without one is "not supported yet". */
 export type ProviderParsers<C extends Configs = Configs> = {
   [K in ProviderType]?: ProviderParser<C[K]>;
 };

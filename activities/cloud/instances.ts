@@ -224,7 +224,7 @@ function platformUserData(cloud: CloudPlatform): string | undefined {
   return providerSpec(cloud.provider.type).userData(cloud.provider.config);
 }
 
-/** A cloud that limits user data (AWS: 16 KB) is told of it here, in sizes only (the data holds secrets). */
+/** A cloud's limit on user data (AWS: 16 KB), checked in sizes only: the data holds secrets. */
 function checkUserDataSize(cloud: CloudPlatform, userData: string, given: string | undefined) {
   const bytes = Buffer.byteLength(userData, 'utf8');
   const { maxUserDataBytes: most, cloudName } = providerSpec(cloud.provider.type);

@@ -2,7 +2,8 @@
 // owner tags, describe, list and count by owner tag, terminate. Each provider is a thin adapter
 // over its own API; errors are classified for Temporal (throttling and 5xx retry, permanent
 // problems such as a bad image or rejected credentials are non-retryable with a clear message).
-// Adapters are opened by type through registry.ts (docs/extending.md, "How to add a cloud provider").
+// Adapters are opened by type through registry.ts (docs/extending.md, "How to add a cloud
+// provider").
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { ProviderConfigs, ProviderType } from '../../platform-config/cloud-providers.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
