@@ -2,20 +2,9 @@
 // repository's eslint.config.js applies it: code linted as if it were at a path in the tree, so
 // the rule's registration and the folders it covers are tested too. Pure: no stack, no files.
 import { describe, expect, it } from '@jest/globals';
-import { ESLint } from 'eslint';
-import { join } from 'node:path';
-import { REPO_ROOT } from '../local-stack/paths.js';
+import { refusedBy } from './support/lint-rule.js';
 
-const RULE = 'hostflow/no-await-in-handler';
-const eslint = new ESLint({ cwd: REPO_ROOT });
-
-/** The lines the rule refuses in `code`, as if it were the file at `path`. */
-async function refused(path: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: join(REPO_ROOT, path) });
-  return result!.messages
-    .filter((m) => m.ruleId === RULE)
-    .map((m) => code.split('\n')[m.line - 1]!.trim());
-}
+const refused = refusedBy('hostflow/no-await-in-handler');
 
 const PRELUDE = `import { condition, defineSignal, setHandler } from '@temporalio/workflow';
 declare const api: { writeStatus(input: unknown): Promise<void> };

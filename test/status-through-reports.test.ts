@@ -1,21 +1,9 @@
 // The lint rule hostflow/status-through-reports (eslint-rules/status-through-reports.js) as the
-// repository's eslint.config.js applies it: code linted as if it were at a path in the tree, so
-// the rule's registration and the files it covers are tested too. Pure: no stack, no files.
+// repository's eslint.config.js applies it (support/lint-rule.ts). Pure: no stack, no files.
 import { describe, expect, it } from '@jest/globals';
-import { ESLint } from 'eslint';
-import { join } from 'node:path';
-import { REPO_ROOT } from '../local-stack/paths.js';
+import { refusedBy } from './support/lint-rule.js';
 
-const RULE = 'hostflow/status-through-reports';
-const eslint = new ESLint({ cwd: REPO_ROOT });
-
-/** The names the rule refuses in `code`, as if it were the file at `path`. */
-async function refused(path: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: join(REPO_ROOT, path) });
-  return result!.messages
-    .filter((m) => m.ruleId === RULE)
-    .map((m) => code.split('\n')[m.line - 1]!.trim());
-}
+const refused = refusedBy('hostflow/status-through-reports');
 
 const MEMBER_CALL = `declare const api: { writeMachineStatus(input: unknown): Promise<void> };
 export const write = () => api.writeMachineStatus({});
