@@ -4,16 +4,17 @@
 // ServiceAccounts.
 import {
   AdmissionregistrationV1Api,
-  loadAllYaml,
   type KubeConfig,
   type V1ValidatingAdmissionPolicy,
-  type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { statusCode } from '../shared/kube-errors.js';
 import { REPO_ROOT } from './paths.js';
-import { upsert } from './upsert.js';
+import {
+  readAdmissionPolicy,
+  upsertAdmissionPolicy,
+  type AdmissionPolicy,
+} from './admission-policy.js';
 
 export const ENGINE_RIGHTS_POLICY = 'engine-rights.hostflow.dev';
 const POLICY_FILE = join(REPO_ROOT, 'deploy/locks/engine-rights-policy.yaml');
@@ -32,14 +33,8 @@ export function engineIdentitiesOf(policy: V1ValidatingAdmissionPolicy): string[
 }
 
 /** The policy and binding as shipped, holding `engineIdentities`. */
-export function engineRightsPolicy(engineIdentities: string[]): {
-  policy: V1ValidatingAdmissionPolicy;
-  binding: V1ValidatingAdmissionPolicyBinding;
-} {
-  const [policy, binding] = loadAllYaml(readFileSync(POLICY_FILE, 'utf8')) as [
-    V1ValidatingAdmissionPolicy,
-    V1ValidatingAdmissionPolicyBinding,
-  ];
+export function engineRightsPolicy(engineIdentities: string[]): AdmissionPolicy {
+  const { policy, binding } = readAdmissionPolicy(POLICY_FILE);
   const condition = policy.spec!.matchConditions!.find((c) => c.name === ENGINE_MATCH)!;
   condition.expression = matchExpression(engineIdentities);
   return { policy, binding };
@@ -51,19 +46,7 @@ export async function installEngineRightsPolicy(
   engineIdentities: string[],
 ): Promise<void> {
   const api = kc.makeApiClient(AdmissionregistrationV1Api);
-  const { policy, binding } = engineRightsPolicy(engineIdentities);
-  await upsert(
-    (name) => api.readValidatingAdmissionPolicy({ name }),
-    (body) => api.createValidatingAdmissionPolicy({ body }),
-    (name, body) => api.replaceValidatingAdmissionPolicy({ name, body }),
-    policy,
-  );
-  await upsert(
-    (name) => api.readValidatingAdmissionPolicyBinding({ name }),
-    (body) => api.createValidatingAdmissionPolicyBinding({ body }),
-    (name, body) => api.replaceValidatingAdmissionPolicyBinding({ name, body }),
-    binding,
-  );
+  await upsertAdmissionPolicy(api, engineRightsPolicy(engineIdentities));
 }
 
 /**

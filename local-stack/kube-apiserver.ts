@@ -15,6 +15,7 @@ import { ensureCa, ensureCert, type LocalCa } from './pki.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { freePort } from './ports.js';
 import { REPO_ROOT } from './paths.js';
+import { writeKubeconfig } from './kubeconfig-file.js';
 
 /** The user of the local cluster's admin kubeconfig (kubectl's, and the tests' engine). */
 export const LOCAL_ADMIN_USER = 'hostflow-admin';
@@ -217,14 +218,14 @@ export async function startKubeApiServer(options: KubeApiServerOptions): Promise
     const url = `https://127.0.0.1:${apiPort}`;
     const kubeconfigPath = join(dir, 'kubeconfig');
     const engineKubeconfigPath = join(dir, 'engine.kubeconfig');
-    writeKubeconfig(kubeconfigPath, url, ca.cert, LOCAL_ADMIN_USER, token);
-    writeKubeconfig(
-      engineKubeconfigPath,
-      url,
-      ca.cert,
-      LOCAL_ENGINE_USER,
-      tokens[LOCAL_ENGINE_USER]!,
-    );
+    const to = (user: string, token: string) => ({
+      server: url,
+      caFile: ca.cert,
+      user,
+      credentials: { token },
+    });
+    writeKubeconfig(kubeconfigPath, to(LOCAL_ADMIN_USER, token));
+    writeKubeconfig(engineKubeconfigPath, to(LOCAL_ENGINE_USER, tokens[LOCAL_ENGINE_USER]!));
     const server = apiserver;
     const get = (path: string) => httpsOk(`${url}${path}`, { caFile: ca.cert, token });
     await waitFor(
@@ -278,21 +279,4 @@ function ensureTokens(file: string, users: string[]): Record<string, string> {
   }
   if (missing.length) writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
   return tokens;
-}
-
-function writeKubeconfig(path: string, url: string, caFile: string, user: string, token: string) {
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        { name: 'hostflow-local', cluster: { server: url, 'certificate-authority': caFile } },
-      ],
-      users: [{ name: user, user: { token } }],
-      contexts: [{ name: 'hostflow-local', context: { cluster: 'hostflow-local', user } }],
-      'current-context': 'hostflow-local',
-    }),
-    { mode: 0o600 },
-  );
 }

@@ -2,13 +2,12 @@
 // stack finishes what the API server starts: deleted namespaces are emptied and go, dependents
 // of a deleted owner are garbage-collected, PodDisruptionBudgets get a status the Eviction API
 // reads, and ReplicaSets and Deployments make Pods. Started by startKubeApiServer.
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { httpsOk } from './https-get.js';
 import { ensureCert, type LocalCa } from './pki.js';
 import { freePort } from './ports.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
+import { writeKubeconfig } from './kubeconfig-file.js';
 
 /**
  * Only the controllers whose work the stack needs; the defaults would also run node lifecycle
@@ -56,22 +55,12 @@ export async function startKubeControllerManager(
     ips: ['127.0.0.1'],
   });
   const kubeconfig = join(options.dir, 'controller-manager.kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        { name: 'local', cluster: { server: options.apiUrl, 'certificate-authority': ca.cert } },
-      ],
-      users: [
-        { name: USER, user: { 'client-certificate': client.cert, 'client-key': client.key } },
-      ],
-      contexts: [{ name: 'local', context: { cluster: 'local', user: USER } }],
-      'current-context': 'local',
-    }),
-    { mode: 0o600 },
-  );
+  writeKubeconfig(kubeconfig, {
+    server: options.apiUrl,
+    caFile: ca.cert,
+    user: USER,
+    credentials: { 'client-certificate': client.cert, 'client-key': client.key },
+  });
   // Only this stack probes it (healthz), so any free port does, even across `npm start`s.
   const port = await freePort();
   const kcm = spawnManaged(

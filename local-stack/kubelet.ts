@@ -13,6 +13,7 @@ import { containerdPaths, PAUSE_IMAGE, startContainerd } from './containerd.js';
 import { claimMachine, recordPids, releaseMachine } from './kubelet-claim.js';
 import { hostLeftovers } from './kubelet-host.js';
 import { importImage, pauseImageArchive } from './kubelet-images.js';
+import { writeKubeconfig } from './kubeconfig-file.js';
 import { ensureCert, type LocalCa } from './pki.js';
 import { freePort } from './ports.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
@@ -201,23 +202,12 @@ async function clientKubeconfig(
 ): Promise<string> {
   const cert = await ensureCert(options.ca, `${name}-client`, { cn: user, o: group, client: true });
   const path = join(options.dir, `${name}.kubeconfig`);
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: 'local',
-          cluster: { server: options.apiUrl, 'certificate-authority': options.ca.cert },
-        },
-      ],
-      users: [{ name: user, user: { 'client-certificate': cert.cert, 'client-key': cert.key } }],
-      contexts: [{ name: 'local', context: { cluster: 'local', user } }],
-      'current-context': 'local',
-    }),
-    { mode: 0o600 },
-  );
+  writeKubeconfig(path, {
+    server: options.apiUrl,
+    caFile: options.ca.cert,
+    user,
+    credentials: { 'client-certificate': cert.cert, 'client-key': cert.key },
+  });
   return path;
 }
 

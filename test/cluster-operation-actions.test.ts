@@ -10,12 +10,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
-import { clusterOperations, installCluster } from './support/cluster-operations.js';
-import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
+import type { BareMetalHosts } from './support/baremetal.js';
+import {
+  clusterOperations,
+  installCluster,
+  startOperationStack,
+} from './support/cluster-operations.js';
+import { type EngineProcess, tearDown } from './support/engine.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
-import { kubesprayWorkerEnv } from './support/kubespray.js';
-import { createScope, type TestScope } from './support/scope.js';
+import type { TestScope } from './support/scope.js';
 
 const sfx = uniqueSuffix();
 const CLUSTER = 'cluster-custom';
@@ -109,13 +112,7 @@ const LABEL_NODES = `- name: Label the nodes
 `;
 
 beforeAll(async () => {
-  scope = await createScope('clcust');
-  metal = await registerBareMetalHosts(scope, { count: 2, sfx });
-  worker = await startWorker(scope, {
-    ...kubesprayWorkerEnv(sfx),
-    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
-  });
-  bridge = await startBridge(scope);
+  ({ scope, metal, worker, bridge } = await startOperationStack('clcust', 2, sfx));
   await scope.kube.core.createNamespacedConfigMap({
     namespace: scope.namespace,
     body: {

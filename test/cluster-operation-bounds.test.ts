@@ -22,14 +22,17 @@ import { WEEKDAYS } from '../shared/maintenance-window.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
-import { clusterOperations, installCluster } from './support/cluster-operations.js';
-import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
+import type { BareMetalHosts } from './support/baremetal.js';
+import {
+  clusterOperations,
+  installCluster,
+  startOperationStack,
+} from './support/cluster-operations.js';
+import { type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
 import { historyText } from './support/history-text.js';
 import { hostflowOf } from './support/hostflow-cli.js';
-import { kubesprayWorkerEnv } from './support/kubespray.js';
-import { createScope, type TestScope } from './support/scope.js';
+import type { TestScope } from './support/scope.js';
 
 const sfx = uniqueSuffix();
 const CLUSTER = 'cluster-bounds';
@@ -55,13 +58,7 @@ done
 const filler = (bytes: number) => `# ${'x'.repeat(bytes - 3)}\n`;
 
 beforeAll(async () => {
-  scope = await createScope('clbound');
-  metal = await registerBareMetalHosts(scope, { count: 2, sfx });
-  worker = await startWorker(scope, {
-    ...kubesprayWorkerEnv(sfx),
-    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
-  });
-  bridge = await startBridge(scope);
+  ({ scope, metal, worker, bridge } = await startOperationStack('clbound', 2, sfx));
   await scope.kube.core.createNamespacedConfigMap({
     namespace: scope.namespace,
     body: {

@@ -10,13 +10,16 @@ import { waitFor } from '../local-stack/process.js';
 import { PROVISIONING_API, type ProvisioningSpec } from '../shared/bpa-api.js';
 import { WEEKDAYS } from '../shared/maintenance-window.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
-import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
-import { clusterOperations, installCluster } from './support/cluster-operations.js';
-import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
+import type { BareMetalHosts } from './support/baremetal.js';
+import {
+  clusterOperations,
+  installCluster,
+  startOperationStack,
+} from './support/cluster-operations.js';
+import { type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
-import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { answer } from './support/refusals.js';
-import { createScope, type TestScope } from './support/scope.js';
+import type { TestScope } from './support/scope.js';
 
 const sfx = uniqueSuffix();
 const CLUSTER = 'cluster-turns';
@@ -27,13 +30,7 @@ let bridge: EngineProcess;
 let ops: ReturnType<typeof clusterOperations>;
 
 beforeAll(async () => {
-  scope = await createScope('clturn');
-  metal = await registerBareMetalHosts(scope, { count: 3, sfx });
-  worker = await startWorker(scope, {
-    ...kubesprayWorkerEnv(sfx),
-    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
-  });
-  bridge = await startBridge(scope);
+  ({ scope, metal, worker, bridge } = await startOperationStack('clturn', 3, sfx));
   await installCluster(scope, metal, { name: 'turns', cluster: CLUSTER, workers: [1] });
   ops = clusterOperations(scope, metal, { name: 'turns', cluster: CLUSTER });
 }, 240_000);

@@ -21,6 +21,7 @@ import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal
 import { startBridge, startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
+import { createProvisioning } from './support/cluster-operations.js';
 import { historyText } from './support/history-text.js';
 import { createScope, type TestScope } from './support/scope.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
@@ -60,23 +61,12 @@ beforeAll(async () => {
 
 afterAll(() => tearDown([bridge, worker], metal, scope));
 
-async function create(
+const create = (
   name: string,
   cluster: string,
   spec: ProvisioningSpec,
   labels: Record<string, string> = {},
-): Promise<void> {
-  await scope.kube.custom.createNamespacedCustomObject({
-    ...PROVISIONING_API,
-    namespace: scope.namespace,
-    body: {
-      apiVersion: 'bpa.akraino.org/v1alpha1',
-      kind: 'Provisioning',
-      metadata: { name, labels: { ...labels, cluster } },
-      spec,
-    },
-  });
-}
+) => createProvisioning(scope, name, cluster, spec, labels);
 
 const get = (name: string) =>
   scope.kube.custom

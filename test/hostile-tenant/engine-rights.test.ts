@@ -127,6 +127,18 @@ const tokenSecret = (name: string, serviceAccount: string, extra: V1Secret['meta
   type: 'kubernetes.io/service-account-token',
 });
 
+/** The marks the engine gives a TaskRun's Secret, and the TaskRun as its owner. */
+const taskRunMarks = (taskRun: { name: string; uid: string }) => ({
+  labels: {
+    'build.appstudio.redhat.com/multi-platform-secret': 'true',
+    'app.kubernetes.io/managed-by': 'hostflow',
+  },
+  annotations: { 'hostflow.dev/taskrun-uid': taskRun.uid },
+  ownerReferences: [
+    { apiVersion: 'tekton.dev/v1', kind: 'TaskRun', name: taskRun.name, uid: taskRun.uid },
+  ],
+});
+
 describe("the engine's worker account, held to the engine's rights", () => {
   it('cannot create a kubernetes.io/service-account-token Secret anywhere, marks or not, and is told why', async () => {
     const taskRun = await scope.taskRuns.create({ name: 'token-bait', platform: 'linux/amd64' });
@@ -139,16 +151,7 @@ describe("the engine's worker account, held to the engine's rights", () => {
       ),
       marked: await workerCreates(
         scope.namespace,
-        tokenSecret('multi-platform-ssh-token-bait', 'default', {
-          labels: {
-            'build.appstudio.redhat.com/multi-platform-secret': 'true',
-            'app.kubernetes.io/managed-by': 'hostflow',
-          },
-          annotations: { 'hostflow.dev/taskrun-uid': taskRun.uid },
-          ownerReferences: [
-            { apiVersion: 'tekton.dev/v1', kind: 'TaskRun', name: taskRun.name, uid: taskRun.uid },
-          ],
-        }),
+        tokenSecret('multi-platform-ssh-token-bait', 'default', taskRunMarks(taskRun)),
       ),
     };
     console.log(`a token Secret, as the worker: ${answers.tenant}`);
@@ -177,17 +180,7 @@ describe("the engine's worker account, held to the engine's rights", () => {
 
   it('cannot create a Secret of a shape the engine would not make, nor replace one it did not make', async () => {
     const taskRun = await scope.taskRuns.create({ name: 'shapes', platform: 'linux/amd64' });
-    const taskRunMarks = {
-      name: 'multi-platform-ssh-shapes',
-      labels: {
-        'build.appstudio.redhat.com/multi-platform-secret': 'true',
-        'app.kubernetes.io/managed-by': 'hostflow',
-      },
-      annotations: { 'hostflow.dev/taskrun-uid': taskRun.uid },
-      ownerReferences: [
-        { apiVersion: 'tekton.dev/v1', kind: 'TaskRun', name: taskRun.name, uid: taskRun.uid },
-      ],
-    };
+    const marked = { name: 'multi-platform-ssh-shapes', ...taskRunMarks(taskRun) };
     // The tenant's own Secret of that name, made before the build: not the engine's to replace.
     const tenants = await scope.kube.core.createNamespacedSecret({
       namespace: scope.namespace,
@@ -209,11 +202,11 @@ describe("the engine's worker account, held to the engine's rights", () => {
         stringData: { password: 'x' },
       }),
       "a TaskRun's Secret with a key the contract has not": await workerCreates(scope.namespace, {
-        metadata: taskRunMarks,
+        metadata: marked,
         stringData: { host: 'u@10.0.0.1', id_rsa: 'a private key' },
       }),
       "a TaskRun's Secret that its TaskRun does not own": await workerCreates(scope.namespace, {
-        metadata: { ...taskRunMarks, ownerReferences: [] },
+        metadata: { ...marked, ownerReferences: [] },
         stringData: { host: 'u@10.0.0.1' },
       }),
       "a cluster's kubeconfig of another cluster's label": await workerCreates(scope.namespace, {
@@ -230,7 +223,7 @@ describe("the engine's worker account, held to the engine's rights", () => {
           name: 'multi-platform-ssh-mine',
           body: {
             metadata: {
-              ...taskRunMarks,
+              ...marked,
               name: 'multi-platform-ssh-mine',
               resourceVersion: tenants.metadata!.resourceVersion,
             },

@@ -7,9 +7,11 @@ import {
   CLUSTER_OPERATION_API,
   type ClusterOperationSpec,
 } from '../../shared/cluster-operation-api.js';
-import type { BareMetalHosts } from './baremetal.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './baremetal.js';
+import { startBridge, startWorker, type EngineProcess } from './engine.js';
+import { kubesprayWorkerEnv } from './kubespray.js';
 import { runnerPods } from './runner-jobs.js';
-import type { TestScope } from './scope.js';
+import { createScope, type TestScope } from './scope.js';
 
 export interface OperationStatus {
   phase?: string;
@@ -42,6 +44,52 @@ export interface ProvisioningStatus {
   lastOperation?: Record<string, string>;
 }
 
+/** What a test file of ClusterOperations runs them on. */
+export interface OperationStack {
+  scope: TestScope;
+  metal: BareMetalHosts;
+  worker: EngineProcess;
+  bridge: EngineProcess;
+}
+
+/**
+ * A scope named `prefix` with `count` BareMetalHosts, a worker that runs the kubespray stand-in
+ * over them and a bridge: the stack each ClusterOperation test file shares.
+ */
+export async function startOperationStack(
+  prefix: string,
+  count: number,
+  sfx: string,
+): Promise<OperationStack> {
+  const scope = await createScope(prefix);
+  const metal = await registerBareMetalHosts(scope, { count, sfx });
+  const worker = await startWorker(scope, {
+    ...kubesprayWorkerEnv(sfx),
+    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
+  });
+  return { scope, metal, worker, bridge: await startBridge(scope) };
+}
+
+/** Creates Provisioning `name` for `cluster` (its `cluster` label) in the test's namespace. */
+export async function createProvisioning(
+  scope: TestScope,
+  name: string,
+  cluster: string,
+  spec: ProvisioningSpec,
+  labels: Record<string, string> = {},
+): Promise<void> {
+  await scope.kube.custom.createNamespacedCustomObject({
+    ...PROVISIONING_API,
+    namespace: scope.namespace,
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Provisioning',
+      metadata: { name, labels: { ...labels, cluster } },
+      spec,
+    },
+  });
+}
+
 /** Creates Provisioning `name` (master on host 0, the given workers) and waits until it is Ready. */
 export async function installCluster(
   scope: TestScope,
@@ -49,19 +97,10 @@ export async function installCluster(
   options: { name: string; cluster: string; workers: number[]; spec?: ProvisioningSpec },
 ): Promise<void> {
   const label = (i: number) => (i === 1 ? 'worker' : `worker${i}`);
-  await scope.kube.custom.createNamespacedCustomObject({
-    ...PROVISIONING_API,
-    namespace: scope.namespace,
-    body: {
-      apiVersion: 'bpa.akraino.org/v1alpha1',
-      kind: 'Provisioning',
-      metadata: { name: options.name, labels: { cluster: options.cluster } },
-      spec: {
-        masters: [{ master: { 'mac-address': metal.macs[0]! } }],
-        workers: options.workers.map((i) => ({ [label(i)]: { 'mac-address': metal.macs[i]! } })),
-        ...options.spec,
-      } satisfies ProvisioningSpec,
-    },
+  await createProvisioning(scope, options.name, options.cluster, {
+    masters: [{ master: { 'mac-address': metal.macs[0]! } }],
+    workers: options.workers.map((i) => ({ [label(i)]: { 'mac-address': metal.macs[i]! } })),
+    ...options.spec,
   });
   const ops = clusterOperations(scope, metal, options);
   await waitFor(
