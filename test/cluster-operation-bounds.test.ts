@@ -5,8 +5,6 @@
 // real ansible-playbook running the project's kubespray stand-in over the real release (see
 // cluster-operation.test.ts for why), and a tenant script whose recap names hosts of its own.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
-import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { PROVISIONING_API, RETRY_ANNOTATION, type ProvisioningSpec } from '../shared/bpa-api.js';
 import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
@@ -19,7 +17,6 @@ import {
   specSize,
 } from '../shared/cluster-operation-limits.js';
 import { WEEKDAYS } from '../shared/maintenance-window.js';
-import { statusCode } from '../shared/kube-errors.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import type { BareMetalHosts } from './support/baremetal.js';
@@ -27,12 +24,14 @@ import {
   clusterOperations,
   installCluster,
   startOperationStack,
+  operationWorkerEnv,
 } from './support/cluster-operations.js';
-import { type EngineProcess, tearDown } from './support/engine.js';
+import { startWorker, type EngineProcess, tearDown } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
 import { historyText } from './support/history-text.js';
 import { hostflowOf } from './support/hostflow-cli.js';
 import type { TestScope } from './support/scope.js';
+import { interceptStatusWrites } from './support/status-webhook.js';
 
 const sfx = uniqueSuffix();
 const CLUSTER = 'cluster-bounds';
@@ -79,6 +78,18 @@ beforeAll(async () => {
 
 afterAll(() => tearDown([bridge, worker], metal, scope));
 
+/** Each step's extraVars is under its own cap (16 KiB); together they are over the spec's. */
+const vars = (name: string) => ({ [name]: name.repeat(9000) });
+const TOO_LARGE = {
+  action: 'upgrade-cluster.yml',
+  extraVars: vars('a'),
+  preHook: [
+    { action: 'cluster.yml', extraVars: vars('b') },
+    { action: 'cluster.yml', extraVars: vars('c') },
+  ],
+  postHook: [{ action: 'cluster.yml', extraVars: vars('d') }],
+};
+
 const fromActions = { actionSource: 'configmap', actionSourceRef: { name: 'actions' } };
 
 describe("what a tenant's ClusterOperations make the engine keep is bounded", () => {
@@ -105,7 +116,12 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     // that gives `held` a place in line: the API server answers 500, and the engine retries. The
     // write that says `held` is first in line, and the turn that runs it, must not overlap in the
     // Provisioning's workflow (docs/architecture.md, "Local activities: one coroutine at a time").
-    const lift = await holdBackPlaces(['held', 'many-hosts']);
+    const lift = await interceptStatusWrites(scope, {
+      mode: 'unreachable',
+      names: ['held', 'many-hosts'],
+      probe: 'many-hosts', // ended in the first test
+      when: 'has(object.status.queuePosition)',
+    });
     try {
       await ops.operate('held', { action: 'upgrade-cluster.yml' });
       // Held for a while, though less than the engine retries a write for.
@@ -122,6 +138,42 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
       'replay',
       WORKFLOW_ID.provisioning(scope.namespace, 'bounds'),
     );
+    expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({
+      code: 0,
+      stderr: expect.any(String),
+    });
+  }, 300_000);
+
+  it("takes a slowly refused operation and one to run in one workflow task, and the Provisioning's workflow replays", async () => {
+    // No worker runs while the bridge reports a refused operation, then one to run: both reach
+    // the Provisioning's workflow in one task once a worker is back. The refused one's status
+    // write waits out a webhook that never answers while the other is queued and run. Before
+    // v18 the signal handler and the main loop awaited local activities side by side here
+    // (docs/architecture.md, "Local activities: one coroutine at a time").
+    const lift = await interceptStatusWrites(scope, {
+      mode: 'silent',
+      names: ['refused-slowly', 'many-hosts'],
+      probe: 'many-hosts', // ended in the first test
+      when: 'true',
+    });
+    const workflowId = WORKFLOW_ID.provisioning(scope.namespace, 'bounds');
+    try {
+      await worker.stop();
+      await ops.operate('refused-slowly', TOO_LARGE);
+      await ops.operate('after-it', { action: 'upgrade-cluster.yml' });
+      await waitFor('the bridge to report both', async () => {
+        const history = await historyText(scope.temporal.client, workflowId);
+        return history.includes('refused-slowly') && history.includes('after-it')
+          ? true
+          : undefined;
+      });
+      worker = await startWorker(scope, operationWorkerEnv(sfx, metal));
+      expect((await ops.ended('refused-slowly')).phase).toBe('Failed');
+      expect((await ops.ended('after-it', 180_000)).phase).toBe('Succeeded');
+    } finally {
+      await lift();
+    }
+    const replayed = await hostflowOf(scope, 'replay', workflowId);
     expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({
       code: 0,
       stderr: expect.any(String),
@@ -147,17 +199,7 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
   }, 120_000);
 
   it('refuses a spec too large to keep, and does not send it into history whole', async () => {
-    // Each step's extraVars is under its own cap (16 KiB); together they are over the spec's.
-    const vars = (name: string) => ({ [name]: name.repeat(9000) });
-    await ops.operate('too-large', {
-      action: 'upgrade-cluster.yml',
-      extraVars: vars('a'),
-      preHook: [
-        { action: 'cluster.yml', extraVars: vars('b') },
-        { action: 'cluster.yml', extraVars: vars('c') },
-      ],
-      postHook: [{ action: 'cluster.yml', extraVars: vars('d') }],
-    });
+    await ops.operate('too-large', TOO_LARGE);
     const stored = (await scope.kube.custom.getNamespacedCustomObject({
       ...CLUSTER_OPERATION_API,
       namespace: scope.namespace,
@@ -229,71 +271,6 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     expect(queued.queuePosition).toBeLessThanOrEqual(MAX_QUEUED_OPERATIONS);
   }, 180_000);
 });
-
-/**
- * Holds back every status write that gives one of `names` a place in line, until lifted: the
- * write fails with a 500, as the webhook cannot be reached. `many-hosts`, ended in the first
- * test, is the probe that says when the API server applies the webhook and its removal.
- */
-async function holdBackPlaces(names: string[]): Promise<() => Promise<void>> {
-  const admission = scope.kube.kc.makeApiClient(AdmissionregistrationV1Api);
-  const name = `hold-places-${sfx}`;
-  const held = () =>
-    scope.kube.custom
-      .patchNamespacedCustomObjectStatus(
-        {
-          ...CLUSTER_OPERATION_API,
-          namespace: scope.namespace,
-          name: 'many-hosts',
-          body: { status: { queuePosition: 1 } },
-          dryRun: 'All',
-        },
-        MERGE_PATCH,
-      )
-      .then(
-        () => false,
-        (err: unknown) => statusCode(err) === 500,
-      );
-  await admission.createValidatingWebhookConfiguration({
-    body: {
-      metadata: { name },
-      webhooks: [
-        {
-          name: 'hold-places.hostflow.test',
-          admissionReviewVersions: ['v1'],
-          sideEffects: 'None',
-          failurePolicy: 'Fail',
-          timeoutSeconds: 1,
-          clientConfig: { url: `https://127.0.0.1:${await freePort()}/validate` },
-          namespaceSelector: {
-            matchLabels: { 'kubernetes.io/metadata.name': scope.namespace },
-          },
-          matchConditions: [
-            {
-              name: 'gives-a-place',
-              expression:
-                `object.metadata.name in ${JSON.stringify(names)} && ` +
-                'has(object.status) && has(object.status.queuePosition)',
-            },
-          ],
-          rules: [
-            {
-              apiGroups: [CLUSTER_OPERATION_API.group],
-              apiVersions: ['*'],
-              operations: ['UPDATE'],
-              resources: ['clusteroperations/status'],
-            },
-          ],
-        },
-      ],
-    },
-  });
-  await waitFor('the webhook to hold places back', async () => ((await held()) ? true : undefined));
-  return async () => {
-    await admission.deleteValidatingWebhookConfiguration({ name });
-    await waitFor('the webhook to be gone', async () => ((await held()) ? undefined : true));
-  };
-}
 
 const changeSpec = (spec: Partial<ProvisioningSpec>) =>
   scope.kube.custom.patchNamespacedCustomObject(

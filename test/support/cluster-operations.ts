@@ -52,6 +52,12 @@ export interface OperationStack {
   bridge: EngineProcess;
 }
 
+/** A worker's environment: the kubespray stand-in over the test's BareMetalHosts. */
+export const operationWorkerEnv = (sfx: string, metal: BareMetalHosts): NodeJS.ProcessEnv => ({
+  ...kubesprayWorkerEnv(sfx),
+  HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
+});
+
 /**
  * A scope named `prefix` with `count` BareMetalHosts, a worker that runs the kubespray stand-in
  * over them and a bridge: the stack each ClusterOperation test file shares.
@@ -63,10 +69,7 @@ export async function startOperationStack(
 ): Promise<OperationStack> {
   const scope = await createScope(prefix);
   const metal = await registerBareMetalHosts(scope, { count, sfx });
-  const worker = await startWorker(scope, {
-    ...kubesprayWorkerEnv(sfx),
-    HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
-  });
+  const worker = await startWorker(scope, operationWorkerEnv(sfx, metal));
   return { scope, metal, worker, bridge: await startBridge(scope) };
 }
 
