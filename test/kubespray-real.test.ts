@@ -21,11 +21,8 @@ import { runName } from '../activities/runner/manifests.js';
 import { REAL_KUBESPRAY, REPO_ROOT } from '../local-stack/paths.js';
 import { RUNNER_ANSIBLE_CORE } from '../shared/runner-settings.js';
 import { type SshHostPool } from '../local-stack/ssh-hosts.js';
-import {
-  renderGroupVars,
-  renderInventory,
-  type InventoryNode,
-} from '../workflows/provisioning/inventory.js';
+import type { InventoryNode } from '../shared/inventory.js';
+import { renderGroupVars } from '../workflows/provisioning/inventory.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import {
   INSTALLER_KEY_SECRET,
@@ -68,7 +65,7 @@ const input = (
   namespace,
   cluster,
   playbook: 'cluster.yml',
-  inventory: renderInventory(nodes),
+  inventory: nodes,
   groupVars: renderGroupVars({ cluster, podSubnet: '10.244.0.0/16', plugins: ['multus'] }),
   sshUser: pool.hosts[0]!.adminUser,
   sshKeySecret: INSTALLER_KEY_SECRET,

@@ -16,7 +16,7 @@ import { type PlaybookInput, type PlaybookOutcome } from '../activities/ansible/
 import { KUBECONFIG_KEY } from '../activities/kubernetes/kubeconfig-secret.js';
 import { KUBESPRAY_STAND_IN } from '../local-stack/kubespray-overlay.js';
 import { type SshHostPool } from '../local-stack/ssh-hosts.js';
-import { renderGroupVars, renderInventory } from '../workflows/provisioning/inventory.js';
+import { renderGroupVars } from '../workflows/provisioning/inventory.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import {
   INSTALLER_KEY_SECRET,
@@ -52,7 +52,7 @@ const input = (cluster: string, extra: Partial<PlaybookInput> = {}): PlaybookInp
   namespace,
   cluster,
   playbook: 'cluster.yml',
-  inventory: renderInventory(nodes()),
+  inventory: nodes(),
   groupVars: renderGroupVars({ cluster }),
   sshUser: pool.hosts[0]!.adminUser,
   sshKeySecret: INSTALLER_KEY_SECRET,
@@ -158,10 +158,7 @@ describe('a kubespray run', () => {
   it("refuses an even etcd count, as kubespray's inventory validation does", async () => {
     const twoMasters = nodes().map((node) => ({ ...node, roles: ['master' as const] }));
     await expect(
-      activity().run(
-        activities.runPlaybook,
-        input('gamma', { inventory: renderInventory(twoMasters.slice(0, 2)) }),
-      ),
+      activity().run(activities.runPlaybook, input('gamma', { inventory: twoMasters.slice(0, 2) })),
     ).rejects.toMatchObject({
       message: expect.stringContaining(
         'failed on host localhost at task "Stop if even number of etcd hosts"',

@@ -5,7 +5,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import type { HostInventory, ProvisioningSpec } from '../shared/bpa-api.js';
-import { renderGroupVars, renderInventory } from '../workflows/provisioning/inventory.js';
+import { renderInventory } from '../activities/ansible/inventory-file.js';
+import { inventoryNodes, type InventoryNode } from '../shared/inventory.js';
+import { renderGroupVars } from '../workflows/provisioning/inventory.js';
 import { assignRoles } from '../workflows/provisioning/roles.js';
 
 const GOLDEN = join(REPO_ROOT, 'test/golden/provisioning');
@@ -27,18 +29,19 @@ const hosts: HostInventory[] = Array.from({ length: 5 }, (_, i) => ({
   qat: false,
 }));
 
-/** The spec assigned over `hosts`, then rendered with each host's NIC IP. */
-function inventoryOf(spec: ProvisioningSpec): string {
+/** The spec assigned over `hosts`, each node with its host's NIC IP. */
+function nodesOf(spec: ProvisioningSpec): InventoryNode[] {
   const result = assignRoles(spec, 'cluster-abc', hosts);
   if (!result.ok) throw new Error(result.problems.join('\n'));
-  return renderInventory(
-    result.nodes.map((node) => ({
-      label: node.label,
-      roles: node.roles,
-      ip: hosts.find((h) => h.name === node.host.name)!.nics[0]!.ip!,
-    })),
-  );
+  return result.nodes.map((node) => ({
+    label: node.label,
+    roles: node.roles,
+    ip: hosts.find((h) => h.name === node.host.name)!.nics[0]!.ip!,
+  }));
 }
+
+/** Those nodes as the run's bundle renders them. */
+const inventoryOf = (spec: ProvisioningSpec): string => renderInventory(nodesOf(spec));
 
 describe('the kubespray inventory', () => {
   it("renders the BPA operator's sample cluster-abc, with its worker given a MAC of its own", () => {
@@ -80,6 +83,21 @@ describe('the kubespray inventory', () => {
         workers: [{ 'node-1': {} }, { 'node-2': {} }],
       }),
     );
+  });
+
+  it('is read back from the text a run started before the inventory was data carries', () => {
+    const dualRole: ProvisioningSpec = {
+      masters: [{ 'node-1': { 'mac-address': '00:c6:14:04:61:b0' } }],
+      workers: [{ 'node-1': {} }, { 'node-2': {} }],
+    };
+    for (const spec of [{ masters: [{ master: {} }] }, dualRole]) {
+      const nodes = nodesOf(spec);
+      expect(inventoryNodes(renderInventory(nodes))).toEqual(nodes);
+    }
+    const withUser: InventoryNode[] = [
+      { label: 'a', roles: ['master', 'worker'], ip: '10.0.0.1', user: 'core' },
+    ];
+    expect(inventoryNodes(renderInventory(withUser))).toEqual(withUser);
   });
 });
 

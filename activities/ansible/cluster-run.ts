@@ -10,10 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
+import { inventoryNodes, type Inventory } from '../../shared/inventory.js';
 import type { Runner } from '../runner/job.js';
 import { BUNDLE_DIR, runName, type RunRequest } from '../runner/manifests.js';
 import type { HostKeys } from '../ssh/host-keys.js';
-import { inventoryHosts, knownHostsFor } from './known-hosts.js';
+import { inventoryText } from './inventory-file.js';
+import { knownHostsFor, nodesByAddress } from './known-hosts.js';
 import { PlaybookProgress } from './progress.js';
 
 export interface ClusterRunDeps {
@@ -32,7 +34,7 @@ export interface ClusterRunDeps {
 export interface ClusterRunInput {
   namespace: string;
   cluster: string;
-  inventory: string;
+  inventory: Inventory;
   groupVars: string;
   sshUser: string;
   sshKeySecret: string;
@@ -101,9 +103,10 @@ export async function runInCluster(
   // From the run, not the attempt: a retry after a worker was lost finds its Job again.
   const name = runName(`${run?.workflowId}/${run?.runId}/${activityId}`);
   const privateKey = ensureNewline(await deps.readKey(input.namespace, input.sshKeySecret));
+  const nodes = inventoryNodes(input.inventory);
   const knownHosts = await knownHostsFor(
     deps.hostKeys,
-    input.inventory,
+    nodes,
     { user: input.sshUser, privateKey },
     input.hostKeys,
   );
@@ -114,13 +117,13 @@ export async function runInCluster(
     command: how.command,
     env: how.env,
     files: [
-      { path: 'inventory.ini', content: input.inventory },
+      { path: 'inventory.ini', content: inventoryText(input.inventory) },
       { path: 'group_vars/k8s_cluster.yml', content: input.groupVars },
       { path: 'known_hosts', content: knownHosts },
       { path: 'ssh/id_key', content: privateKey, mode: 0o400 },
       ...(how.files ?? []),
     ],
-    nodeAddresses: inventoryHosts(input.inventory).map((host) => host.address),
+    nodeAddresses: nodesByAddress(nodes).map((host) => host.address),
     deadlineSeconds: deps.deadlineSeconds,
   };
   const log = openLog(deps.workDir, input, how.name);

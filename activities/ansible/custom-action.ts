@@ -4,6 +4,7 @@
 // ConfigMap when the operation started, and is in its history; it reaches the run only as a file
 // of the run's bundle, mounted read-only.
 import type { ActionType } from '../../shared/cluster-operation-api.js';
+import { inventoryNodes } from '../../shared/inventory.js';
 import {
   ANSIBLE_QUIET,
   BUNDLE,
@@ -13,7 +14,7 @@ import {
   type ClusterRunInput,
   type RunHow,
 } from './cluster-run.js';
-import { inventoryHosts } from './known-hosts.js';
+import { nodesByAddress } from './known-hosts.js';
 
 export interface CustomAction {
   type: ActionType;
@@ -46,7 +47,7 @@ export function customActionRun(input: CustomActionRun): RunHow {
     files.push({
       path: 'ssh_config',
       content: [
-        ...inventoryHosts(input.inventory).flatMap((host) => [
+        ...nodesByAddress(inventoryNodes(input.inventory)).flatMap((host) => [
           `Host ${host.address}`,
           `  User ${host.user ?? input.sshUser}`,
         ]),

@@ -4,28 +4,9 @@
 // reaches no host whose key hostflow has not checked, and trusts nothing on its own.
 import { ApplicationFailure } from '@temporalio/common';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
+import type { InventoryNode } from '../../shared/inventory.js';
 import type { HostKeys } from '../ssh/host-keys.js';
 import { classifySshError } from '../ssh/session.js';
-
-interface InventoryHost {
-  label: string;
-  address: string;
-  user?: string;
-}
-
-/** `<label> ansible_host=<ip> … [ansible_user=<user>]` lines (workflows/provisioning/inventory.ts). */
-export function inventoryHosts(inventory: string): InventoryHost[] {
-  const hosts = new Map<string, InventoryHost>();
-  for (const line of inventory.split('\n')) {
-    const [label, ...vars] = line.trim().split(/\s+/);
-    const value = (name: string) =>
-      vars.find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1);
-    const address = value('ansible_host');
-    if (!label || !address) continue;
-    hosts.set(address, { label, address, user: value('ansible_user') });
-  }
-  return [...hosts.values()];
-}
 
 /**
  * known_hosts lines for the inventory's hosts. A host that cannot be reached gets no line (ansible
@@ -34,12 +15,12 @@ export function inventoryHosts(inventory: string): InventoryHost[] {
  */
 export async function knownHostsFor(
   hostKeys: HostKeys,
-  inventory: string,
+  nodes: InventoryNode[],
   login: { user: string; privateKey: string },
   given: Record<string, GivenHostKey> = {},
 ): Promise<string> {
   const lines: string[] = [];
-  for (const host of inventoryHosts(inventory)) {
+  for (const host of nodesByAddress(nodes)) {
     const user = host.user ?? login.user;
     try {
       const key = await hostKeys.verifiedKey(
@@ -62,4 +43,12 @@ export async function knownHostsFor(
     }
   }
   return lines.map((line) => `${line}\n`).join('');
+}
+
+/** Each address once, with the label and login of the last node listed at it. */
+export function nodesByAddress(
+  nodes: InventoryNode[],
+): Array<{ label: string; address: string; user?: string }> {
+  const hosts = new Map(nodes.map((n) => [n.ip, { label: n.label, address: n.ip, user: n.user }]));
+  return [...hosts.values()];
 }

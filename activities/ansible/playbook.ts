@@ -20,6 +20,7 @@ import {
 import { customActionRun, type CustomAction } from './custom-action.js';
 import type { HostRecap } from './progress.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
+import { inventoryNodes, type Inventory } from '../../shared/inventory.js';
 import { RUNNER_KUBESPRAY_DIR } from '../runner/manifests.js';
 
 export interface PlaybookDeps extends ClusterRunDeps {
@@ -52,7 +53,7 @@ export interface PlaybookInput {
   namespace: string;
   cluster: string;
   playbook: Playbook;
-  inventory: string;
+  inventory: Inventory;
   groupVars: string;
   sshUser: string;
   sshKeySecret: string;
@@ -145,7 +146,9 @@ export function createPlaybookActivities(deps: PlaybookDeps) {
         const kubeconfig = await deps.fetchKubeconfig({
           namespace: input.namespace,
           address: controlPlaneIp,
-          user: nodeUser(input.inventory, controlPlaneIp) ?? input.sshUser,
+          user:
+            inventoryNodes(input.inventory).find((n) => n.ip === controlPlaneIp)?.user ??
+            input.sshUser,
           sshKeySecret: input.sshKeySecret,
           ...(input.hostKeys ? { hostKeys: input.hostKeys } : {}),
         });
@@ -208,16 +211,6 @@ const VARS_FILE = BUNDLE.file('extra-vars.json');
 export const varsFile = (vars: Record<string, unknown>) => [
   { path: 'extra-vars.json', content: JSON.stringify(vars) },
 ];
-
-/** The login user the inventory gives a node, if it gives one. */
-function nodeUser(inventory: string, address: string): string | undefined {
-  for (const line of inventory.split('\n')) {
-    const words = line.trim().split(/\s+/);
-    if (!words.includes(`ansible_host=${address}`)) continue;
-    return words.find((w) => w.startsWith('ansible_user='))?.slice('ansible_user='.length);
-  }
-  return undefined;
-}
 
 /**
  * kubespray's own ansible.cfg, which finds its roles, library and plugins, as running from its

@@ -7,6 +7,7 @@ import { KIND, SA } from '../search-attributes.js';
 import { WORKFLOW_ID } from '../workflow-ids.js';
 import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
+import type { Inventory } from '../inventory.js';
 import type { ProvisioningRef } from './provisioning.js';
 
 /** What the bridge saw of a ClusterOperation. */
@@ -42,7 +43,7 @@ export const clusterOperationObserved = defineSignal<[ClusterOperationObservatio
 export interface OperationCluster {
   cluster: string;
   provisioning: ProvisioningRef;
-  inventory: string;
+  inventory: Inventory;
   groupVars: string;
   sshUser: string;
   sshKeySecret: string;

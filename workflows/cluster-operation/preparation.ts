@@ -7,6 +7,7 @@ import type { CustomAction } from '../../activities/ansible/custom-action.js';
 import { DESTRUCTIVE_PLAYBOOKS, type OperationStep } from '../../shared/cluster-operation-api.js';
 import type { ClusterOperationInput } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
+import { inventoryNodes, labelsWithRole } from '../../shared/inventory.js';
 import { operationApi } from './activities.js';
 
 /** v1 of custom actions: a step's playbook or script from a ConfigMap, run sandboxed. */
@@ -50,8 +51,9 @@ function unconfirmed(input: ClusterOperationInput, step: OperationStep): string 
   if (input.spec.confirm !== cluster) {
     return `${step.action} takes Kubernetes off nodes: set spec.confirm to the cluster's name, ${cluster}`;
   }
-  const workers = groupMembers(inventory, 'kube_node');
-  const masters = groupMembers(inventory, 'kube_control_plane');
+  const nodes = inventoryNodes(inventory);
+  const workers = labelsWithRole(nodes, 'worker');
+  const masters = labelsWithRole(nodes, 'master');
   const wrong = (step.nodes ?? []).filter(
     (node) => !workers.includes(node) || masters.includes(node),
   );
@@ -62,15 +64,4 @@ function unconfirmed(input: ClusterOperationInput, step: OperationStep): string 
     );
   }
   return undefined;
-}
-
-/** The hosts listed under `[group]` in an inventory (workflows/provisioning/inventory.ts). */
-function groupMembers(inventory: string, group: string): string[] {
-  const members: string[] = [];
-  let inGroup = false;
-  for (const line of inventory.split('\n').map((l) => l.trim())) {
-    if (line.startsWith('[')) inGroup = line === `[${group}]`;
-    else if (inGroup && line) members.push(line.split(/\s+/)[0]!);
-  }
-  return members;
 }

@@ -4,7 +4,7 @@
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { HOST_SSH_ANNOTATIONS, type HostInventory } from '../../shared/bpa-api.js';
 import { dhcpApi } from './activities.js';
-import type { InventoryNode } from './inventory.js';
+import type { InventoryNode } from '../../shared/inventory.js';
 import type { KeyHost } from '../../shared/contracts/provisioning.js';
 import type { AssignedNode } from './roles.js';
 

@@ -26,7 +26,8 @@ import { releaseLocks, takeLocks } from '../../locks/hold.js';
 import { installerKey, kubesprayCheck, playbooks, provisioningApi } from './activities.js';
 import type { ResourceStatusState } from '../kit/resource-status.js';
 import { PATCH_WAIT_OUT_FAILURES } from '../kit/retry.js';
-import { renderGroupVars, renderInventory } from './inventory.js';
+import { inventoryOf } from '../../shared/inventory.js';
+import { renderGroupVars } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
 import {
   planInstall,
@@ -357,7 +358,7 @@ export class Provisioner {
     return {
       cluster,
       provisioning: this.ref,
-      inventory: renderInventory(nodes),
+      inventory: inventoryOf(nodes),
       groupVars: renderGroupVars({ cluster, ...(podSubnet ? { podSubnet } : {}), plugins }),
       sshUser: 'root',
       sshKeySecret: installerKeySecretName(cluster),
@@ -532,7 +533,7 @@ export class Provisioner {
             namespace: this.ref.namespace,
             cluster,
             playbook,
-            inventory: renderInventory(nodes),
+            inventory: inventoryOf(nodes),
             groupVars: renderGroupVars({ cluster, ...(podSubnet ? { podSubnet } : {}), plugins }),
             sshUser: 'root',
             sshKeySecret: installerKeySecretName(cluster),

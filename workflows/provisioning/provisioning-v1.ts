@@ -10,7 +10,8 @@ import {
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { installerKey, kubespray, provisioningApi } from './activities.js';
-import { renderGroupVars, renderInventory } from './inventory.js';
+import { inventoryOf } from '../../shared/inventory.js';
+import { renderGroupVars } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';
 import { failureDetails, ProvisioningReport } from './report.js';
 import { assignRoles } from './roles.js';
@@ -105,7 +106,7 @@ export async function provisioningBeforePlans({
             namespace,
             cluster,
             playbook: 'cluster.yml',
-            inventory: renderInventory(nodes),
+            inventory: inventoryOf(nodes),
             groupVars: renderGroupVars({
               cluster,
               podSubnet: seen.spec.PodSubnet,
@@ -154,7 +155,7 @@ export async function provisioningBeforePlans({
             namespace,
             cluster,
             playbook: 'reset.yml',
-            inventory: renderInventory(nodes),
+            inventory: inventoryOf(nodes),
             groupVars: renderGroupVars({ cluster }),
             sshUser: 'root',
             sshKeySecret: `${cluster}-ssh-key`,

@@ -17,9 +17,8 @@ import type {
   NodeRequirements,
   ProvisioningSpec,
 } from '../../shared/bpa-api.js';
+import type { Role } from '../../shared/inventory.js';
 import { mebibytes } from './quantity.js';
-
-export type Role = 'master' | 'worker';
 
 export interface AssignedNode {
   label: string;
