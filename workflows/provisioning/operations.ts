@@ -28,6 +28,7 @@ import type { clusterOperationWorkflow } from '../cluster-operation/operation.js
 import type { OperationWait } from './operation-wait.js';
 import { OperationsReport } from './operations-report.js';
 import type { Provisioner } from './provisioner.js';
+import type { ProvisioningReport } from './report.js';
 
 /** v9: the Provisioning's workflow runs its ClusterOperations. */
 export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
@@ -258,7 +259,7 @@ export class Operations {
       this.remember(seen.uid);
       await CancellationScope.nonCancellable(() => provisioner.holdForOperation());
     }
-    await this.note(seen, outcome);
+    await this.note(provisioner.report, seen, outcome);
     if (patched(PATCH_OPERATION_HISTORY)) await this.prune(target.cluster, keep);
   }
 
@@ -291,10 +292,14 @@ export class Operations {
   }
 
   /** The Provisioning's status keeps the last operation, and the version an upgrade set. */
-  private async note(seen: ClusterOperationObservation, outcome: ClusterOperationOutcome) {
+  private async note(
+    report: ProvisioningReport,
+    seen: ClusterOperationObservation,
+    outcome: ClusterOperationOutcome,
+  ) {
     const before = this.kubeVersion;
     if (outcome.kubeVersion) this.kubeVersion = outcome.kubeVersion;
-    await this.report.lastOperation(seen, outcome, { before, now: this.kubeVersion });
+    await report.lastOperation(seen, outcome, { before, now: this.kubeVersion });
   }
 
   /** An operation (uid) that ended, or a retry (uid@value) that was taken. */
