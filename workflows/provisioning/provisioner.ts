@@ -38,7 +38,8 @@ import {
   type PlanStep,
 } from './plans.js';
 import { sayHostsFreed, sayVirtletIgnored } from './notices.js';
-import { failureDetails, ProvisioningReport } from './report.js';
+import { failureDetails } from '../kit/playbook-failure.js';
+import { ProvisioningReport } from './report.js';
 import { assignRoles } from './roles.js';
 
 /** v3: a torn-down Provisioning releases its Locks until that succeeds, never going on without. */

@@ -12,6 +12,9 @@ import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activities.js';
 import { ResourceStatus, emptyStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
+// Kept importable from here for provisioning-v1.ts, which stays as its runs started.
+export { failureDetails } from '../kit/playbook-failure.js';
+
 export interface ReportContext {
   cluster: string;
   /** The spec generation being handled: observedGeneration. */
@@ -123,24 +126,4 @@ export class ProvisioningReport {
       },
     });
   }
-}
-
-/** The host, task and log of a failed kubespray run, from its PlaybookFailed details. */
-export function failureDetails(err: unknown): Record<string, string> {
-  let cause: unknown = err;
-  while (cause && typeof cause === 'object') {
-    const details = (cause as { details?: unknown[] }).details?.[0];
-    if (details && typeof details === 'object') {
-      const {
-        failedHost,
-        failedTask,
-        log: logFile,
-      } = details as Record<string, string | undefined>;
-      return Object.fromEntries(
-        Object.entries({ failedHost, failedTask, log: logFile }).filter(([, v]) => v !== undefined),
-      ) as Record<string, string>;
-    }
-    cause = (cause as { cause?: unknown }).cause;
-  }
-  return {};
 }
