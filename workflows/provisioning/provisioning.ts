@@ -28,8 +28,14 @@ import type { Plan } from './plans.js';
 import { operationWait, PATCH_OPERATION_WAITS } from './operation-wait.js';
 import { OperationTeller, PATCH_OPERATIONS_TOLD_APART } from './operation-teller.js';
 import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
-import { PATCH_SAY_HOSTS_FREED, Provisioner, type ProvisionerState } from './provisioner.js';
+import { carryOut } from './carrying-out.js';
+import { unlockAll } from './host-hold.js';
+import { sayHostsFreed } from './notices.js';
+import { PATCH_SAY_HOSTS_FREED } from './patches.js';
+import { planFor } from './planning.js';
+import { Provisioner, type ProvisionerState } from './provisioner.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
+import { tearDown } from './tear-down.js';
 
 /** v2: scaling, resuming a failed step, and Locks on the hosts and the spec. */
 export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
@@ -199,17 +205,23 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
         );
       } else {
         provisioner.generation = seen.generation;
-        plan = await provisioner.plan(seen);
+        plan = await planFor(provisioner, seen);
         // It looked again by itself and took the hosts it waited for: says so (v15).
         if (lookAgain && typeof plan === 'object' && patched(PATCH_SAY_HOSTS_FREED)) {
-          await provisioner.sayHostsFreed(plan, looks!);
+          await sayHostsFreed(report, {
+            plan,
+            cluster: provisioner.cluster,
+            installed: provisioner.isInstalled,
+            looks: looks!,
+            searched: provisioner.searched,
+          });
         }
       }
       stuck = undefined;
       if (plan === 'gone') {
         // Gone without us (its finalizer removed by hand): free what it held all the same.
         await dropOperations('its Provisioning is gone');
-        await provisioner.tearDown();
+        await tearDown(provisioner);
         return;
       }
       if (plan === 'refused') {
@@ -218,17 +230,17 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
         continue;
       }
       changing = plan.phase;
-      const failedAt = await provisioner.carryOut(plan, from, () => !latest!.deleting);
+      const failedAt = await carryOut(provisioner, plan, from, () => !latest!.deleting);
       changing = undefined;
       if (failedAt !== undefined) stuck = { plan, at: failedAt, retry: seen.retry };
     }
     await dropOperations('its Provisioning is being deleted');
-    await provisioner.tearDown();
+    await tearDown(provisioner);
     await provisioningApi.removeProvisioningFinalizer(ref);
     setCurrentDetails(`**${namespace}/${name}**: deleted; hosts released.`);
   } catch (err) {
     // Cancelled by an operator: the Locks go; the hosts stay claimed, for a person to look at.
-    if (isCancellation(err)) await CancellationScope.nonCancellable(() => provisioner.unlockAll());
+    if (isCancellation(err)) await CancellationScope.nonCancellable(() => unlockAll(provisioner));
     throw err;
   }
 }
