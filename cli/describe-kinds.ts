@@ -127,7 +127,7 @@ export const DESCRIBED_KINDS: readonly DescribedKind[] = [
     workflowId: WORKFLOW_ID.software,
     searchKind: KIND.software,
     api: SOFTWARE_API,
-    // `**Software ns/name**: Phase. details` (provisioning/resource-report.ts, software.ts)
+    // `**Software ns/name**: Phase. details` (kit/bpa-report.ts, software.ts)
     phaseInDetails: /^\*\*[^*]+\*\*: (\w+)\./,
     missing: BRIDGE_STARTS('Software'),
     facts: ({ object }) => {

@@ -1,6 +1,6 @@
 // A BPA Cluster's status from its members' phases: the Provisioning first, then the Software.
 import type { BpaClusterObservation } from '../../shared/contracts/bpa-cluster.js';
-import type { Condition } from '../provisioning/resource-report.js';
+import type { Condition } from '../kit/bpa-report.js';
 
 export interface ClusterStatus {
   phase: string;

@@ -36,7 +36,7 @@ import {
 } from '../../shared/contracts/software.js';
 import type { WorkflowStart } from '../../shared/workflow-start.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { BpaStatus } from '../provisioning/resource-report.js';
+import { BpaStatus } from '../kit/bpa-report.js';
 import { aggregate } from './aggregate.js';
 import { MAX_HISTORY } from '../history-limit.js';
 import { RESOURCE_CALL } from '../kit/activity-options.js';

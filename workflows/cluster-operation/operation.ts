@@ -11,7 +11,7 @@ import type {
   ClusterOperationOutcome,
 } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { failureDetails } from '../provisioning/report.js';
+import { failureDetails } from '../kit/playbook-failure.js';
 import { operationPlaybooks } from './activities.js';
 import { prepareSteps } from './preparation.js';
 import { OperationReport } from './report.js';

@@ -3,7 +3,6 @@ import { proxyActivities, proxyLocalActivities, type RetryPolicy } from '@tempor
 import type { PlaybookActivities } from '../../activities/ansible/playbook.js';
 import type { DhcpActivities } from '../../activities/dhcp/leases.js';
 import type { BareMetalHostActivities } from '../../activities/kubernetes/baremetalhosts.js';
-import type { BpaResourceActivities } from '../../activities/kubernetes/bpa-resources.js';
 import type { ProvisioningActivities } from '../../activities/kubernetes/provisionings.js';
 import type { InstallerKeyActivities } from '../../activities/ssh/installer-key.js';
 import { RESOURCE_CALL } from '../kit/activity-options.js';
@@ -19,9 +18,6 @@ const PLAYBOOK_RETRY: RetryPolicy = {
 export const provisioningApi = proxyLocalActivities<
   ProvisioningActivities & BareMetalHostActivities
 >(RESOURCE_CALL);
-
-/** A Software's and a BPA Cluster's status and Events (provisioning/resource-report.ts). */
-export const bpaApi = proxyLocalActivities<BpaResourceActivities>(RESOURCE_CALL);
 
 /** The IPs the DHCP server leased to the hosts' MACs. */
 export const dhcpApi = proxyLocalActivities<DhcpActivities>({

@@ -1,15 +1,11 @@
-// What a Provisioning's line of ClusterOperations says (workflows/provisioning/operations.ts),
-// where the operations' own workflows do not: a queued operation's place and what it waits for;
-// one refused, dropped, or whose workflow ended without an outcome; and on the Provisioning, the
-// last operation and the version an upgrade set. Each is written once, as it happens: none has
-// conditions or a phase to search by, so the kit's resource status is not between.
-import type {
-  ClusterOperationObservation,
-  ClusterOperationOutcome,
-} from '../../shared/contracts/cluster-operation.js';
+// What a Provisioning's line of ClusterOperations says on them (workflows/provisioning/
+// operations.ts), where the operations' own workflows do not: a queued operation's place and what
+// it waits for; one refused, dropped, or whose workflow ended without an outcome. Each is written
+// once, as it happens: none has conditions or a phase to search by, so the kit's resource status
+// is not between. The last operation on the Provisioning itself is its own report's (report.ts).
+import type { ClusterOperationObservation } from '../../shared/contracts/cluster-operation.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { operationApi, operationStatusCalls } from '../cluster-operation/activities.js';
-import { provisioningApi } from './activities.js';
 import type { OperationWait } from './operation-wait.js';
 
 export class OperationsReport {
@@ -80,32 +76,6 @@ export class OperationsReport {
     await operationApi.writeClusterOperationStatus({
       ref: this.operationRef(seen),
       status: { phase: 'Failed', message },
-    });
-  }
-
-  /** The Provisioning's status keeps the last operation, and the version an upgrade set. */
-  async lastOperation(
-    seen: ClusterOperationObservation,
-    outcome: ClusterOperationOutcome,
-    versions: { before: string | undefined; now: string | undefined },
-  ): Promise<void> {
-    await provisioningApi.writeProvisioningStatus({
-      ref: this.provisioning,
-      status: {
-        lastOperation: {
-          name: seen.name,
-          action: seen.spec.action,
-          phase: outcome.phase,
-          message: outcome.message,
-          ...(outcome.kubeVersion
-            ? {
-                kubeVersionBefore: versions.before ?? 'as installed',
-                kubeVersionAfter: outcome.kubeVersion,
-              }
-            : {}),
-        },
-        ...(versions.now ? { kubeVersion: versions.now } : {}),
-      },
     });
   }
 

@@ -7,7 +7,6 @@ import {
   ChildWorkflowCancellationType,
   executeChild,
   isCancellation,
-  log,
   patched,
 } from '@temporalio/workflow';
 import {
@@ -23,11 +22,14 @@ import {
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { operationApi, operationLogs } from '../cluster-operation/activities.js';
 import type { clusterOperationWorkflow } from '../cluster-operation/operation.js';
+import { holdForOperation } from './host-hold.js';
+import { operationTarget } from './kubespray.js';
+import { pruneOperations } from './operation-history.js';
 import type { OperationWait } from './operation-wait.js';
 import { OperationsReport } from './operations-report.js';
 import type { Provisioner } from './provisioner.js';
+import type { ProvisioningReport } from './report.js';
 
 /** v9: the Provisioning's workflow runs its ClusterOperations. */
 export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
@@ -211,7 +213,7 @@ export class Operations {
     const seen = this.queued.shift()!;
     this.placed.delete(seen.uid);
     this.told = undefined;
-    const target = provisioner.operationTarget()!;
+    const target = operationTarget(provisioner)!;
     const scope = new CancellationScope();
     this.running = { uid: seen.uid, name: seen.name, scope };
     // The rest wait for their turn, one place nearer (v18: the teller tells them).
@@ -226,7 +228,8 @@ export class Operations {
         ? { resume: { from: seen.failedStep ?? '', retry: seen.retry } }
         : {}),
     });
-    await provisioner.holdForOperation(
+    await holdForOperation(
+      provisioner,
       `ClusterOperation ${seen.name} (${seen.spec.action}) is running on cluster ` +
         `${target.cluster}: change or delete the Provisioning when it has ended`,
     );
@@ -256,28 +259,11 @@ export class Operations {
     } finally {
       this.running = undefined;
       this.remember(seen.uid);
-      await CancellationScope.nonCancellable(() => provisioner.holdForOperation());
+      await CancellationScope.nonCancellable(() => holdForOperation(provisioner));
     }
-    await this.note(seen, outcome);
-    if (patched(PATCH_OPERATION_HISTORY)) await this.prune(target.cluster, keep);
-  }
-
-  /** Deletes the ended operations it ran beyond the newest `keep`, and their logs. */
-  private async prune(cluster: string, keep: number): Promise<void> {
-    try {
-      const { deleted, logs } = await operationApi.pruneClusterOperations({
-        provisioning: this.ref,
-        ran: this.ended,
-        keep,
-      });
-      if (logs.length) {
-        await operationLogs.removeClusterLogs({ namespace: this.ref.namespace, cluster, logs });
-      }
-      if (deleted.length) log.info('pruned cluster operations', { deleted });
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // The next operation's end tries again; nothing waits on this.
-      log.warn('could not prune cluster operations', { error: innermostMessage(err) });
+    await this.note(provisioner.report, seen, outcome);
+    if (patched(PATCH_OPERATION_HISTORY)) {
+      await pruneOperations({ provisioning: this.ref, ran: this.ended, keep }, target.cluster);
     }
   }
 
@@ -291,10 +277,14 @@ export class Operations {
   }
 
   /** The Provisioning's status keeps the last operation, and the version an upgrade set. */
-  private async note(seen: ClusterOperationObservation, outcome: ClusterOperationOutcome) {
+  private async note(
+    report: ProvisioningReport,
+    seen: ClusterOperationObservation,
+    outcome: ClusterOperationOutcome,
+  ) {
     const before = this.kubeVersion;
     if (outcome.kubeVersion) this.kubeVersion = outcome.kubeVersion;
-    await this.report.lastOperation(seen, outcome, { before, now: this.kubeVersion });
+    await report.lastOperation(seen, outcome, { before, now: this.kubeVersion });
   }
 
   /** An operation (uid) that ended, or a retry (uid@value) that was taken. */

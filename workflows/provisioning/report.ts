@@ -1,11 +1,19 @@
 // How a Provisioning workflow tells people where it is, in its own words: the phase and step,
 // the Ready condition for the generation being handled, Events deduplicated per spec generation
-// and try. The kit's resource status writes them and keeps the Phase and ClusterName search
-// attributes.
+// and try; the kit's resource status writes them and keeps the Phase and ClusterName search
+// attributes. Also the last ClusterOperation run on its cluster, written once as it ends. The
+// one writer of a Provisioning's status.
 import type { ConditionChange } from '../../shared/conditions.js';
+import type {
+  ClusterOperationObservation,
+  ClusterOperationOutcome,
+} from '../../shared/contracts/cluster-operation.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activities.js';
 import { ResourceStatus, emptyStatus, type ResourceStatusState } from '../kit/resource-status.js';
+
+// Kept importable from here for provisioning-v1.ts, which stays as its runs started.
+export { failureDetails } from '../kit/playbook-failure.js';
 
 export interface ReportContext {
   cluster: string;
@@ -21,7 +29,7 @@ export class ProvisioningReport {
 
   /** `waitOut`: a status write that keeps failing is retried on timers, never fails the run. */
   constructor(
-    ref: ProvisioningRef,
+    private readonly ref: ProvisioningRef,
     private readonly context: () => ReportContext,
     waitOut = false,
     state: ResourceStatusState = emptyStatus(),
@@ -89,24 +97,33 @@ export class ProvisioningReport {
     );
     await this.event('Warning', 'Refused', message);
   }
-}
 
-/** The host, task and log of a failed kubespray run, from its PlaybookFailed details. */
-export function failureDetails(err: unknown): Record<string, string> {
-  let cause: unknown = err;
-  while (cause && typeof cause === 'object') {
-    const details = (cause as { details?: unknown[] }).details?.[0];
-    if (details && typeof details === 'object') {
-      const {
-        failedHost,
-        failedTask,
-        log: logFile,
-      } = details as Record<string, string | undefined>;
-      return Object.fromEntries(
-        Object.entries({ failedHost, failedTask, log: logFile }).filter(([, v]) => v !== undefined),
-      ) as Record<string, string>;
-    }
-    cause = (cause as { cause?: unknown }).cause;
+  /**
+   * The last ClusterOperation run on the cluster, and the version an upgrade set: written once, as
+   * it ends, beside the phase and conditions (none of which it changes).
+   */
+  async lastOperation(
+    seen: ClusterOperationObservation,
+    outcome: ClusterOperationOutcome,
+    versions: { before: string | undefined; now: string | undefined },
+  ): Promise<void> {
+    await provisioningApi.writeProvisioningStatus({
+      ref: this.ref,
+      status: {
+        lastOperation: {
+          name: seen.name,
+          action: seen.spec.action,
+          phase: outcome.phase,
+          message: outcome.message,
+          ...(outcome.kubeVersion
+            ? {
+                kubeVersionBefore: versions.before ?? 'as installed',
+                kubeVersionAfter: outcome.kubeVersion,
+              }
+            : {}),
+        },
+        ...(versions.now ? { kubeVersion: versions.now } : {}),
+      },
+    });
   }
-  return {};
 }

@@ -20,7 +20,7 @@ import {
   type ClusterNode,
   type SoftwareObservation,
 } from '../../shared/contracts/software.js';
-import { BpaStatus, type Condition } from '../provisioning/resource-report.js';
+import { BpaStatus, type Condition } from '../kit/bpa-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
 import { MAX_HISTORY } from '../history-limit.js';
 

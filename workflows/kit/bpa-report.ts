@@ -1,9 +1,14 @@
 // Where a Software's or BPA Cluster's status and Events go: the kit's resource status over the
 // BPA adapter. Only changes are written; a write that keeps failing is waited out on timers.
+import { proxyLocalActivities } from '@temporalio/workflow';
+import type { BpaResourceActivities } from '../../activities/kubernetes/bpa-resources.js';
 import type { BpaRef } from '../../shared/bpa-api.js';
 import type { ConditionChange } from '../../shared/conditions.js';
-import { bpaApi } from './activities.js';
-import { ResourceStatus } from '../kit/resource-status.js';
+import { RESOURCE_CALL } from './activity-options.js';
+import { ResourceStatus } from './resource-status.js';
+
+/** A Software's and a BPA Cluster's status and Events. */
+const bpaApi = proxyLocalActivities<BpaResourceActivities>(RESOURCE_CALL);
 
 /** A BPA resource's condition always says why, in its reason and message. */
 export type Condition = ConditionChange & { reason: string; message: string };

@@ -1,0 +1,274 @@
+// The small state the Provisioning workflow's loop (provisioning.ts) turns over: what the bridge
+// last saw, why the loop waits (a failed step, a refusal), the spec change it carries out, and its
+// parts: the Provisioner (what it knows of its cluster), its ClusterOperations and their teller.
+// Its methods decide without waiting, or hand back the promise of the one call they make, so
+// the loop awaits each step itself (dropOperations alone waits inside, as it always did).
+import { condition, patched, setHandler } from '@temporalio/workflow';
+import {
+  provisioningObserved,
+  type ProvisioningInput,
+  type ProvisioningObservation,
+} from '../../shared/contracts/provisioning.js';
+import { clusterOperationObserved } from '../../shared/contracts/cluster-operation.js';
+import { historyFull } from '../history-limit.js';
+import { backoffMs } from '../kit/retry.js';
+import { sayHostsFreed } from './notices.js';
+import { operationWait, PATCH_OPERATION_WAITS, type OperationWait } from './operation-wait.js';
+import { OperationTeller, PATCH_OPERATIONS_TOLD_APART } from './operation-teller.js';
+import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
+import type { Plan } from './plans.js';
+import { Provisioner, type ProvisionerState } from './provisioner.js';
+
+/**
+ * v4: a spec refused only because the hosts it needs are not free now is planned again on timers
+ * (HOST_LOOK_FIRST_MS doubling to HOST_LOOK_MAX_MS), so it goes on by itself once one frees up.
+ */
+export const PATCH_LOOK_AGAIN_FOR_HOSTS = 'provisioning-look-again-for-hosts';
+const HOST_LOOK_FIRST_MS = 20_000;
+const HOST_LOOK_MAX_MS = 10 * 60_000;
+
+/**
+ * Why the workflow waits: a plan that failed at a step, or a spec it refused (`looks`: how often
+ * it looked again for hosts that were not free).
+ */
+type Stuck =
+  { plan: Plan; at: number; retry?: string } | { refused: true; retry?: string; looks?: number };
+
+/** What the next run picks up: the last observation, why it waits, and what it knows. */
+export interface Carried {
+  latest: ProvisioningObservation;
+  stuck?: Stuck;
+  provisioner: ProvisionerState;
+  operations?: OperationsState;
+}
+
+/** The newest the bridge saw: a newer generation, the deletion, or a retry asked for. */
+export class Observed {
+  latest: ProvisioningObservation | undefined;
+
+  constructor(carried: ProvisioningObservation | undefined) {
+    this.latest = carried;
+    setHandler(provisioningObserved, (seen) => {
+      const latest = this.latest;
+      if (latest?.deleting) return;
+      const newer = !latest || seen.deleting || seen.generation > latest.generation;
+      const retried =
+        latest && seen.generation === latest.generation && seen.retry !== latest.retry;
+      if (newer || retried) this.latest = seen;
+    });
+  }
+}
+
+export class LoopState {
+  readonly provisioner: Provisioner;
+  /** Decided once per run: runs recorded before v9 take no ClusterOperations. */
+  readonly operations: Operations | undefined;
+  /** v18: the handler records; the teller tells the line, and the loop runs it. */
+  readonly teller: OperationTeller | undefined;
+  stuck: Stuck | undefined;
+  /** The spec change it is carrying out, if any: operations wait for it. */
+  changing: string | undefined;
+  /** Decided when first needed: runs recorded before v10 neither say why nor know windows. */
+  private saysWhy: boolean | undefined;
+
+  constructor(
+    private readonly input: ProvisioningInput,
+    private readonly observed: Observed,
+    carried: Carried | undefined,
+    /** Decided once per run: runs recorded before v3 never continue. */
+    private readonly mayContinue: boolean,
+  ) {
+    const { namespace, name } = input;
+    const ref = { namespace, name, uid: this.latest.uid };
+    this.provisioner = new Provisioner(ref, this.latest.cluster ?? '', carried?.provisioner);
+    this.stuck = carried?.stuck;
+    this.operations = patched(PATCH_OPERATIONS)
+      ? new Operations(ref, carried?.operations, patched(PATCH_OPERATIONS_TOLD_APART))
+      : undefined;
+    this.teller = this.operations?.toldApart
+      ? new OperationTeller(
+          this.operations,
+          () => this.waitsFor(),
+          () => this.wait(),
+        )
+      : undefined;
+  }
+
+  /** The newest observation (there is one before the loop starts). */
+  get latest(): ProvisioningObservation {
+    return this.observed.latest!;
+  }
+
+  /** Takes in the ClusterOperations the bridge reports, and starts telling them (v18). */
+  hearOperations(): void {
+    const { operations, teller } = this;
+    if (teller) {
+      setHandler(clusterOperationObserved, (seen) => teller.observe(seen));
+      void teller.run();
+      return;
+    }
+    // Runs recorded before v18 tell from the handler, beside the loop, as they did.
+    /* eslint-disable hostflow/no-await-in-handler -- kept as it ran, for replay; fixed in v18 */
+    setHandler(clusterOperationObserved, async (seen) => {
+      const ahead = operations?.observe(seen);
+      if (typeof ahead === 'object') return operations!.sayRefused(seen, ahead.refused);
+      if (ahead !== undefined) {
+        await operations!.sayQueued(seen, ahead, this.waitsFor(), this.wait());
+      }
+      // The line moved: one joined it ahead of others, or one left it. Those behind are told (v12).
+      if (ahead !== undefined || seen.deleting) {
+        await operations?.sayPlaces(this.waitsFor(), () => this.wait());
+      }
+    });
+    /* eslint-enable hostflow/no-await-in-handler */
+  }
+
+  /** How often it looked again for free hosts, when it waits for one (else undefined). */
+  looksForHosts(): number | undefined {
+    const { stuck } = this;
+    if (!stuck || !('refused' in stuck) || stuck.looks === undefined) return undefined;
+    return patched(PATCH_LOOK_AGAIN_FOR_HOSTS) ? stuck.looks : undefined;
+  }
+
+  /** Why the queued operations cannot start now, if any wait (v10). */
+  whyOperationsWait(): OperationWait | undefined {
+    return this.operations?.waiting && this.operationWaits() ? this.whyNow() : undefined;
+  }
+
+  /**
+   * Waits for a change, a full history, an operation due or (v10) the queue to move; with `looks`,
+   * no longer than the next look for free hosts, with `wakeAt`, than the window opening. False
+   * when the time ran out first.
+   */
+  change(looks: number | undefined, wakeAt: number | undefined): Promise<boolean> {
+    // An operation came or went meanwhile: look again at why they wait, and until when.
+    const waiting = this.operations?.waiting;
+    const queueMoved = () => !!this.saysWhy && this.operations?.waiting !== waiting;
+    const due = () => this.changed() || this.full() || this.operationDue() || queueMoved();
+    return looks === undefined && wakeAt === undefined
+      ? condition(due).then(() => true)
+      : condition(
+          due,
+          looks !== undefined
+            ? backoffMs(looks + 1, HOST_LOOK_MAX_MS, HOST_LOOK_FIRST_MS)
+            : Math.max(1, wakeAt! - Date.now()),
+        );
+  }
+
+  /** Deleted, a new generation, or on-call asked to retry. */
+  changed(): boolean {
+    const { latest, provisioner } = this;
+    return latest.deleting || latest.generation !== provisioner.generation || this.retryAsked();
+  }
+
+  /**
+   * An operation runs on the cluster as installed, not while a failed step waits for on-call,
+   * and (v10) only in the Provisioning's maintenance window.
+   */
+  operationDue(): boolean {
+    return (
+      !!this.operations?.waiting &&
+      this.provisioner.isInstalled &&
+      !this.stuck &&
+      !(this.saysWhy && this.whyNow())
+    );
+  }
+
+  /** Its history is near its limit (v3): time to continue as new. */
+  full(): boolean {
+    return this.mayContinue && historyFull(this.input.maxHistory, 'provisioning');
+  }
+
+  /** Nothing left to tell the queued operations, nor being told. */
+  told(): boolean {
+    return this.teller?.idle ?? true;
+  }
+
+  /** Operations still waiting when the Provisioning goes end unrun, once the teller is done. */
+  async dropOperations(why: string): Promise<void> {
+    if (this.teller) await condition(() => this.told());
+    await this.operations?.dropAll(why);
+  }
+
+  /** The plan that failed at a step of this generation, to resume there once on-call asks. */
+  failedPlan(seen: ProvisioningObservation): { plan: Plan; at: number } | undefined {
+    const { stuck } = this;
+    return seen.generation === this.provisioner.generation && stuck && 'plan' in stuck
+      ? stuck
+      : undefined;
+  }
+
+  /** Says it resumes `failed` where it failed, as on-call asked. */
+  sayRetrying(failed: { plan: Plan; at: number }, seen: ProvisioningObservation): Promise<void> {
+    const { plan, at } = failed;
+    return this.provisioner.report.event(
+      'Normal',
+      'Retrying',
+      `resuming at "${plan.steps[at]!.what}" (${seen.retry ?? 'retry'})`,
+    );
+  }
+
+  /** The spec was refused: it waits for a change, or (when hosts were busy) looks again. */
+  stuckRefused(seen: ProvisioningObservation, lookAgain: boolean, looks: number | undefined): void {
+    this.stuck = { refused: true, retry: seen.retry };
+    if (this.provisioner.waitsForHost) this.stuck.looks = lookAgain ? (looks ?? 0) + 1 : 0;
+  }
+
+  /** The hosts it waited for were freed, and `plan` takes them (v15): says so. */
+  sayHostsFreed(plan: Plan, looks: number): Promise<void> {
+    const { provisioner } = this;
+    return sayHostsFreed(provisioner.report, {
+      plan,
+      cluster: provisioner.cluster,
+      installed: provisioner.isInstalled,
+      looks,
+      searched: provisioner.searched,
+    });
+  }
+
+  /** A step of `plan` failed: it waits for on-call's retry or a change of the spec. */
+  stuckFailed(plan: Plan, at: number, seen: ProvisioningObservation): void {
+    this.stuck = { plan, at, retry: seen.retry };
+  }
+
+  /** What the next run picks up (see Carried). */
+  carried(): Carried {
+    const next: Carried = { latest: this.latest, provisioner: this.provisioner.state() };
+    if (this.stuck) next.stuck = this.stuck;
+    if (this.operations) next.operations = this.operations.state();
+    return next;
+  }
+
+  /** What queued operations wait for: their turn on the cluster. */
+  waitsFor(): string {
+    return `cluster ${this.provisioner.cluster || this.input.name}`;
+  }
+
+  /** Why they wait now, once (v10) the run says why at all. */
+  private wait(): OperationWait | undefined {
+    return this.operationWaits() ? this.whyNow() : undefined;
+  }
+
+  private operationWaits(): boolean {
+    return (this.saysWhy ??= patched(PATCH_OPERATION_WAITS));
+  }
+
+  private retryAsked(): boolean {
+    return this.stuck !== undefined && this.latest.retry !== this.stuck.retry;
+  }
+
+  private whyNow(): OperationWait | undefined {
+    const { stuck, changing } = this;
+    const window = this.latest.spec.maintenanceWindow;
+    return operationWait({
+      name: this.input.name,
+      installed: this.provisioner.isInstalled,
+      ...(changing ? { changing } : {}),
+      ...(stuck
+        ? { stuck: 'refused' in stuck ? 'refused' : stuck.plan.steps[stuck.at]!.what }
+        : {}),
+      ...(window ? { window } : {}),
+      now: Date.now(),
+    });
+  }
+}
