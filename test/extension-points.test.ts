@@ -10,8 +10,6 @@ import { codeSpans, filesIn, foldersIn, repoHas, repoText, section } from './sup
 
 /** Folders of workflows/ that hold no family. */
 const NOT_FAMILIES = ['kit'];
-/** Families whose proxies file keeps its old name until workflows/provisioning/ is split. */
-const PROXIES_NOT_RENAMED_YET = ['provisioning', 'cluster-operation'];
 
 const families = foldersIn('workflows').filter((name) => !NOT_FAMILIES.includes(name));
 const workflowIndex = repoText('workflows/index.ts');
@@ -70,8 +68,7 @@ describe('workflow families (docs/extending.md, "How to add a workflow family")'
   });
 
   it.each(families)('%s: its proxies file is named for what it holds', (family) => {
-    const named = filesIn(`workflows/${family}`).includes('activities.ts');
-    expect(named).toBe(PROXIES_NOT_RENAMED_YET.includes(family));
+    expect(filesIn(`workflows/${family}`)).not.toContain('activities.ts');
   });
 
   it('every exported workflow is held to its contract and has a starter', () => {

@@ -12,7 +12,7 @@ import type {
 } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../kit/playbook-failure.js';
-import { operationPlaybooks } from './activities.js';
+import { operationPlaybooks } from './activity-proxies.js';
 import { prepareSteps } from './preparation.js';
 import { OperationReport } from './report.js';
 import { checkSpec } from './spec-check.js';

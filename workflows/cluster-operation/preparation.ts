@@ -8,7 +8,7 @@ import { DESTRUCTIVE_PLAYBOOKS, type OperationStep } from '../../shared/cluster-
 import type { ClusterOperationInput } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { inventoryNodes, labelsWithRole } from '../../shared/inventory.js';
-import { operationApi } from './activities.js';
+import { operationApi } from './activity-proxies.js';
 
 /** v1 of custom actions: a step's playbook or script from a ConfigMap, run sandboxed. */
 export const PATCH_CUSTOM_ACTIONS = 'cluster-operation-custom-actions';

@@ -4,7 +4,7 @@
 import type { CustomResourceRef } from '../../activities/kubernetes/object-ref.js';
 import type { OperationPhase } from '../../shared/contracts/cluster-operation.js';
 import { ResourceStatus } from '../kit/resource-status.js';
-import { operationApi } from './activities.js';
+import { operationApi } from './activity-proxies.js';
 
 export interface StepReport {
   name: string;

@@ -5,7 +5,7 @@ import { isCancellation, log, patched } from '@temporalio/workflow';
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../kit/playbook-failure.js';
-import { installerKey, provisioningApi } from './activities.js';
+import { installerKey, provisioningApi } from './activity-proxies.js';
 import { letGo } from './host-hold.js';
 import { runPlaybook } from './kubespray.js';
 import { ipMap, nodeSummary } from './nodes.js';

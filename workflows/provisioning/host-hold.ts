@@ -11,7 +11,7 @@ import {
 import { innermostMessage } from '../../shared/failures.js';
 import type { LockTarget } from '../../locks/api.js';
 import { releaseLocks, takeLocks } from '../../locks/hold.js';
-import { installerKey, provisioningApi } from './activities.js';
+import { installerKey, provisioningApi } from './activity-proxies.js';
 import type { ProvisioningNode } from './nodes.js';
 import { PATCH_INSTALLER_KEY_RECORDED, PATCH_TENANTS_APART } from './patches.js';
 import { withoutNodes } from './plans.js';

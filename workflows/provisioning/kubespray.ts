@@ -6,7 +6,7 @@ import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import type { OperationCluster } from '../../shared/contracts/cluster-operation.js';
 import { installerKeySecretName } from '../../shared/bpa-api.js';
 import type { GivenHostKey } from '../../platform-config/host-key.js';
-import { playbooks } from './activities.js';
+import { playbooks } from './activity-proxies.js';
 import { lock } from './host-hold.js';
 import { inventoryOf } from '../../shared/inventory.js';
 import { renderGroupVars } from './inventory.js';

@@ -3,7 +3,7 @@
 // role → IP map the original kept in `<cluster>-configmap`.
 import type { GivenHostKey } from '../../platform-config/host-key.js';
 import { HOST_SSH_ANNOTATIONS, type HostInventory } from '../../shared/bpa-api.js';
-import { dhcpApi } from './activities.js';
+import { dhcpApi } from './activity-proxies.js';
 import type { InventoryNode } from '../../shared/inventory.js';
 import type { KeyHost } from '../../shared/contracts/provisioning.js';
 import type { AssignedNode } from './roles.js';

@@ -3,7 +3,7 @@
 import { isCancellation, log } from '@temporalio/workflow';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { operationApi, operationLogs } from '../cluster-operation/activities.js';
+import { operationApi, operationLogs } from '../cluster-operation/activity-proxies.js';
 
 /** Deletes the ended operations it `ran` beyond the newest `keep`, and their logs. */
 export async function pruneOperations(

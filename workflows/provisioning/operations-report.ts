@@ -5,7 +5,7 @@
 // is not between. The last operation on the Provisioning itself is its own report's (report.ts).
 import type { ClusterOperationObservation } from '../../shared/contracts/cluster-operation.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
-import { operationApi, operationStatusCalls } from '../cluster-operation/activities.js';
+import { operationApi, operationStatusCalls } from '../cluster-operation/activity-proxies.js';
 import type { OperationWait } from './operation-wait.js';
 
 export class OperationsReport {

@@ -10,7 +10,7 @@ import {
   type HostNamespaces,
 } from '../../shared/bpa-api.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { kubesprayCheck, provisioningApi } from './activities.js';
+import { kubesprayCheck, provisioningApi } from './activity-proxies.js';
 import { release, revokeInstallerKey } from './host-hold.js';
 import { nodeAddresses } from './nodes.js';
 import { sayVirtletIgnored } from './notices.js';

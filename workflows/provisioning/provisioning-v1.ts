@@ -9,7 +9,7 @@ import {
 } from '../../shared/contracts/provisioning.js';
 import type { PlaybookOutcome } from '../../activities/ansible/playbook.js';
 import { innermostMessage } from '../../shared/failures.js';
-import { installerKey, kubespray, provisioningApi } from './activities.js';
+import { installerKey, kubespray, provisioningApi } from './activity-proxies.js';
 import { inventoryOf } from '../../shared/inventory.js';
 import { renderGroupVars } from './inventory.js';
 import { ipMap, nodeAddresses, nodeSummary, type ProvisioningNode } from './nodes.js';

@@ -16,7 +16,7 @@ import {
   setCurrentDetails,
 } from '@temporalio/workflow';
 import type { ProvisioningInput } from '../../shared/contracts/provisioning.js';
-import { provisioningApi } from './activities.js';
+import { provisioningApi } from './activity-proxies.js';
 import { carryOut } from './carrying-out.js';
 import { unlockAll } from './host-hold.js';
 import { LoopState, Observed, type Carried } from './loop-state.js';

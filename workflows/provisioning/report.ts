@@ -9,7 +9,7 @@ import type {
   ClusterOperationOutcome,
 } from '../../shared/contracts/cluster-operation.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
-import { provisioningApi } from './activities.js';
+import { provisioningApi } from './activity-proxies.js';
 import { ResourceStatus, emptyStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
 // Kept importable from here for provisioning-v1.ts, which stays as its runs started.

@@ -4,7 +4,7 @@
 import { isCancellation, log, patched } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import { releaseLocks } from '../../locks/hold.js';
-import { provisioningApi } from './activities.js';
+import { provisioningApi } from './activity-proxies.js';
 import { PATCH_WAIT_OUT_FAILURES } from '../kit/retry.js';
 import { lock, revokeInstallerKey } from './host-hold.js';
 import { runPlaybook } from './kubespray.js';
