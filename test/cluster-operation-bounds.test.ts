@@ -116,12 +116,7 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     // that gives `held` a place in line: the API server answers 500, and the engine retries. The
     // write that says `held` is first in line, and the turn that runs it, must not overlap in the
     // Provisioning's workflow (docs/architecture.md, "Local activities: one coroutine at a time").
-    const lift = await interceptStatusWrites(scope, {
-      mode: 'unreachable',
-      names: ['held', 'many-hosts'],
-      probe: 'many-hosts', // ended in the first test
-      when: 'has(object.status.queuePosition)',
-    });
+    const lift = await intercept('unreachable', 'held', 'has(object.status.queuePosition)');
     try {
       await ops.operate('held', { action: 'upgrade-cluster.yml' });
       // Held for a while, though less than the engine retries a write for.
@@ -133,15 +128,7 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     expect(done.phase).toBe('Succeeded');
     // Its place in line was said before it ran, never over its run.
     expect(done.queuePosition).toBeUndefined();
-    const replayed = await hostflowOf(
-      scope,
-      'replay',
-      WORKFLOW_ID.provisioning(scope.namespace, 'bounds'),
-    );
-    expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({
-      code: 0,
-      stderr: expect.any(String),
-    });
+    await expectToReplay(PROVISIONING);
   }, 300_000);
 
   it("takes a slowly refused operation and one to run in one workflow task, and the Provisioning's workflow replays", async () => {
@@ -150,19 +137,13 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     // write waits out a webhook that never answers while the other is queued and run. Before
     // v18 the signal handler and the main loop awaited local activities side by side here
     // (docs/architecture.md, "Local activities: one coroutine at a time").
-    const lift = await interceptStatusWrites(scope, {
-      mode: 'silent',
-      names: ['refused-slowly', 'many-hosts'],
-      probe: 'many-hosts', // ended in the first test
-      when: 'true',
-    });
-    const workflowId = WORKFLOW_ID.provisioning(scope.namespace, 'bounds');
+    const lift = await intercept('silent', 'refused-slowly', 'true');
     try {
       await worker.stop();
       await ops.operate('refused-slowly', TOO_LARGE);
       await ops.operate('after-it', { action: 'upgrade-cluster.yml' });
       await waitFor('the bridge to report both', async () => {
-        const history = await historyText(scope.temporal.client, workflowId);
+        const history = await historyText(scope.temporal.client, PROVISIONING());
         return history.includes('refused-slowly') && history.includes('after-it')
           ? true
           : undefined;
@@ -173,11 +154,7 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     } finally {
       await lift();
     }
-    const replayed = await hostflowOf(scope, 'replay', workflowId);
-    expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({
-      code: 0,
-      stderr: expect.any(String),
-    });
+    await expectToReplay(PROVISIONING);
   }, 300_000);
 
   it("refuses custom actions whose text is too large for the operation's history", async () => {
@@ -214,10 +191,7 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
         'extraVars included',
     );
     expect((await ops.eventOf('too-large', 'Refused')).message).toBe(refused.message);
-    const history = await historyText(
-      scope.temporal.client,
-      WORKFLOW_ID.provisioning(scope.namespace, 'bounds'),
-    );
+    const history = await historyText(scope.temporal.client, PROVISIONING());
     expect(history).toContain('too-large');
     expect(history).not.toContain('a'.repeat(9000));
   }, 120_000);
@@ -271,6 +245,23 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     expect(queued.queuePosition).toBeLessThanOrEqual(MAX_QUEUED_OPERATIONS);
   }, 180_000);
 });
+
+/** The Provisioning's workflow. */
+const PROVISIONING = () => WORKFLOW_ID.provisioning(scope.namespace, 'bounds');
+
+/** Status writes to `name` that meet `when` intercepted; `many-hosts`, ended first, the probe. */
+const intercept = (mode: 'unreachable' | 'silent', name: string, when: string) =>
+  interceptStatusWrites(scope, { mode, names: [name, 'many-hosts'], probe: 'many-hosts', when });
+
+/** `hostflow replay` of the workflow, as on-call runs it after a worker restart: no divergence. */
+async function expectToReplay(workflowId: () => string): Promise<void> {
+  const replayed = await hostflowOf(scope, 'replay', workflowId());
+  // stderr in the comparison, so that a failure shows the divergence
+  expect({ code: replayed.code, stderr: replayed.stderr }).toEqual({
+    code: 0,
+    stderr: expect.any(String),
+  });
+}
 
 const changeSpec = (spec: Partial<ProvisioningSpec>) =>
   scope.kube.custom.patchNamespacedCustomObject(
