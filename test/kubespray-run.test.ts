@@ -17,6 +17,7 @@ import { KUBECONFIG_KEY } from '../activities/kubernetes/kubeconfig-secret.js';
 import { KUBESPRAY_STAND_IN } from '../local-stack/kubespray-overlay.js';
 import { type SshHostPool } from '../local-stack/ssh-hosts.js';
 import { renderGroupVars } from '../workflows/provisioning/inventory.js';
+import { runnerSelector } from './support/runner-jobs.js';
 import { kube, testEnv, uniqueSuffix } from './support/env.js';
 import {
   INSTALLER_KEY_SECRET,
@@ -115,7 +116,11 @@ describe('a kubespray run', () => {
     expect(readdirSync(join(workDir, '.logs', namespace, 'alpha'))).toEqual([
       outcome.log.split('/').pop(),
     ]);
-    const runs = await kube().batch.listNamespacedJob({ namespace: 'hostflow-runners' });
+    // Its own: other test files run theirs in the same namespace meanwhile.
+    const runs = await kube().batch.listNamespacedJob({
+      namespace: 'hostflow-runners',
+      labelSelector: runnerSelector(`${namespace}/alpha`),
+    });
     expect(runs.items.filter((job) => !job.metadata?.deletionTimestamp)).toEqual([]);
 
     expect(outcome.kubeconfigSecret).toBe('alpha-kubeconfig');
