@@ -124,6 +124,11 @@ describe('a static host whose key host-config gives', () => {
         { host: 1, name: 'right', concurrency: 1 },
       ]),
     );
+    // The allocator reads host-config again when told it changed: until then it still offers tofu.
+    await waitFor('the allocator to read the new host-config', async () => {
+      const hosts = (await pool.allocator()).hosts.filter((h) => !h.removed).map((h) => h.name);
+      return hosts.includes('pinned') && !hosts.includes('tofu') ? true : undefined;
+    });
     const { secret, meta, events } = await serve('pinned');
     expect(secret.host).toContain(`@${h2!.address}`);
     expect(meta.annotations?.[ANNOTATIONS.failedHosts]).toBe('pinned');
