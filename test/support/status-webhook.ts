@@ -30,9 +30,10 @@ export async function interceptStatusWrites(
   const admission = scope.kube.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = `status-webhook-${hook.probe}-${scope.namespace}`.slice(0, 63);
   const sockets = new Set<Socket>();
-  const silent = createServer((socket) => sockets.add(socket));
   const port = await freePort();
-  if (hook.mode === 'silent') await new Promise<void>((ok) => silent.listen(port, '127.0.0.1', ok));
+  // Only `silent` listens: for `unreachable`, nothing is at the port.
+  const silent = hook.mode === 'silent' ? createServer((socket) => sockets.add(socket)) : undefined;
+  if (silent) await new Promise<void>((ok) => silent.listen(port, '127.0.0.1', ok));
   // A dry-run write to the probe that meets `when`: intercepted or not, by how it is answered.
   const intercepted = async () => {
     const started = Date.now();
@@ -91,6 +92,6 @@ export async function interceptStatusWrites(
     await admission.deleteValidatingWebhookConfiguration({ name });
     await waitFor('the webhook to be gone', async () => ((await intercepted()) ? undefined : true));
     for (const socket of sockets) socket.destroy();
-    if (silent.listening) await new Promise((done) => silent.close(done));
+    if (silent) await new Promise((done) => silent.close(done));
   };
 }
