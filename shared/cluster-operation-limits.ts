@@ -1,7 +1,8 @@
 // How much of a tenant's ClusterOperations the engine keeps (docs/provisionings.md, "Limits"):
-// a spec goes into its Provisioning workflow's history and waits in its queue, which is carried
-// across continue-as-new (so spec × line stays well under Temporal's 2 MB payload limit); a custom
-// action's text goes into the operation's history; a step's hosts into its status. Pure.
+// a spec goes into its operation's workflow history (before v19, into its Provisioning's, and
+// waited in its queue, carried across continue-as-new); a Provisioning's line holds at most so
+// many; a custom action's text goes into the operation's history; a step's hosts into its
+// status. Pure.
 import type { ClusterOperationSpec } from './cluster-operation-api.js';
 
 /** A spec's JSON, hooks and extraVars included: larger ones are refused, and not sent whole. */

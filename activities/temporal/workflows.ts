@@ -1,6 +1,8 @@
 // Temporal adapter: what workflows cannot do themselves (send updates, look at other
 // workflows), done from the worker with its client.
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { claimById } from '../../platform-config/contract.js';
 import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../../shared/workflow-ids.js';
 import {
@@ -13,6 +15,11 @@ import {
   type SlotRequestInput,
 } from '../../shared/contracts/allocator.js';
 import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
+import {
+  requestOperationTurn,
+  type OperationTicket,
+  type TurnAnswer,
+} from '../../shared/contracts/cluster-operation.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
 
 export interface TemporalDeps {
@@ -41,6 +48,36 @@ export function createTemporalActivities({ client, taskQueue, resyncSeconds }: T
         args: [request],
         startWorkflowOperation: startAllocator,
       });
+    },
+
+    /**
+     * Asks a Provisioning's workflow for a ClusterOperation's turn on its cluster (an update,
+     * which a workflow cannot send). A Provisioning without a running workflow, or whose run
+     * predates turns, is asked again by the activity's retries.
+     */
+    async requestOperationTurn(input: {
+      namespace: string;
+      provisioning: string;
+      ticket: OperationTicket;
+    }): Promise<Exclude<TurnAnswer, { notYet: string }>> {
+      const { namespace, provisioning, ticket } = input;
+      const handle = client.workflow.getHandle(WORKFLOW_ID.provisioning(namespace, provisioning));
+      let answer: TurnAnswer;
+      try {
+        // One answer per asking run: a retried activity gets the answer its first try got.
+        const asker = Context.current().info.workflowExecution?.runId ?? '';
+        const updateId = `turn/${ticket.uid}/${asker}`;
+        answer = await handle.executeUpdate(requestOperationTurn, { args: [ticket], updateId });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        throw ApplicationFailure.retryable(
+          `Provisioning ${namespace}/${provisioning} has no running workflow: create it, or ` +
+            'see why its workflow ended (hostflow describe provisioning)',
+          'NoProvisioningWorkflow',
+        );
+      }
+      if ('notYet' in answer) throw ApplicationFailure.retryable(answer.notYet, 'NotYet');
+      return answer;
     },
 
     /**

@@ -7,6 +7,7 @@ import {
 import type { ClusterLogActivities } from '../../activities/ansible/cluster-logs.js';
 import type { PlaybookActivities } from '../../activities/ansible/playbook.js';
 import type { ClusterOperationActivities } from '../../activities/kubernetes/cluster-operations.js';
+import type { TemporalActivities } from '../../activities/temporal/workflows.js';
 import { RESOURCE_CALL } from '../kit/activity-options.js';
 
 /** Its status and Events. */
@@ -47,4 +48,14 @@ export const operationPlaybooks = proxyActivities<
 export const operationLogs = proxyActivities<ClusterLogActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+/**
+ * Asking its Provisioning's workflow for a turn: asked again, with back-off up to a minute, for as
+ * long as that workflow does not run (`hostflow describe` shows why meanwhile: the activity's last
+ * failure).
+ */
+export const operationTurns = proxyActivities<Pick<TemporalActivities, 'requestOperationTurn'>>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });

@@ -1,14 +1,24 @@
-// One ClusterOperation (`cluster-operation/<ns>/<name>`), kubean's ClusterOperation as a narrative,
-// run by its Provisioning's workflow when its turn comes: check the spec, run the pre-hooks in
+// One ClusterOperation's run, kubean's ClusterOperation as a narrative: run the pre-hooks in
 // order, then the action, then the post-hooks. A failed step stops what follows, except post-hooks
 // marked `always`. A cancel (the operation deleted) or its deadline stops the running playbook, and
 // the status says that the hosts are as it left them. A retry runs again from the step that failed.
-import { CancellationScope, isCancellation, log, sleep } from '@temporalio/workflow';
+// The operation's own workflow runs it when its turn comes (lifecycle.ts); before v19, its
+// Provisioning's workflow started clusterOperationWorkflow as its child, which checks the spec
+// first, and those runs replay here.
+import {
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
 import type { CustomAction } from '../../activities/ansible/custom-action.js';
 import type { BuiltinPlaybook, OperationStep } from '../../shared/cluster-operation-api.js';
-import type {
-  ClusterOperationInput,
-  ClusterOperationOutcome,
+import {
+  clusterOperationSeen,
+  type ClusterOperationInput,
+  type ClusterOperationOutcome,
 } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../kit/playbook-failure.js';
@@ -29,17 +39,31 @@ export async function clusterOperationWorkflow(
 ): Promise<ClusterOperationOutcome> {
   const { namespace, name, uid, spec, target } = input;
   const report = new OperationReport({ namespace, name, uid }, target.cluster);
+  // Still running when the bridge starts operations' own workflows (v19), it hears a deletion
+  // from the bridge, not from its parent, which no longer does.
+  let deleting = false;
+  setHandler(clusterOperationSeen, (seen) => {
+    deleting ||= seen.deleting;
+  });
   const checked = checkSpec(spec);
-  const actions = checked.ok
-    ? await prepareSteps(input, checked.steps)
-    : { refused: `Nothing was run: ${checked.problems.join('; ')}` };
-  if (!checked.ok || 'refused' in actions) {
-    const message = 'refused' in actions ? actions.refused : '';
-    await report.publish('Failed', '', message, { completionTime: now() });
-    await report.event('Warning', 'Refused', message);
-    return { phase: 'Failed', message };
-  }
-  const { steps } = checked;
+  if (!checked.ok) return report.refused(`Nothing was run: ${checked.problems.join('; ')}`);
+  return runOperation(input, report, checked.steps, () => deleting);
+}
+
+/**
+ * Runs the steps of an operation whose spec passed its check, from the step a retry resumes at;
+ * the scope they run in is cancelled once `cancelled` holds (its object deleted), as it is when
+ * the workflow is.
+ */
+export async function runOperation(
+  input: ClusterOperationInput,
+  report: OperationReport,
+  steps: OperationStep[],
+  cancelled?: () => boolean,
+): Promise<ClusterOperationOutcome> {
+  const { spec, target } = input;
+  const actions = await prepareSteps(input, steps);
+  if ('refused' in actions) return report.refused(actions.refused);
   // A retry starts at the step that failed: those before it succeeded in an earlier run.
   const { resume } = input;
   const from = Math.max(0, resume ? steps.findIndex((s) => s.name === resume.from) : 0);
@@ -72,6 +96,10 @@ export async function clusterOperationWorkflow(
   let deadlinePassed = false;
   const deadline = spec.activeDeadlineSeconds;
   const running = new CancellationScope();
+  if (cancelled) {
+    // Waits outside the workflow's scope: a cancel of the workflow itself cancels the steps anyway.
+    void CancellationScope.nonCancellable(() => condition(cancelled)).then(() => running.cancel());
+  }
   if (deadline) {
     // The deadline cancels the steps' scope as a deletion would; the outcome then says which.
     void CancellationScope.nonCancellable(() => sleep(deadline * 1000)).then(() => {

@@ -2,9 +2,10 @@
 // where a failure was (step, host, task, log), in its status; Events at its start and end; the
 // Phase search attribute and the UI's details through the kit's resource status.
 import type { CustomResourceRef } from '../../activities/kubernetes/object-ref.js';
-import type { OperationPhase } from '../../shared/contracts/cluster-operation.js';
+import type { OperationPhase, OperationPlace } from '../../shared/contracts/cluster-operation.js';
 import { ResourceStatus } from '../kit/resource-status.js';
 import { operationApi } from './activity-proxies.js';
+import { placeStatus } from './place.js';
 
 export interface StepReport {
   name: string;
@@ -27,9 +28,13 @@ export class OperationReport {
   private readonly status: ResourceStatus;
   private readonly where: string;
 
+  /**
+   * @param cluster the cluster it acts on, as its status names it; an operation that waits for
+   * its turn names it once its Provisioning has answered
+   */
   constructor(
     ref: CustomResourceRef,
-    private readonly cluster: string,
+    public cluster: string,
   ) {
     this.where = `ClusterOperation ${ref.namespace}/${ref.name}`;
     this.status = new ResourceStatus(
@@ -57,6 +62,25 @@ export class OperationReport {
       steps: this.steps,
       ...extra,
     });
+  }
+
+  /** Nothing was run, and why: it has ended. */
+  async refused(
+    message: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ phase: 'Failed'; message: string }> {
+    await this.publish('Failed', '', message, {
+      completionTime: new Date().toISOString(),
+      ...extra,
+    });
+    await this.event('Warning', 'Refused', message);
+    return { phase: 'Failed', message };
+  }
+
+  /** It waits for its turn: its place in line, and why it waits (placeStatus). */
+  async waiting(place: OperationPlace): Promise<void> {
+    const { message, ...fields } = placeStatus(place);
+    await this.publish('Pending', '', message as string, fields);
   }
 
   async event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {

@@ -5,7 +5,8 @@ import type { DhcpActivities } from '../../activities/dhcp/leases.js';
 import type { BareMetalHostActivities } from '../../activities/kubernetes/baremetalhosts.js';
 import type { ProvisioningActivities } from '../../activities/kubernetes/provisionings.js';
 import type { InstallerKeyActivities } from '../../activities/ssh/installer-key.js';
-import { RESOURCE_CALL } from '../kit/activity-options.js';
+import type { TemporalActivities } from '../../activities/temporal/workflows.js';
+import { ALLOCATOR_CALL, RESOURCE_CALL } from '../kit/activity-options.js';
 
 /** A kubespray run that fails is tried again a few times, from its start. */
 const PLAYBOOK_RETRY: RetryPolicy = {
@@ -53,3 +54,7 @@ export const kubesprayCheck = proxyActivities<Pick<PlaybookActivities, 'checkKub
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
 });
+
+/** Whether the operation that has the turn still has a running workflow (v19). */
+export const operationWorkflows =
+  proxyActivities<Pick<TemporalActivities, 'closedWorkflows'>>(ALLOCATOR_CALL);

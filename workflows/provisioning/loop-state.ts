@@ -9,11 +9,12 @@ import {
   type ProvisioningInput,
   type ProvisioningObservation,
 } from '../../shared/contracts/provisioning.js';
-import { clusterOperationObserved } from '../../shared/contracts/cluster-operation.js';
 import { historyFull } from '../history-limit.js';
 import { backoffMs } from '../kit/retry.js';
 import { sayHostsFreed } from './notices.js';
 import { operationWait, PATCH_OPERATION_WAITS, type OperationWait } from './operation-wait.js';
+import type { LineState } from './line-state.js';
+import { OperationLine, PATCH_OPERATION_TURNS } from './operation-line.js';
 import { OperationTeller, PATCH_OPERATIONS_TOLD_APART } from './operation-teller.js';
 import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
 import type { Plan } from './plans.js';
@@ -39,7 +40,7 @@ export interface Carried {
   latest: ProvisioningObservation;
   stuck?: Stuck;
   provisioner: ProvisionerState;
-  operations?: OperationsState;
+  operations?: OperationsState | LineState;
 }
 
 /** The newest the bridge saw: a newer generation, the deletion, or a retry asked for. */
@@ -61,8 +62,14 @@ export class Observed {
 
 export class LoopState {
   readonly provisioner: Provisioner;
-  /** Decided once per run: runs recorded before v9 take no ClusterOperations. */
-  readonly operations: Operations | undefined;
+  /**
+   * Decided once per run: runs recorded before v9 take no ClusterOperations; before v19, the
+   * Provisioning's workflow runs them as its children (Operations); since, each has its own
+   * workflow, and this keeps their line.
+   */
+  readonly operations: Operations | OperationLine | undefined;
+  /** A run from before v19 was asked for a turn: it continues as new, into one that gives them. */
+  handoverAsked = false;
   /** v18: the handler records; the teller tells the line, and the loop runs it. */
   readonly teller: OperationTeller | undefined;
   stuck: Stuck | undefined;
@@ -82,9 +89,12 @@ export class LoopState {
     const ref = { namespace, name, uid: this.latest.uid };
     this.provisioner = new Provisioner(ref, this.latest.cluster ?? '', carried?.provisioner);
     this.stuck = carried?.stuck;
-    this.operations = patched(PATCH_OPERATIONS)
-      ? new Operations(ref, carried?.operations, patched(PATCH_OPERATIONS_TOLD_APART))
-      : undefined;
+    const kept = carried?.operations;
+    this.operations = !patched(PATCH_OPERATIONS)
+      ? undefined
+      : patched(PATCH_OPERATION_TURNS)
+        ? new OperationLine(ref, kept)
+        : new Operations(ref, kept as OperationsState, patched(PATCH_OPERATIONS_TOLD_APART));
     this.teller = this.operations?.toldApart
       ? new OperationTeller(
           this.operations,
@@ -97,30 +107,6 @@ export class LoopState {
   /** The newest observation (there is one before the loop starts). */
   get latest(): ProvisioningObservation {
     return this.observed.latest!;
-  }
-
-  /** Takes in the ClusterOperations the bridge reports, and starts telling them (v18). */
-  hearOperations(): void {
-    const { operations, teller } = this;
-    if (teller) {
-      setHandler(clusterOperationObserved, (seen) => teller.observe(seen));
-      void teller.run();
-      return;
-    }
-    // Runs recorded before v18 tell from the handler, beside the loop, as they did.
-    /* eslint-disable hostflow/no-await-in-handler -- kept as it ran, for replay; fixed in v18 */
-    setHandler(clusterOperationObserved, async (seen) => {
-      const ahead = operations?.observe(seen);
-      if (typeof ahead === 'object') return operations!.sayRefused(seen, ahead.refused);
-      if (ahead !== undefined) {
-        await operations!.sayQueued(seen, ahead, this.waitsFor(), this.wait());
-      }
-      // The line moved: one joined it ahead of others, or one left it. Those behind are told (v12).
-      if (ahead !== undefined || seen.deleting) {
-        await operations?.sayPlaces(this.waitsFor(), () => this.wait());
-      }
-    });
-    /* eslint-enable hostflow/no-await-in-handler */
   }
 
   /** How often it looked again for free hosts, when it waits for one (else undefined). */
@@ -144,7 +130,8 @@ export class LoopState {
     // An operation came or went meanwhile: look again at why they wait, and until when.
     const waiting = this.operations?.waiting;
     const queueMoved = () => !!this.saysWhy && this.operations?.waiting !== waiting;
-    const due = () => this.changed() || this.full() || this.operationDue() || queueMoved();
+    const due = () =>
+      this.changed() || this.full() || this.operationDue() || queueMoved() || this.handingOver();
     return looks === undefined && wakeAt === undefined
       ? condition(due).then(() => true)
       : condition(
@@ -172,6 +159,11 @@ export class LoopState {
       !this.stuck &&
       !(this.saysWhy && this.whyNow())
     );
+  }
+
+  /** A run from before v19 was asked for a turn, and may continue as new (v3) to give it. */
+  handingOver(): boolean {
+    return this.handoverAsked && this.mayContinue;
   }
 
   /** Its history is near its limit (v3): time to continue as new. */
@@ -245,7 +237,7 @@ export class LoopState {
   }
 
   /** Why they wait now, once (v10) the run says why at all. */
-  private wait(): OperationWait | undefined {
+  wait(): OperationWait | undefined {
     return this.operationWaits() ? this.whyNow() : undefined;
   }
 

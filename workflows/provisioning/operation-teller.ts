@@ -1,14 +1,22 @@
-// Telling queued ClusterOperations where they stand (v18). The clusterOperationObserved handler
-// only records what the bridge saw; this one coroutine writes each queued operation's place in
-// line, why they wait, and each refusal. It writes through activities whose results are events
-// in the history, so it may run beside the main loop's local activities, even while a plan or an
-// operation runs (docs/architecture.md, "Local activities: one coroutine at a time"). The loop
-// starts an operation only once the teller is idle, so a place is never said over a run.
+// Telling queued ClusterOperations where they stand. The handlers only record; this one coroutine
+// tells each queued operation its place in line and why they wait: since v19 by a signal to the
+// operation's own workflow, which writes its status; in v18 by writing that status itself, with
+// each refusal. Either way through commands whose results are events in the history, so it may
+// run beside the main loop's local activities, even while a plan or an operation runs
+// (docs/architecture.md, "Local activities: one coroutine at a time"). The loop starts an
+// operation only once the teller is idle, so a place is never said over a run.
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import type { ClusterOperationObservation } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { OperationWait } from './operation-wait.js';
 import type { Operations } from './operations.js';
+
+/** What the teller tells: the line of v18 (Operations) or of v19 (OperationLine). */
+export type TellableLine = Pick<
+  Operations,
+  'isNewWhy' | 'placesMoved' | 'sayWaiting' | 'sayPlaces'
+> &
+  Partial<Pick<Operations, 'sayRefused'>>;
 
 /** v18: handlers record and the loop acts; a queued operation's status is told apart. */
 export const PATCH_OPERATIONS_TOLD_APART = 'provisioning-operations-told-apart';
@@ -20,15 +28,14 @@ export class OperationTeller {
   private busy = false;
 
   constructor(
-    private readonly operations: Operations,
+    private readonly operations: TellableLine,
     private readonly waitsFor: () => string,
     private readonly waitNow: () => OperationWait | undefined,
   ) {}
 
-  /** The handler's part: takes in what the bridge saw, and nothing else. */
-  observe(seen: ClusterOperationObservation): void {
-    const ahead = this.operations.observe(seen);
-    if (typeof ahead === 'object') this.refusals.push({ seen, why: ahead.refused });
+  /** The handler's part (v18): an operation the line refused, to tell why. */
+  refuse(seen: ClusterOperationObservation, why: string): void {
+    this.refusals.push({ seen, why });
   }
 
   /** The main loop's part: why the queued operations wait, told when it is new to them. */
@@ -68,7 +75,7 @@ export class OperationTeller {
 
   private async tell(): Promise<void> {
     for (const { seen, why } of this.refusals.splice(0)) {
-      await this.operations.sayRefused(seen, why);
+      await this.operations.sayRefused?.(seen, why);
     }
     await this.operations.sayWaiting(this.waitsFor(), this.wait);
     await this.operations.sayPlaces(this.waitsFor(), this.waitNow);

@@ -1,11 +1,12 @@
-// What a Provisioning's line of ClusterOperations says on them (workflows/provisioning/
-// operations.ts), where the operations' own workflows do not: a queued operation's place and what
+// What a Provisioning's line of ClusterOperations says on them in runs from before v19
+// (workflows/provisioning/operations.ts), where the operations' own workflows do not: a queued operation's place and what
 // it waits for; one refused, dropped, or whose workflow ended without an outcome. Each is written
 // once, as it happens: none has conditions or a phase to search by, so the kit's resource status
 // is not between. The last operation on the Provisioning itself is its own report's (report.ts).
 import type { ClusterOperationObservation } from '../../shared/contracts/cluster-operation.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { operationApi, operationStatusCalls } from '../cluster-operation/activity-proxies.js';
+import { placeStatus } from '../cluster-operation/place.js';
 import type { OperationWait } from './operation-wait.js';
 
 export class OperationsReport {
@@ -54,20 +55,9 @@ export class OperationsReport {
     seen: ClusterOperationObservation,
     place: { ahead: number; running: string; waitsFor: string; wait: OperationWait | undefined },
   ): Promise<void> {
-    const { ahead, running, waitsFor, wait } = place;
-    const line = running
-      ? `ClusterOperation ${running} is running, and ${ahead} operation(s) wait ahead of it`
-      : `${ahead} operation(s) ahead of it`;
     await this.lineCalls.writeClusterOperationStatus({
       ref: this.operationRef(seen),
-      status: {
-        phase: 'Pending',
-        queuePosition: ahead + 1,
-        message: wait
-          ? `Waiting: ${wait.why}; ${line} on ${waitsFor}.`
-          : `Waiting for its turn on ${waitsFor}: ${line}.`,
-        ...(wait ? { notBefore: wait.opensAt ? new Date(wait.opensAt).toISOString() : null } : {}),
-      },
+      status: { phase: 'Pending', ...placeStatus(place) },
     });
   }
 

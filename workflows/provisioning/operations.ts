@@ -1,7 +1,7 @@
-// The ClusterOperations of one Provisioning: queued in creation order as the bridge reports them,
-// run one at a time as this workflow's children, never beside a change of the Provisioning's own
-// spec (the workflow's loop does one thing at a time), with the Provisioning locked against
-// updates and deletion while one runs (docs/provisionings.md, "Day-2 operations").
+// The ClusterOperations of one Provisioning in runs from before v19 (since, operation-line.ts):
+// queued in creation order as the bridge reports them, run one at a time as this workflow's
+// children, never beside a change of the Provisioning's own spec (the workflow's loop does one
+// thing at a time), with the Provisioning locked against updates and deletion while one runs.
 import {
   CancellationScope,
   ChildWorkflowCancellationType,
@@ -284,7 +284,10 @@ export class Operations {
   ) {
     const before = this.kubeVersion;
     if (outcome.kubeVersion) this.kubeVersion = outcome.kubeVersion;
-    await report.lastOperation(seen, outcome, { before, now: this.kubeVersion });
+    await report.lastOperation({ name: seen.name, action: seen.spec.action }, outcome, {
+      before,
+      now: this.kubeVersion,
+    });
   }
 
   /** An operation (uid) that ended, or a retry (uid@value) that was taken. */

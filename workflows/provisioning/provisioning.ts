@@ -20,6 +20,7 @@ import { provisioningApi } from './activity-proxies.js';
 import { carryOut } from './carrying-out.js';
 import { unlockAll } from './host-hold.js';
 import { LoopState, Observed, type Carried } from './loop-state.js';
+import { hearOperations } from './operation-handlers.js';
 import { PATCH_SAY_HOSTS_FREED } from './patches.js';
 import { planFor } from './planning.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
@@ -43,7 +44,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   const observed = new Observed(carried?.latest);
   await condition(() => observed.latest !== undefined);
   const run = new LoopState(input, observed, carried, mayContinue);
-  run.hearOperations();
+  hearOperations(run);
   const { provisioner, operations, teller } = run;
   // The loop's awaits are where its recorded histories had them: one more or less between two
   // commands could reorder them beside the teller's and the handlers' (loop-state.ts).
@@ -58,15 +59,17 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       // Refused for want of a free host, and nothing changed: plan the same spec again.
       const lookAgain = !moved && !run.changed() && looks !== undefined;
       if (!run.changed() && !lookAgain) {
-        if (run.operationDue()) {
+        // A run from before v19 asked for a turn hands its line over before it runs another.
+        if (run.operationDue() && !run.handingOver()) {
           // Its place was said before it runs, never over its run (v18).
           if (teller) await condition(() => run.told());
           await operations!.runNext(provisioner, run.latest.spec.operationHistoryLimit);
           continue;
         }
         // Woken by the window's timer or the queue (v10): look again at why they wait.
-        if (!run.full()) continue;
-        // Nothing to do but wait: the next run waits on, knowing all this one knew.
+        if (!run.full() && !run.handingOver()) continue;
+        // Nothing to do but wait, or an operation asked a run from before v19 for a turn: the next
+        // run waits on (and gives turns), knowing all this one knew.
         await condition(() => allHandlersFinished() && run.told());
         return await continueAsNew<typeof provisioningWorkflow>({
           ...input,

@@ -4,10 +4,7 @@
 // attributes. Also the last ClusterOperation run on its cluster, written once as it ends. The
 // one writer of a Provisioning's status.
 import type { ConditionChange } from '../../shared/conditions.js';
-import type {
-  ClusterOperationObservation,
-  ClusterOperationOutcome,
-} from '../../shared/contracts/cluster-operation.js';
+import type { ClusterOperationOutcome } from '../../shared/contracts/cluster-operation.js';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activity-proxies.js';
 import { ResourceStatus, emptyStatus, type ResourceStatusState } from '../kit/resource-status.js';
@@ -103,7 +100,7 @@ export class ProvisioningReport {
    * it ends, beside the phase and conditions (none of which it changes).
    */
   async lastOperation(
-    seen: ClusterOperationObservation,
+    operation: { name: string; action: string | undefined },
     outcome: ClusterOperationOutcome,
     versions: { before: string | undefined; now: string | undefined },
   ): Promise<void> {
@@ -111,8 +108,8 @@ export class ProvisioningReport {
       ref: this.ref,
       status: {
         lastOperation: {
-          name: seen.name,
-          action: seen.spec.action,
+          name: operation.name,
+          action: operation.action,
           phase: outcome.phase,
           message: outcome.message,
           ...(outcome.kubeVersion
