@@ -234,10 +234,7 @@ export const DESCRIBED_KINDS: readonly DescribedKind[] = [
     api: CLUSTER_OPERATION_API,
     // `**ClusterOperation ns/name** (cluster c): Phase. message` (cluster-operation/report.ts)
     phaseInDetails: /^\*\*[^*]+\*\* \(cluster [^)]*\): (\w+)\./,
-    missing:
-      "Its Provisioning's workflow starts it when its turn comes: one still waiting behind " +
-      'another has none yet (its status.queuePosition says how many are ahead), and none starts ' +
-      "while the Provisioning's workflow does not run.",
+    missing: BRIDGE_STARTS('ClusterOperation'),
     facts: ({ object, attrs }) => {
       const spec = (object?.spec ?? {}) as { provisioning?: string; dryRun?: boolean };
       const status = (object?.status ?? {}) as OperationStatus;

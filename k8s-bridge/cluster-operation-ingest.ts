@@ -1,7 +1,9 @@
-// Ingests ClusterOperations through the one ingest (ingest.ts): each is told to the workflow of
-// the Provisioning it names, in its own namespace, which queues it and runs it as its child. An
-// ended one is told again only when on-call asks a Failed one to retry. A Provisioning whose
-// workflow does not run cannot take it; the periodic relist tells it again.
+// Ingests ClusterOperations through the one ingest (ingest.ts): each has its own workflow from
+// the moment it appears (`cluster-operation/<ns>/<name>`, started with what the object says),
+// which asks the Provisioning it names for a turn. A deleted one's workflow is told, to leave the
+// line or stop its playbook. An ended one is started again only when on-call asks a Failed one to
+// retry (a new value of the annotation): the new run resumes where the Provisioning's workflow
+// saw it stop. What the engine wrote in the status is never sent back to a workflow.
 import { RETRY_ANNOTATION } from '../shared/bpa-api.js';
 import {
   CLUSTER_OPERATION_API,
@@ -9,8 +11,10 @@ import {
 } from '../shared/cluster-operation-api.js';
 import { MAX_SPEC_BYTES, specSize } from '../shared/cluster-operation-limits.js';
 import {
-  clusterOperationObserved,
   type ClusterOperationObservation,
+  clusterOperationLifecycleStart,
+  clusterOperationSeen,
+  type ClusterOperationRequest,
 } from '../shared/contracts/cluster-operation.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import type { Registry } from 'prom-client';
@@ -34,7 +38,6 @@ export function clusterOperationObservation(
   const { name, uid, creationTimestamp, deletionTimestamp, annotations } = item.metadata;
   const phase = item.status?.phase;
   const retry = annotations?.[RETRY_ANNOTATION];
-  const { retry: retried, failedStep } = item.status ?? {};
   const spec = item.spec ?? {};
   // Too large to take: not sent into history whole, only what names its Provisioning (which an
   // older worker refuses too, as a spec without an action).
@@ -51,8 +54,23 @@ export function clusterOperationObservation(
     ...(phase && ENDED.includes(phase) ? { ended: phase } : {}),
     deleting: gone || deletionTimestamp !== undefined,
     ...(retry ? { retry } : {}),
-    ...(retried ? { retried } : {}),
-    ...(failedStep ? { failedStep } : {}),
+  };
+}
+
+/** What its workflow starts with: the object as it appeared, or as on-call asked it to retry. */
+export function clusterOperationRequest(
+  namespace: string,
+  seen: ClusterOperationObservation,
+): ClusterOperationRequest {
+  const { name, uid, createdAt, spec, specBytes, retry, ended } = seen;
+  return {
+    namespace,
+    name,
+    uid,
+    createdAt,
+    spec,
+    ...(specBytes !== undefined ? { specBytes } : {}),
+    ...(ended === 'Failed' && retry ? { retry } : {}),
   };
 }
 
@@ -70,28 +88,24 @@ export function clusterOperationIngest(options: IngestOptions & { metrics?: Regi
     const { namespace, name, uid } = item.metadata;
     // Counted before anything is sent: an ended one is counted too, though not told again.
     counts.observe(uid, gone, item.status?.phase, item.spec);
-    const provisioning = item.spec?.provisioning;
     // The CRD requires it; an operation that has ended has nothing left to run or cancel.
-    if (!provisioning) return;
+    if (!item.spec?.provisioning) return;
     if (ENDED.includes(item.status?.phase ?? '') && !(retryAsked(item) && !gone)) return;
-    const subject = `ClusterOperation ${namespace}/${name}`;
     const target = {
-      workflowId: WORKFLOW_ID.provisioning(namespace, provisioning),
+      workflowId: WORKFLOW_ID.clusterOperation(namespace, name),
       key: `cluster-operation/${uid}`,
-      subject,
+      subject: `ClusterOperation ${namespace}/${name}`,
     };
-    const message = () => ({
-      signal: clusterOperationObserved,
-      arg: clusterOperationObservation(item, gone),
-    });
-    const outcome = await ingest.send(target, message, { anyway: relisted, forget: gone });
-    if (outcome === 'not-running' && !gone) {
-      ingest.log(
-        `${subject}: Provisioning ${namespace}/${provisioning} has no running workflow; ` +
-          'told again at the next relist',
-        'warn',
-      );
-    }
+    const message = () => {
+      const observation = clusterOperationObservation(item, gone);
+      const request = clusterOperationRequest(namespace, observation);
+      // A deleted one's workflow is only told: it leaves the line, or its playbook stops.
+      const start = observation.deleting ? undefined : clusterOperationLifecycleStart(request);
+      const { retry } = request;
+      const arg = { uid, deleting: observation.deleting, ...(retry ? { retry } : {}) };
+      return { signal: clusterOperationSeen, arg, ...(start ? { start } : {}) };
+    };
+    await ingest.send(target, message, { anyway: relisted, forget: gone });
   };
   ingest.watch(
     resourceWatch<ClusterOperationObject>(
