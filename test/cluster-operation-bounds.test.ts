@@ -129,24 +129,34 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
     // Its place in line was said before it ran, never over its run.
     expect(done.queuePosition).toBeUndefined();
     await expectToReplay(PROVISIONING);
+    await expectToReplay(() => OPERATION('held'));
   }, 300_000);
 
-  it("takes a slowly refused operation and one to run in one workflow task, and the Provisioning's workflow replays", async () => {
-    // No worker runs while the bridge reports a refused operation, then one to run: both reach
-    // the Provisioning's workflow in one task once a worker is back. The refused one's status
-    // write waits out a webhook that never answers while the other is queued and run. Before
-    // v18 the signal handler and the main loop awaited local activities side by side here
-    // (docs/architecture.md, "Local activities: one coroutine at a time").
+  it('takes a slowly refused operation and one to run, both started while no worker ran, and their workflows replay', async () => {
+    // No worker runs while the bridge starts the workflows of a refused operation and of one to
+    // run. Once a worker is back, the refused one's status write waits out a webhook that never
+    // answers, while the other asks its Provisioning for a turn and runs. Before v18 the
+    // Provisioning's signal handler and main loop awaited local activities side by side here
+    // (docs/architecture.md, "Local activities: one coroutine at a time"); since v19 each
+    // operation writes its own status from its own workflow.
     const lift = await intercept('silent', 'refused-slowly', 'true');
     try {
       await worker.stop();
       await ops.operate('refused-slowly', TOO_LARGE);
       await ops.operate('after-it', { action: 'upgrade-cluster.yml' });
-      await waitFor('the bridge to report both', async () => {
-        const history = await historyText(scope.temporal.client, PROVISIONING());
-        return history.includes('refused-slowly') && history.includes('after-it')
-          ? true
-          : undefined;
+      await waitFor('the bridge to start both', async () => {
+        const started = await Promise.all(
+          ['refused-slowly', 'after-it'].map((name) =>
+            scope.temporal.client.workflow
+              .getHandle(OPERATION(name))
+              .describe()
+              .then(
+                () => true,
+                () => false,
+              ),
+          ),
+        );
+        return started.every(Boolean) ? true : undefined;
       });
       worker = await startWorker(scope, operationWorkerEnv(sfx, metal));
       expect((await ops.ended('refused-slowly')).phase).toBe('Failed');
@@ -155,6 +165,8 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
       await lift();
     }
     await expectToReplay(PROVISIONING);
+    await expectToReplay(() => OPERATION('refused-slowly'));
+    await expectToReplay(() => OPERATION('after-it'));
   }, 300_000);
 
   it("refuses custom actions whose text is too large for the operation's history", async () => {
@@ -191,7 +203,8 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
         'extraVars included',
     );
     expect((await ops.eventOf('too-large', 'Refused')).message).toBe(refused.message);
-    const history = await historyText(scope.temporal.client, PROVISIONING());
+    // Its own workflow was started with what names it, and refused it before it asked for a turn.
+    const history = await historyText(scope.temporal.client, OPERATION('too-large'));
     expect(history).toContain('too-large');
     expect(history).not.toContain('a'.repeat(9000));
   }, 120_000);
@@ -248,6 +261,8 @@ describe("what a tenant's ClusterOperations make the engine keep is bounded", ()
 
 /** The Provisioning's workflow. */
 const PROVISIONING = () => WORKFLOW_ID.provisioning(scope.namespace, 'bounds');
+/** An operation's own workflow. */
+const OPERATION = (name: string) => WORKFLOW_ID.clusterOperation(scope.namespace, name);
 
 /** Status writes to `name` that meet `when` intercepted; `many-hosts`, ended first, the probe. */
 const intercept = (mode: 'unreachable' | 'silent', name: string, when: string) =>

@@ -102,7 +102,7 @@ describe('a ClusterOperation', () => {
         kubeVersionAfter: '1.35.1',
       },
     });
-    // On-call finds it by cluster, action and phase, as a child of its Provisioning's workflow.
+    // On-call finds it by cluster, action and phase: its own workflow, which the bridge started.
     const query =
       `HostflowKind = 'cluster-operation' AND ClusterName = '${CLUSTER}' AND ` +
       `Action = 'upgrade-cluster.yml' AND Phase = 'Succeeded'`;
@@ -112,7 +112,7 @@ describe('a ClusterOperation', () => {
       return runs.length ? runs : undefined;
     });
     expect(found.map((w) => [w.workflowId, w.parentExecution?.workflowId])).toEqual([
-      [`cluster-operation/${scope.namespace}/upgrade-1`, `provisioning/${scope.namespace}/ops`],
+      [`cluster-operation/${scope.namespace}/upgrade-1`, undefined],
     ]);
     // On-call's view through the CLI, by kubectl's short name too: its steps in order, with times.
     const d = await describeJson(scope, 'clusterop', `${scope.namespace}/upgrade-1`);
@@ -148,14 +148,16 @@ describe('a ClusterOperation', () => {
       'action upgrade-cluster.yml',
       'postHook[0] scale.yml',
     ]);
-    // One not (yet) run has no workflow: describe says why there may be none.
+    // One the bridge never saw has no workflow: describe says why there may be none.
     const ghost = await hostflowOf(scope, 'describe', 'operation', `${scope.namespace}/ghost`);
     expect(ghost.code).toBe(1);
     expect(ghost.stderr).toContain(
       `no workflow cluster-operation/${scope.namespace}/ghost for ClusterOperation ` +
         `${scope.namespace}/ghost`,
     );
-    expect(ghost.stderr).toContain('status.queuePosition');
+    expect(ghost.stderr).toContain(
+      'The bridge starts it at the first event of the ClusterOperation',
+    );
   }, 180_000);
 
   it('stops at a failed pre-hook: the action never runs, a post-hook marked always does', async () => {
@@ -222,6 +224,14 @@ describe('a ClusterOperation', () => {
       expect([second.phase, third.phase]).toEqual(['Pending', 'Pending']);
       expect(second.message).toBe(`${turn}, and 0 operation(s) wait ahead of it.`);
       expect(third.message).toBe(`${turn}, and 1 operation(s) wait ahead of it.`);
+      // Each waits in a workflow of its own, which on-call finds with its place in line.
+      const queued = await described('third');
+      expect(queued).toMatch(
+        new RegExp(`^Workflow: +cluster-operation/${scope.namespace}/third \\(run `, 'm'),
+      );
+      expect(queued).toMatch(/^Status: +RUNNING, started /m);
+      expect(queued).toMatch(/^Phase: +Pending$/m);
+      expect(queued).toMatch(/^Queue position: +2$/m);
       // Neither a spec change nor a deletion while an operation runs.
       const spec = { PodSubnet: '10.9.0.0/16' };
       const refused =
