@@ -11,7 +11,8 @@ import { createAdminKeyReader } from '../../activities/kubernetes/admin-keys.js'
 import { createKubeconfigStore } from '../../activities/kubernetes/kubeconfig-secret.js';
 import { createHostKeys } from '../../activities/ssh/host-keys.js';
 import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
-import { localKubespray } from '../../local-stack/kubespray-overlay.js';
+import { KUBESPRAY_STAND_IN, localKubespray } from '../../local-stack/kubespray-overlay.js';
+import { REAL_KUBESPRAY } from '../../local-stack/paths.js';
 import { startSshHosts, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { kube, runnerEnv, testEnv } from './env.js';
 
@@ -22,8 +23,16 @@ export const INSTALLER_KEY_SECRET = 'installer-key';
  * (kubespray's own checks, then the stand-in), clusters' files per file.
  */
 export function kubesprayWorkerEnv(sfx: string) {
+  const kubespray = localKubespray(join(testEnv('stateDir'), `kubespray-${sfx}`));
+  // Without the release the stand-in runs alone, without kubespray's checks the tests expect.
+  if (kubespray === KUBESPRAY_STAND_IN) {
+    throw new Error(
+      `no kubespray release at ${REAL_KUBESPRAY}: clone the repository beside shared/ (as CI ` +
+        'does), or set HOSTFLOW_REAL_KUBESPRAY to an unmodified kubespray v2.31.0',
+    );
+  }
   return {
-    HOSTFLOW_KUBESPRAY_DIR: localKubespray(join(testEnv('stateDir'), `kubespray-${sfx}`)),
+    HOSTFLOW_KUBESPRAY_DIR: kubespray,
     HOSTFLOW_PROVISIONING_DIR: join(testEnv('stateDir'), `clusters-${sfx}`),
     ...runnerEnv(),
   };
