@@ -67,6 +67,9 @@ export interface SendOptions {
   settled?(outcome: Outcome): void;
 }
 
+/** How long one signal (or signal-with-start) may take before it fails and is sent again. */
+const SEND_DEADLINE_MS = 30_000;
+
 /** The first retry's delay, doubled after each failure in a row, up to the longest. */
 const RETRY_FIRST_MS = 1_000;
 const RETRY_LONGEST_MS = 30_000;
@@ -166,18 +169,23 @@ export class Ingest {
   private async deliver<A>(target: IngestTarget, message: WorkflowMessage<A>): Promise<Outcome> {
     const { workflowId, subject, logFields } = target;
     const workflows = this.options.temporal.workflow;
+    // A call Temporal does not answer in time fails, and is sent again composed anew: one that
+    // hung would hold up every later event of the watch that sent it.
+    const deadline = Date.now() + SEND_DEADLINE_MS;
     try {
-      if (message.start) {
-        const { workflowType, ...start } = message.start;
-        await workflows.signalWithStart(workflowType, {
-          ...start,
-          taskQueue: this.options.taskQueue,
-          signal: message.signal,
-          signalArgs: [message.arg],
-        });
-      } else {
-        await workflows.getHandle(workflowId).signal(message.signal, message.arg);
-      }
+      await this.options.temporal.withDeadline(deadline, async () => {
+        if (message.start) {
+          const { workflowType, ...start } = message.start;
+          await workflows.signalWithStart(workflowType, {
+            ...start,
+            taskQueue: this.options.taskQueue,
+            signal: message.signal,
+            signalArgs: [message.arg],
+          });
+        } else {
+          await workflows.getHandle(workflowId).signal(message.signal, message.arg);
+        }
+      });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return 'not-running';
       if (err instanceof WorkflowExecutionAlreadyStartedError) return 'finished';
