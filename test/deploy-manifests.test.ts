@@ -237,6 +237,24 @@ describe('the example overlay', () => {
       .flatMap((r) => r.verbs);
     expect(new Set(secretVerbs)).toEqual(new Set(['get', 'create', 'update', 'patch', 'delete']));
 
+    // Of namespaces, the worker and the bridge read kube-system alone: its uid names the cluster
+    // their Temporal namespace serves (runtime/namespace-claim.ts).
+    for (const account of ['hostflow-worker', 'hostflow-bridge']) {
+      const ofNamespaces = rulesOf(account).cluster.filter((r) =>
+        r.resources!.includes('namespaces'),
+      );
+      expect({ account, ofNamespaces }).toEqual({
+        account,
+        ofNamespaces: [
+          {
+            apiGroups: [''],
+            resources: ['namespaces'],
+            resourceNames: ['kube-system'],
+            verbs: ['get'],
+          },
+        ],
+      });
+    }
     // Nobody may escalate: no wildcards, no RBAC or impersonation rights.
     for (const rule of [
       ...worker.cluster,
