@@ -75,7 +75,13 @@ export async function claimNamespace(
     });
     return;
   } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    if (!(err instanceof ScheduleAlreadyRunning)) {
+      throw new Error(
+        `cannot claim Temporal namespace ${namespace} for this cluster (the schedule ` +
+          `${CLAIM_SCHEDULE_ID}): ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
   }
   const { memo } = await client.schedule.getHandle(CLAIM_SCHEDULE_ID).describe();
   const holder = memo?.kubernetesClusterUid;
