@@ -24,6 +24,8 @@ const WORKER_RULES: V1PolicyRule[] = [
   // By name only, as deploy/base grants it: the worker never lists Secrets.
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  // Which cluster it serves, read as it starts (runtime/namespace-claim.ts), as deploy/base grants.
+  { apiGroups: [''], resources: ['namespaces'], resourceNames: ['kube-system'], verbs: ['get'] },
   { apiGroups: ['tekton.dev'], resources: ['taskruns'], verbs: ['get', 'list', 'patch'] },
   {
     apiGroups: ['kotas.tech'],
