@@ -97,14 +97,16 @@ export async function claimNamespace(
   );
 }
 
-/** Finds this engine's cluster and claims the namespace for it (the worker's and the bridge's start). */
-export async function claimNamespaceForCluster(
+/**
+ * The worker's and the bridge's start: finds the cluster the engine's kubeconfig reaches and
+ * claims the engine's Temporal namespace for it, or throws, refusing to start.
+ */
+export async function claimNamespaceForEngine(
   client: Client,
-  namespace: string,
   kube: { kc: KubeConfig; core: CoreV1Api },
-  taskQueue: string,
+  settings: { TEMPORAL_NAMESPACE: string; HOSTFLOW_TASK_QUEUE: string },
 ): Promise<ClusterIdentity> {
   const cluster = await clusterIdentity(kube.kc, kube.core);
-  await claimNamespace(client, namespace, cluster, taskQueue);
+  await claimNamespace(client, settings.TEMPORAL_NAMESPACE, cluster, settings.HOSTFLOW_TASK_QUEUE);
   return cluster;
 }

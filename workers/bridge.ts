@@ -11,7 +11,7 @@ import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
 import { TaskRunIngest } from '../k8s-bridge/taskrun-ingest.js';
 import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
 import { serveHealth } from '../runtime/health-server.js';
-import { claimNamespaceForCluster } from '../runtime/namespace-claim.js';
+import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
 import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
 import { createRegistry, serveMetrics } from '../runtime/metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from '../runtime/settings.js';
@@ -24,12 +24,7 @@ async function main(logger: Logger): Promise<void> {
   const temporal = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   const core = kc.makeApiClient(CoreV1Api);
   // Its namespace serves this cluster alone: refused at once when another cluster's engine has it.
-  await claimNamespaceForCluster(
-    temporal,
-    settings.TEMPORAL_NAMESPACE,
-    { kc, core },
-    settings.HOSTFLOW_TASK_QUEUE,
-  );
+  await claimNamespaceForEngine(temporal, { kc, core }, settings);
   const registry = createRegistry('bridge');
   const metricsServer = settings.HOSTFLOW_METRICS_ADDRESS
     ? await serveMetrics(registry, settings.HOSTFLOW_METRICS_ADDRESS)

@@ -10,7 +10,7 @@ import { closeSshConnections } from '../activities/ssh/connection-pool.js';
 import { cloudGcStart, collectNow, leftoversGcStart } from '../shared/contracts/gc.js';
 import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
-import { claimNamespaceForCluster } from '../runtime/namespace-claim.js';
+import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
 import { serveHealth, type HealthChecks } from '../runtime/health-server.js';
 import { createLogger, type Logger } from '../runtime/logger.js';
 import {
@@ -56,12 +56,7 @@ export async function createWorker(
   });
   const core = kc.makeApiClient(CoreV1Api);
   // Its namespace serves this cluster alone: refused at once when another cluster's engine has it.
-  await claimNamespaceForCluster(
-    client,
-    settings.TEMPORAL_NAMESPACE,
-    { kc, core },
-    settings.HOSTFLOW_TASK_QUEUE,
-  );
+  await claimNamespaceForEngine(client, { kc, core }, settings);
   const activities = createActivities({
     kube: {
       core,
