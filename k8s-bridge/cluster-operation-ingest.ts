@@ -11,7 +11,6 @@ import {
 } from '../shared/cluster-operation-api.js';
 import { MAX_SPEC_BYTES, specSize } from '../shared/cluster-operation-limits.js';
 import {
-  type ClusterOperationObservation,
   clusterOperationLifecycleStart,
   clusterOperationSeen,
   type ClusterOperationRequest,
@@ -26,51 +25,29 @@ import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 export interface ClusterOperationObject extends NamespacedObject {
   metadata: NamespacedObject['metadata'] & { creationTimestamp?: string | Date };
   spec?: ClusterOperationSpec;
-  status?: { phase?: string; retry?: string; failedStep?: string };
+  status?: { phase?: string; retry?: string };
 }
 
 const ENDED = ['Succeeded', 'Failed', 'Cancelled'];
 
-export function clusterOperationObservation(
-  item: ClusterOperationObject,
-  gone: boolean,
-): ClusterOperationObservation {
-  const { name, uid, creationTimestamp, deletionTimestamp, annotations } = item.metadata;
-  const phase = item.status?.phase;
+/** What its workflow starts with: the object as it appeared, or as on-call asked it to retry. */
+export function clusterOperationRequest(item: ClusterOperationObject): ClusterOperationRequest {
+  const { namespace, name, uid, creationTimestamp, annotations } = item.metadata;
   const retry = annotations?.[RETRY_ANNOTATION];
   const spec = item.spec ?? {};
-  // Too large to take: not sent into history whole, only what names its Provisioning (which an
-  // older worker refuses too, as a spec without an action).
+  // Too large to take: not sent into history whole, only what names its Provisioning.
   const specBytes = specSize(spec);
   const sent =
     specBytes > MAX_SPEC_BYTES
       ? { spec: { provisioning: spec.provisioning }, specBytes }
       : { spec };
   return {
+    namespace,
     name,
     uid,
     createdAt: creationTimestamp ? new Date(creationTimestamp).toISOString() : '',
     ...sent,
-    ...(phase && ENDED.includes(phase) ? { ended: phase } : {}),
-    deleting: gone || deletionTimestamp !== undefined,
-    ...(retry ? { retry } : {}),
-  };
-}
-
-/** What its workflow starts with: the object as it appeared, or as on-call asked it to retry. */
-export function clusterOperationRequest(
-  namespace: string,
-  seen: ClusterOperationObservation,
-): ClusterOperationRequest {
-  const { name, uid, createdAt, spec, specBytes, retry, ended } = seen;
-  return {
-    namespace,
-    name,
-    uid,
-    createdAt,
-    spec,
-    ...(specBytes !== undefined ? { specBytes } : {}),
-    ...(ended === 'Failed' && retry ? { retry } : {}),
+    ...(item.status?.phase === 'Failed' && retry ? { retry } : {}),
   };
 }
 
@@ -97,12 +74,12 @@ export function clusterOperationIngest(options: IngestOptions & { metrics?: Regi
       subject: `ClusterOperation ${namespace}/${name}`,
     };
     const message = () => {
-      const observation = clusterOperationObservation(item, gone);
-      const request = clusterOperationRequest(namespace, observation);
+      const deleting = gone || item.metadata.deletionTimestamp !== undefined;
+      const request = clusterOperationRequest(item);
       // A deleted one's workflow is only told: it leaves the line, or its playbook stops.
-      const start = observation.deleting ? undefined : clusterOperationLifecycleStart(request);
+      const start = deleting ? undefined : clusterOperationLifecycleStart(request);
       const { retry } = request;
-      const arg = { uid, deleting: observation.deleting, ...(retry ? { retry } : {}) };
+      const arg = { uid, deleting, ...(retry ? { retry } : {}) };
       return { signal: clusterOperationSeen, arg, ...(start ? { start } : {}) };
     };
     await ingest.send(target, message, { anyway: relisted, forget: gone });

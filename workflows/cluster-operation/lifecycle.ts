@@ -15,15 +15,15 @@ import {
 } from '@temporalio/workflow';
 import { checkOperationLimits } from '../../shared/cluster-operation-limits.js';
 import {
-  type ClusterOperationOutcome,
-  type OperationCluster,
   clusterOperationSeen,
   operationDropped,
   operationLeft,
   operationPlaceMoved,
   operationTurn,
   operationTurnEnded,
+  type ClusterOperationOutcome,
   type ClusterOperationRequest,
+  type OperationCluster,
   type OperationPlace,
 } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';

@@ -15,10 +15,10 @@ import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { DEFAULT_OPERATION_HISTORY } from '../../shared/cluster-operation-api.js';
 import { MAX_QUEUED_OPERATIONS } from '../../shared/cluster-operation-limits.js';
 import {
-  type ClusterOperationOutcome,
   operationDropped,
   operationPlaceMoved,
   operationTurn,
+  type ClusterOperationOutcome,
   type OperationPlace,
   type OperationTicket,
   type TurnAnswer,
