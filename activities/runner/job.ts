@@ -1,8 +1,9 @@
 // Runs one request as a Job of its own and follows it to its end: its Lease on the cluster, its
 // objects (manifests.ts), its log streamed line by line while it runs, and its outcome, blamed on
 // the limit it hit when it hit one. The Job is named from the run, so a worker killed mid-run finds
-// it again instead of starting a second; a cancel deletes it in the foreground. Nothing of the run
-// is ever read from a file it wrote: only its log, through the API, with caps.
+// it again instead of starting a second; a cancel deletes it in the foreground and waits until its
+// pod has stopped. Nothing of the run is ever read from a file it wrote: only its log, through the
+// API, with caps.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   BatchV1Api,
@@ -77,8 +78,7 @@ export function createRunner(deps: RunnerDeps) {
     if (existing) {
       // The run was lost with its node (its kubelet stopped under it), not failed by what it ran:
       // it starts over, as a run that died with its worker did.
-      await remove(request.name);
-      await gone(request.name);
+      await stop(request.name);
     }
     const refused = (what: string, err: unknown) =>
       ApplicationFailure.create({
@@ -162,6 +162,17 @@ export function createRunner(deps: RunnerDeps) {
 
   async function gone(name: string) {
     for (let i = 0; i < 120 && (await jobOf(name)); i++) await sleep(500);
+  }
+
+  /**
+   * Stops a run that may still be running: deletes it and waits until its Job is gone. A
+   * foreground deletion keeps the Job until its Pod is gone, which the kubelet confirms only once
+   * the container has stopped (ansible-playbook is killed after its grace period): the run has
+   * then really stopped, before a cancel is answered and the cluster's Lease released.
+   */
+  async function stop(name: string) {
+    await remove(name);
+    await gone(name);
   }
 
   /** Deletes the run's Job, its Pod first (foreground), and its bundle at once. */
@@ -372,7 +383,7 @@ export function createRunner(deps: RunnerDeps) {
         const logBytes = followed?.lines.total ?? 0;
         const droppedBytes = followed?.lines.dropped ?? 0;
         if (followed?.overCap) {
-          await remove(request.name);
+          await stop(request.name);
           return {
             limit: `wrote more than ${settings.maxLogBytes} bytes of log (the runner's log cap)`,
             logBytes,
@@ -384,7 +395,7 @@ export function createRunner(deps: RunnerDeps) {
         return { ...end, logBytes, droppedBytes };
       } finally {
         signal.removeEventListener('abort', onCancel);
-        if (signal.aborted) await remove(request.name).catch(() => undefined);
+        if (signal.aborted) await stop(request.name).catch(() => undefined);
         await releaseClusterLease(lease, request.cluster, request.name).catch(() => undefined);
       }
     },

@@ -190,6 +190,12 @@ export function clusterOperations(
   const playbookRuns = async () =>
     (await runnerPods(`${namespace}/${cluster}`)).some((pod) => pod.status?.phase === 'Running');
 
+  /** The cluster's runner pods still there, whatever their phase (a stopping one included). */
+  const runnerPodsLeft = async () =>
+    (await runnerPods(`${namespace}/${cluster}`)).map(
+      (pod) => `${pod.metadata?.name} ${pod.status?.phase}`,
+    );
+
   /** Waits until the operation's action runs and its runner pod has started. */
   async function actionRunning(name: string): Promise<void> {
     await waitFor(`${name}'s action to run`, async () => {
@@ -236,6 +242,7 @@ export function clusterOperations(
     noted,
     eventOf,
     playbookRuns,
+    runnerPodsLeft,
     actionRunning,
     onNode,
     setFault,
