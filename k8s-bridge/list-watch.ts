@@ -3,6 +3,7 @@
 // a silent watch, and relists periodically so missed events are caught (level-triggered).
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { LineLog } from '../runtime/logger.js';
+import { statusCode } from '../shared/kube-errors.js';
 
 export interface ListPage<T> {
   items: T[];
@@ -28,6 +29,11 @@ export interface ListWatchOptions<T> extends ListWatchHandlers<T> {
   list(continueToken: string | undefined): Promise<ListPage<T>>;
   resyncMs: number;
   log?: LineLog;
+  /**
+   * Where the resource's CRD comes from, said when the API server serves no such resource (a
+   * 404 on the list): an install without it would otherwise wait on it in silence.
+   */
+  crdFrom?: string;
 }
 
 /**
@@ -42,9 +48,14 @@ const MAX_BACKOFF_MS = 30_000;
 /** Every running ListWatch in this process, for the bridge's readiness probe. */
 const running = new Set<ListWatch<unknown>>();
 
-/** The names of the running list+watch loops that have not completed a first full list yet. */
+/**
+ * The running list+watch loops that have not completed a first full list yet, each by its name
+ * and, once a list has failed, why.
+ */
 export function unsyncedListWatches(): string[] {
-  return [...running].filter((w) => !w.synced).map((w) => w.name);
+  return [...running]
+    .filter((w) => !w.synced)
+    .map((w) => (w.failure ? `${w.name} (${w.failure})` : w.name));
 }
 
 export class ListWatch<T> {
@@ -54,6 +65,8 @@ export class ListWatch<T> {
   private wake?: () => void;
   private lastListAt = 0;
   private readonly log: LineLog;
+  /** Why the last list or watch failed, until one succeeds. */
+  failure: string | undefined;
 
   constructor(private readonly options: ListWatchOptions<T>) {
     this.log = options.log ?? ((m) => console.log(m));
@@ -88,20 +101,29 @@ export class ListWatch<T> {
         }
         const outcome = await this.watchOnce(resourceVersion);
         failures = 0;
+        this.failure = undefined;
         if (outcome.kind === 'gone') resourceVersion = undefined;
         else resourceVersion = outcome.resourceVersion;
       } catch (err) {
         if (this.stopped) break;
         failures++;
         const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures, 8));
-        this.log(
-          `${this.options.name}: ${(err as Error).message}; retrying in ${delay} ms`,
-          'warn',
-        );
+        this.failure = this.failureOf(err);
+        this.log(`${this.options.name}: ${this.failure}; retrying in ${delay} ms`, 'warn');
         resourceVersion = undefined;
         await this.sleep(delay);
       }
     }
+  }
+
+  /** A failure as a sentence; a resource the API server does not serve names its CRD's source. */
+  private failureOf(err: unknown): string {
+    const { crdFrom, watchPath } = this.options;
+    if (statusCode(err) === 404 && crdFrom) {
+      const resource = watchPath.replace(/^\/apis\//, '').replace(/\/namespaces\/[^/]+/, '');
+      return `the API server serves no ${resource}: its CRD is missing (${crdFrom})`;
+    }
+    return (err as Error).message;
   }
 
   stop(): void {

@@ -4,6 +4,7 @@
 import type { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { ListWatch } from './list-watch.js';
 import type { LineLog } from '../runtime/logger.js';
+import { crdSource } from '../shared/families.js';
 
 export interface NamespacedObject {
   metadata: {
@@ -44,6 +45,7 @@ export function resourceWatch<T extends NamespacedObject>(
       ? `/apis/${group}/${version}/namespaces/${ns}/${plural}`
       : `/apis/${group}/${version}/${plural}`,
     resyncMs: options.resyncMs,
+    crdFrom: crdSource(api),
     ...(options.log ? { log: options.log } : {}),
     list: async (continueToken) => {
       const page = { ...api, limit: 500, _continue: continueToken };

@@ -7,6 +7,7 @@ import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
 import { taskRunObserved, taskRunStart, type TaskRunState } from '../shared/contracts/taskrun.js';
 import { KIND, SA } from '../shared/search-attributes.js';
+import { crdSource } from '../shared/families.js';
 import { ListWatch } from './list-watch.js';
 import {
   matchContract,
@@ -54,6 +55,7 @@ export class TaskRunIngest {
       }${TASKRUN_API.plural}`,
       resyncMs: options.resyncMs,
       log: this.ingest.log,
+      crdFrom: crdSource(TASKRUN_API),
       list: async (continueToken) => {
         const page = { ...TASKRUN_API, limit: LIST_PAGE_SIZE, _continue: continueToken };
         const list = (await (options.watchNamespace

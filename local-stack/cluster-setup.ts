@@ -50,7 +50,8 @@ export async function installClusterResources(
   await installEngineRightsPolicy(kc, engineIdentity === admin ? [] : [engineIdentity]);
 }
 
-async function installCrd(kc: KubeConfig, file: string): Promise<void> {
+/** Installs the CRD in `file` and waits until the API server serves it. */
+export async function installCrd(kc: KubeConfig, file: string): Promise<void> {
   const api = kc.makeApiClient(ApiextensionsV1Api);
   // loadYaml maps wire names (x-kubernetes-preserve-unknown-fields) onto the client's model;
   // a plain YAML parse would have them silently dropped by the serializer.

@@ -143,6 +143,22 @@ export async function startTemporalDevServer(options: {
   };
 }
 
+/**
+ * Registers `namespace` on a running dev server with hostflow's search attributes, as an operator
+ * does for each install (docs/deploy.md): for a second engine beside the first one.
+ */
+export async function registerNamespace(address: string, namespace: string): Promise<void> {
+  execFileSync(
+    temporalCli(),
+    ['operator', 'namespace', 'create', '--namespace', namespace, '--address', address],
+    { stdio: 'pipe' },
+  );
+  await waitFor('temporal namespace ' + namespace, () => namespaceReady(address, namespace), {
+    timeoutMs: 30_000,
+  });
+  await registerSearchAttributes(address, namespace, loadTemporalDevConfig().searchAttributes);
+}
+
 async function registerSearchAttributes(
   address: string,
   namespace: string,

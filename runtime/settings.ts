@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { shareConnections } from './kube-connections.js';
 import { LOG_LEVELS } from './logger.js';
 import { DEFAULT_ENGINE_NAMESPACE } from '../platform-config/contract.js';
+import { parseFamilies } from '../shared/families.js';
 import { TASK_QUEUE } from '../shared/task-queue.js';
 import {
   DEFAULT_RUNNER_SETTINGS,
@@ -88,6 +89,21 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name')
     .default(DEFAULT_ENGINE_NAMESPACE),
+  /**
+   * The families this install runs, comma-separated (shared/families.ts); empty or unset means
+   * all. The bridge watches, and readiness waits for, only their resources.
+   */
+  HOSTFLOW_FAMILIES: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      try {
+        return parseFamilies(text);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   /** Serve TaskRuns of one namespace only; empty means every namespace. */
   HOSTFLOW_WATCH_NAMESPACE: z
     .string()

@@ -1,5 +1,6 @@
-// The bridge process: watches TaskRuns, host-config, the BPA resources, Machines and
-// MachineConfigPools, and signals their workflows (k8s-bridge/ingest.ts), until SIGINT/SIGTERM.
+// The bridge process: watches the resources of the families the install runs (HOSTFLOW_FAMILIES:
+// TaskRuns and host-config, the BPA resources, ClusterOperations, Machines, MachineConfigPools),
+// and signals their workflows (k8s-bridge/ingest.ts), until SIGINT/SIGTERM.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,7 @@ import { machineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
 import { TaskRunIngest } from '../k8s-bridge/taskrun-ingest.js';
 import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
+import type { Family } from '../shared/families.js';
 import { serveHealth } from '../runtime/health-server.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
 import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
@@ -40,27 +42,44 @@ async function main(logger: Logger): Promise<void> {
   };
   const watchNamespace = settings.HOSTFLOW_WATCH_NAMESPACE || undefined;
   const engineNamespace = settings.HOSTFLOW_NAMESPACE;
-  // Each through the one ingest (k8s-bridge/ingest.ts).
+  const families = settings.HOSTFLOW_FAMILIES;
+  const runs = (...any: Family[]) => any.some((family) => families.includes(family));
+  // Each through the one ingest (k8s-bridge/ingest.ts), for the families the install runs. Locks
+  // have none: the API server enforces them, and the lock-audit process counts denials.
   const ingests = [
-    new HostConfigWatch({ ...common, core, engineNamespace }),
-    new TaskRunIngest({
-      ...common,
-      watchNamespace,
-      metrics: registry,
-      taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
-    }),
-    new BpaIngest({
-      ...common,
-      watchNamespace,
-      provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
-    }),
-    machineIngest({ ...common, watchNamespace }),
-    clusterOperationIngest({ ...common, watchNamespace, metrics: registry }),
-    new RolloutIngest({ ...common, core, engineNamespace }),
+    // host-config names the platforms of builds and of static Machines alike.
+    ...(runs('taskruns', 'machines')
+      ? [new HostConfigWatch({ ...common, core, engineNamespace })]
+      : []),
+    ...(runs('taskruns')
+      ? [
+          new TaskRunIngest({
+            ...common,
+            watchNamespace,
+            metrics: registry,
+            taskRunMaxHistory: settings.HOSTFLOW_TASKRUN_MAX_HISTORY,
+          }),
+        ]
+      : []),
+    ...(runs('provisionings')
+      ? [
+          new BpaIngest({
+            ...common,
+            watchNamespace,
+            provisioningMaxHistory: settings.HOSTFLOW_PROVISIONING_MAX_HISTORY,
+          }),
+        ]
+      : []),
+    ...(runs('machines') ? [machineIngest({ ...common, watchNamespace })] : []),
+    ...(runs('cluster-operations')
+      ? [clusterOperationIngest({ ...common, watchNamespace, metrics: registry })]
+      : []),
+    ...(runs('rollouts') ? [new RolloutIngest({ ...common, core, engineNamespace })] : []),
   ];
   ingests.forEach((ingest) => ingest.start());
   // Ready once every watch has listed everything and Temporal answers: a new replica behind a
-  // rolling update then has its index before the old one goes.
+  // rolling update then has its index before the old one goes. A watch whose resource the API
+  // server does not serve says so, with where its CRD comes from (k8s-bridge/list-watch.ts).
   const health = settings.HOSTFLOW_HEALTH_ADDRESS
     ? await serveHealth(
         {
@@ -75,7 +94,9 @@ async function main(logger: Logger): Promise<void> {
         settings.HOSTFLOW_HEALTH_ADDRESS,
       )
     : undefined;
-  logger.info(`hostflow bridge watching TaskRuns on ${kc.getCurrentCluster()?.server}`);
+  logger.info(
+    `hostflow bridge watching for ${families.join(', ')} on ${kc.getCurrentCluster()?.server}`,
+  );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

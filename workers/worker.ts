@@ -8,6 +8,7 @@ import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../activities/otp-client.js';
 import { closeSshConnections } from '../activities/ssh/connection-pool.js';
 import { cloudGcStart, collectNow, leftoversGcStart } from '../shared/contracts/gc.js';
+import { FAMILIES, type Family } from '../shared/families.js';
 import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
@@ -29,7 +30,7 @@ function kubeConfigFile(path: string): KubeConfig {
   return kc;
 }
 import { temporalLogger } from './temporal-logger.js';
-import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-code.js';
+import { workflowCodeFor } from './workflow-code.js';
 
 /**
  * Bucket edges for the engine's histograms (workflows/metrics.ts), in seconds. The SDK's
@@ -93,6 +94,12 @@ export async function createWorker(
       gcGraceSeconds: settings.HOSTFLOW_CLOUD_GC_GRACE_SECONDS,
     },
   });
+  if (settings.HOSTFLOW_FAMILIES.length < FAMILIES.length) {
+    log.info(
+      `hostflow worker: bundling the workflows of ${settings.HOSTFLOW_FAMILIES.join(', ')} only` +
+        (settings.HOSTFLOW_WORKFLOW_BUNDLE ? ' (the prebuilt bundle holds every family)' : ''),
+    );
+  }
   const worker = await Worker.create({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -103,9 +110,8 @@ export async function createWorker(
     // held by a TaskRun waiting for its allocator must not keep deliveries from starting.
     maxConcurrentActivityTaskExecutions: settings.HOSTFLOW_MAX_CONCURRENT_ACTIVITIES,
     maxCachedWorkflows: settings.HOSTFLOW_MAX_CACHED_WORKFLOWS,
-    ...(settings.HOSTFLOW_WORKFLOW_BUNDLE
-      ? { workflowBundle: { codePath: settings.HOSTFLOW_WORKFLOW_BUNDLE } }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
+    // Only the workflows of the families the install runs (workers/workflow-code.ts).
+    ...workflowCodeFor(settings.HOSTFLOW_FAMILIES, settings.HOSTFLOW_WORKFLOW_BUNDLE),
   });
   await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE, log);
   await startGarbageCollection(client, settings);
@@ -152,16 +158,24 @@ async function checkSearchAttributes(
 
 /**
  * Garbage collection runs at every worker start, then every interval (one workflow of each kind
- * per install): cloud VMs, and TaskRun leftovers (build users on static hosts, Secrets).
+ * per install): cloud VMs, where builds or Machines launch them, and TaskRun leftovers (build
+ * users on static hosts, Secrets), where the install serves TaskRuns.
  */
 async function startGarbageCollection(client: Client, settings: Settings): Promise<void> {
   const { HOSTFLOW_NAMESPACE: namespace, HOSTFLOW_TASK_QUEUE: taskQueue } = settings;
+  const runs = (family: Family) => settings.HOSTFLOW_FAMILIES.includes(family);
   const starts = [
-    cloudGcStart(namespace, { intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS }),
-    leftoversGcStart(namespace, {
-      intervalSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
-      graceSeconds: settings.HOSTFLOW_TASKRUN_GC_GRACE_SECONDS,
-    }),
+    ...(runs('taskruns') || runs('machines')
+      ? [cloudGcStart(namespace, { intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS })]
+      : []),
+    ...(runs('taskruns')
+      ? [
+          leftoversGcStart(namespace, {
+            intervalSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
+            graceSeconds: settings.HOSTFLOW_TASKRUN_GC_GRACE_SECONDS,
+          }),
+        ]
+      : []),
   ];
   for (const { workflowType, ...start } of starts) {
     // By name: importing the workflow module outside the workflow sandbox would run its proxies.
