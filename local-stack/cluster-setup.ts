@@ -1,7 +1,7 @@
 // What a fresh local cluster needs before hostflow can serve it: the CRDs in deploy/crds (hostflow's
-// own, and in upstream/ those of Tekton, Cluster API, MCO and metal3), the Lock policy, the policy
-// that holds the engine to its own rights, and the engine namespace. Idempotent, so it also runs
-// against a resumed cluster.
+// own) and the stand-ins of Tekton's, Cluster API's, the MCO's and metal3's (upstream-crds/), the
+// Lock policy, the policy that holds the engine to its own rights, and the engine namespace.
+// Idempotent, so it also runs against a resumed cluster.
 import {
   ApiextensionsV1Api,
   AuthenticationV1Api,
@@ -20,7 +20,7 @@ import { waitFor } from './process.js';
 import { upsert } from './upsert.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 
-const CRD_DIRS = ['deploy/crds', 'deploy/crds/upstream'].map((dir) => join(REPO_ROOT, dir));
+const CRD_DIRS = ['deploy/crds', 'local-stack/upstream-crds'].map((dir) => join(REPO_ROOT, dir));
 
 /**
  * Installs every CRD and the Lock policy, which exempts `engineIdentity` (the user the local

@@ -62,7 +62,7 @@ export const FAMILY_NEEDS: Record<Family, FamilyNeeds> = {
   rollouts: {
     resources: [MACHINE_CONFIG_POOL_API, MACHINE_CONFIG_API].map((api) => ({
       ...api,
-      crdFrom: 'the machineconfiguration.openshift.io CRDs (docs/rollouts.md)',
+      crdFrom: "the MCO's CRDs from openshift/api, see docs/rollouts.md",
     })),
     needs: [],
   },

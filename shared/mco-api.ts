@@ -1,7 +1,8 @@
-// The Machine Config Operator's API as hostflow serves it (deploy/crds/upstream/mco-*.yaml): pools of
-// nodes, the MachineConfigs whose osImageURL overrides a pool's OS image, and the annotations by
-// which each node says where its update stands. Names and values are MCO's, so tools that read
-// them (`oc get mcp`, dashboards watching node annotations) keep working.
+// The Machine Config Operator's API as hostflow serves it (the local stack's stand-in CRDs are
+// local-stack/upstream-crds/mco-*.yaml): pools of nodes, the MachineConfigs whose osImageURL
+// overrides a pool's OS image, and the annotations by which each node says where its update
+// stands. Names and values are MCO's, so tools that read them (`oc get mcp`, dashboards watching
+// node annotations) keep working.
 export const MCO_GROUP = 'machineconfiguration.openshift.io';
 export const MACHINE_CONFIG_POOL_API = {
   group: MCO_GROUP,

@@ -74,7 +74,7 @@ beforeAll(async () => {
   kc.loadFromFile(other.kubeconfigPath);
   const core = kc.makeApiClient(CoreV1Api);
   // Of what hostflow serves, this cluster has Tekton's TaskRuns and nothing else.
-  await installCrd(kc, join(REPO_ROOT, 'deploy/crds/upstream/tekton-taskrun.yaml'));
+  await installCrd(kc, join(REPO_ROOT, 'local-stack/upstream-crds/tekton-taskrun.yaml'));
   for (const name of [namespace, engineNamespace]) {
     await core.createNamespace({ body: { metadata: { name } } });
   }
