@@ -58,6 +58,8 @@ export interface ActivityDeps {
   packageManager?: string;
   /** Rollouts: the registries preflight may ask about images (base URLs). */
   imageRegistries?: string[];
+  /** Whether the install runs the locks family (default true); without it nothing is locked. */
+  locksEnabled?: boolean;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -72,6 +74,7 @@ export function createActivities(deps: ActivityDeps) {
     engineNamespace,
     // Serving one namespace, the engine reads Locks only where it works.
     ...(watchNamespace ? { namespaces: [...new Set([engineNamespace, watchNamespace])] } : {}),
+    enabled: deps.locksEnabled ?? true,
   });
   const cloud = createCloudActivities({
     core: deps.kube.core,

@@ -1,7 +1,7 @@
-// What a fresh local cluster needs before hostflow can serve it: the CRDs in deploy/crds (hostflow's
-// own) and the stand-ins of Tekton's, Cluster API's, the MCO's and metal3's (upstream-crds/), the
-// Lock policy, the policy that holds the engine to its own rights, and the engine namespace.
-// Idempotent, so it also runs against a resumed cluster.
+// What a fresh local cluster needs before hostflow can serve it: the CRDs of deploy/families
+// (hostflow's own) and the stand-ins of Tekton's, Cluster API's, the MCO's and metal3's
+// (upstream-crds/), the Lock policy, the policy that holds the engine to its own rights, and the
+// engine namespace. Idempotent, so it also runs against a resumed cluster.
 import {
   ApiextensionsV1Api,
   AuthenticationV1Api,
@@ -20,7 +20,11 @@ import { waitFor } from './process.js';
 import { upsert } from './upsert.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 
-const CRD_DIRS = ['deploy/crds', 'local-stack/upstream-crds'].map((dir) => join(REPO_ROOT, dir));
+/** Each family's folder (deploy/families), then the stand-ins of the other projects' CRDs. */
+const CRD_DIRS = [
+  ...readdirSync(join(REPO_ROOT, 'deploy/families')).map((family) => `deploy/families/${family}`),
+  'local-stack/upstream-crds',
+].map((dir) => join(REPO_ROOT, dir));
 
 /**
  * Installs every CRD and the Lock policy, which exempts `engineIdentity` (the user the local
@@ -33,9 +37,12 @@ export async function installClusterResources(
 ): Promise<void> {
   for (const dir of CRD_DIRS) {
     for (const file of readdirSync(dir)
-      .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+      .filter((f) => f.endsWith('.yaml'))
       .sort()) {
-      await installCrd(kc, join(dir, file));
+      const path = join(dir, file);
+      if (/^kind: CustomResourceDefinition$/m.test(readFileSync(path, 'utf8'))) {
+        await installCrd(kc, path);
+      }
     }
   }
   // Opted in, as every namespace whose Locks apply: the Node Locks' status says Enforced.

@@ -1,6 +1,6 @@
 // Installs the policy that holds the engine's identities to what the engine itself writes
-// (deploy/locks/engine-rights-policy.yaml), with those identities filled in, as `npm start` and
-// the tests need; a cluster install uses the kustomize base, which names the manifests'
+// (deploy/engine-rights/engine-rights-policy.yaml), with those identities filled in, as `npm start`
+// and the tests need; a cluster install uses the kustomize base, which names the manifests'
 // ServiceAccounts.
 import {
   AdmissionregistrationV1Api,
@@ -17,7 +17,7 @@ import {
 } from './admission-policy.js';
 
 export const ENGINE_RIGHTS_POLICY = 'engine-rights.hostflow.dev';
-const POLICY_FILE = join(REPO_ROOT, 'deploy/locks/engine-rights-policy.yaml');
+const POLICY_FILE = join(REPO_ROOT, 'deploy/engine-rights/engine-rights-policy.yaml');
 /** The match condition that names the engine's identities (exact usernames). */
 const ENGINE_MATCH = 'engine-identities';
 

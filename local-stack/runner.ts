@@ -107,7 +107,7 @@ export async function startLocalRunner(options: {
 export async function ensureRunnerNamespace(kc: KubeConfig, name: string) {
   const core = kc.makeApiClient(CoreV1Api);
   const labels = {
-    // The engine may write its runner bundles here (deploy/locks/engine-rights-policy.yaml).
+    // The engine may write its runner bundles here (deploy/engine-rights).
     [RUNNER_NAMESPACE_LABEL]: 'true',
     'pod-security.kubernetes.io/enforce': 'restricted',
     'pod-security.kubernetes.io/enforce-version': 'latest',

@@ -34,6 +34,11 @@ export interface LockDeps {
   engineNamespace: string;
   /** Where the engine's Locks can be: every namespace when undefined. */
   namespaces?: string[];
+  /**
+   * False where the install runs no locks family (HOSTFLOW_FAMILIES): the cluster may have no Lock
+   * CRD, so nothing is locked or listed, and every holder holds nothing.
+   */
+  enabled?: boolean;
 }
 
 /** Optimistic writes that lost a race are redone from a fresh read this many times. */
@@ -49,7 +54,12 @@ export interface LockSync {
   lockedByOthers: string[];
 }
 
-export function createLockActivities({ custom, engineNamespace, namespaces }: LockDeps) {
+export function createLockActivities({
+  custom,
+  engineNamespace,
+  namespaces,
+  enabled = true,
+}: LockDeps) {
   const managed =
     `${LOCK_MANAGED_BY.key}=${LOCK_MANAGED_BY.value},` + `${LOCK_ENGINE_LABEL}=${engineNamespace}`;
   const labels = {
@@ -145,6 +155,7 @@ export function createLockActivities({ custom, engineNamespace, namespaces }: Lo
        */
       alsoIn?: string[];
     }): Promise<LockSync> {
+      if (!enabled) return { held: [], lockedByOthers: [] };
       const { holder, wanted } = input;
       const alsoIn = [...(input.alsoIn ?? []), ...wanted.map((target) => target.namespace)];
       const want = new Map(wanted.map((target) => [lockRef(target), target]));
@@ -188,6 +199,7 @@ export function createLockActivities({ custom, engineNamespace, namespaces }: Lo
       ended: (holders: string[]) => Promise<string[]>,
     ): Promise<Array<{ lock: string; holder: string }>> {
       const dropped: Array<{ lock: string; holder: string }> = [];
+      if (!enabled) return dropped;
       const locks = await listManaged();
       const all = [...new Set(locks.flatMap((lock) => Object.keys(holdersOf(lock))))];
       const gone = new Set(all.length ? await ended(all) : []);

@@ -1,5 +1,5 @@
-// The kotas.tech Lock as the engine writes it (deploy/crds/kotas-lock.yaml): the API, and the
-// label and annotation by which the engine knows its own Locks and who holds each.
+// The kotas.tech Lock as the engine writes it (deploy/families/locks/kotas-lock.yaml): the API,
+// and the label and annotation by which the engine knows its own Locks and who holds each.
 import { MANAGED_BY, MANAGED_BY_LABEL } from '../shared/ownership.js';
 
 export const LOCK_API = {

@@ -1,8 +1,8 @@
-// What each Lock's status says (deploy/crds/kotas-lock.yaml): whether it is enforced, and how
-// many requests it refused, last by whom. A Lock whose namespace has not opted in, or whose
-// policy binding is missing, locks nothing: its Enforced condition says so and how to fix it,
-// so a lock never stops applying silently. Its transition time follows shared/conditions.ts's
-// rule, like every status hostflow writes.
+// What each Lock's status says (deploy/families/locks/kotas-lock.yaml): whether it is enforced, and
+// how many requests it refused, last by whom. A Lock whose namespace has not opted in, or whose
+// policy binding is missing, locks nothing: its Enforced condition says so and how to fix it, so a
+// lock never stops applying silently. Its transition time follows shared/conditions.ts's rule, like
+// every status hostflow writes.
 import type {
   AdmissionregistrationV1Api,
   CoreV1Api,

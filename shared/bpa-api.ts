@@ -1,4 +1,4 @@
-// The BPA resources (bpa.akraino.org/v1alpha1, deploy/crds/bpa-*.yaml) and the metal3
+// The BPA resources (bpa.akraino.org/v1alpha1, deploy/families/provisionings/) and the metal3
 // BareMetalHost they draw hosts from: API coordinates and the fields hostflow reads. Written so
 // the sample resources of Akraino ICN's BPA operator apply unchanged.
 import type { MaintenanceWindowSpec } from './maintenance-window.js';

@@ -1,4 +1,4 @@
-// The ClusterOperation resource (hostflow.dev/v1alpha1, deploy/crds/hostflow-cluster-operation.yaml):
+// The ClusterOperation resource (hostflow.dev/v1alpha1, deploy/families/cluster-operations/):
 // a day-2 action on the cluster a Provisioning in its namespace installed, after kubean's
 // ClusterOperation. Its coordinates, its spec as hostflow reads it, and the check every spec
 // passes before anything runs (pure, so the workflow and the tests share it).

@@ -33,7 +33,8 @@ interface FamilyNeeds {
   needs: Family[];
 }
 
-const HOSTFLOW_CRDS = 'kubectl apply -k deploy/crds';
+/** hostflow's own CRDs come with their family's component. */
+const component = (family: Family) => `deploy/families/${family} in your overlay`;
 
 export const FAMILY_NEEDS: Record<Family, FamilyNeeds> = {
   taskruns: {
@@ -43,19 +44,19 @@ export const FAMILY_NEEDS: Record<Family, FamilyNeeds> = {
   provisionings: {
     resources: [PROVISIONING_API, SOFTWARE_API, BPA_CLUSTER_API].map((api) => ({
       ...api,
-      crdFrom: HOSTFLOW_CRDS,
+      crdFrom: component('provisionings'),
     })),
     needs: [],
   },
   'cluster-operations': {
-    resources: [{ ...CLUSTER_OPERATION_API, crdFrom: HOSTFLOW_CRDS }],
+    resources: [{ ...CLUSTER_OPERATION_API, crdFrom: component('cluster-operations') }],
     // An operation takes its turn from its Provisioning's workflow.
     needs: ['provisionings'],
   },
   machines: {
     resources: [
       { ...MACHINE_API, crdFrom: 'Cluster API installs it' },
-      { ...HOSTFLOW_MACHINE_API, crdFrom: HOSTFLOW_CRDS },
+      { ...HOSTFLOW_MACHINE_API, crdFrom: component('machines') },
     ],
     needs: [],
   },
@@ -67,7 +68,7 @@ export const FAMILY_NEEDS: Record<Family, FamilyNeeds> = {
     needs: [],
   },
   locks: {
-    resources: [{ ...LOCK_API, crdFrom: HOSTFLOW_CRDS }],
+    resources: [{ ...LOCK_API, crdFrom: component('locks') }],
     needs: [],
   },
 };

@@ -1,6 +1,6 @@
 // Cluster API Machines (cluster.x-k8s.io/v1beta1; the local stack's stand-in CRD is
 // local-stack/upstream-crds/capi-machine.yaml) and hostflow's own infrastructure kind
-// (deploy/crds/hostflow-machine.yaml): API coordinates, the annotations and finalizer Cluster API
+// (deploy/families/machines/hostflow-machine.yaml): API coordinates, the annotations and finalizer Cluster API
 // defines, its v1beta1 condition types and reasons, and the fields hostflow reads and writes (its
 // conditions are shared/conditions.ts's). Shared by the bridge, activities and workflows.
 import type { ObservedCondition } from './conditions.js';

@@ -94,6 +94,24 @@ describe('the example overlay', () => {
     );
   });
 
+  it('has a TaskRun-only sibling that applies the taskruns family and nothing of the others', async () => {
+    const only = await renderManifests('deploy/overlays/taskruns-only');
+    await kubectl(['apply', '-f', manifestFile(ofKind(only, 'Namespace'))]);
+    const { stdout } = await kubectl(['apply', '--dry-run=server', '-f', manifestFile(only)]);
+    expect(stdout.trim().split('\n')).toHaveLength(only.length);
+    expect(ofKind(only, 'CustomResourceDefinition')).toEqual([]);
+    expect(ofKind(only, 'ValidatingAdmissionPolicy').map((p) => p.metadata.name)).toEqual([
+      'engine-rights.hostflow.dev',
+    ]);
+    // Of the API groups, the core group and Tekton's alone.
+    const groups = (ofKind(only, 'ClusterRole') as unknown as V1ClusterRole[]).flatMap((role) =>
+      role.rules!.flatMap((rule) => rule.apiGroups!),
+    );
+    expect([...new Set(groups)].sort()).toEqual(['', 'tekton.dev']);
+    const settings = ofKind(only, 'ConfigMap')[0] as Manifest & { data: Record<string, string> };
+    expect(settings.data.HOSTFLOW_FAMILIES).toBe('taskruns');
+  });
+
   it("holds no other project's CRD anywhere under deploy/: the stand-ins are the local stack's", () => {
     // Applied to a cluster that runs Tekton, Cluster API, the MCO or metal3, a reduced copy of
     // their CRD would replace theirs (and drop its conversion webhook).

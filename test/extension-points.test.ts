@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { CLOUD_PROVIDER_OPENERS } from '../activities/cloud/registry.js';
 import { CLOUD_PROVIDERS, PROVIDER_TYPES } from '../platform-config/cloud-providers.js';
+import { FAMILIES } from '../shared/families.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { codeSpans, filesIn, foldersIn, repoHas, repoText, section } from './support/repo-files.js';
@@ -37,7 +38,7 @@ describe('cloud providers (docs/extending.md, "How to add a cloud provider")', (
   });
 
   it('the engine may delete the Nodes of every provider, and the docs say which', () => {
-    const policy = repoText('deploy/locks/engine-rights-policy.yaml');
+    const policy = repoText('deploy/engine-rights/engine-rights-policy.yaml');
     const nodeProviders = /name: nodeProviders\n\s+expression: "\[(.*)\]"/.exec(policy)![1]!;
     const allowed = [...nodeProviders.matchAll(/'([^']+)'/g)].map((match) => match[1]);
     expect(allowed).toEqual(expect.arrayContaining(prefixes));
@@ -143,9 +144,22 @@ describe('workflow families (docs/extending.md, "How to add a workflow family")'
         started: bridge.includes(`'../k8s-bridge/${ingest.replace(/ts$/, 'js')}'`),
       }).toEqual({ ingest, started: true });
     }
-    const crds = repoText('deploy/crds/kustomization.yaml');
-    for (const crd of filesIn('deploy/crds').filter((file) => file !== 'kustomization.yaml')) {
-      expect({ crd, deployed: crds.includes(`  - ${crd}\n`) }).toEqual({ crd, deployed: true });
+    // Each family is a component of the example overlay, and takes in every file in its folder.
+    const example = repoText('deploy/overlays/example/kustomization.yaml');
+    expect(foldersIn('deploy/families').sort()).toEqual([...FAMILIES].sort());
+    for (const family of FAMILIES) {
+      const component = repoText(`deploy/families/${family}/kustomization.yaml`);
+      expect({ family, inExample: example.includes(`  - ../../families/${family}\n`) }).toEqual({
+        family,
+        inExample: true,
+      });
+      for (const file of filesIn(`deploy/families/${family}`)) {
+        if (file === 'kustomization.yaml') continue;
+        expect({ file, deployed: component.includes(`  - ${file}\n`) }).toEqual({
+          file,
+          deployed: true,
+        });
+      }
     }
   });
 

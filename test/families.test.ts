@@ -1,11 +1,17 @@
 // Families an install chooses (HOSTFLOW_FAMILIES, shared/families.ts). A TaskRun-only install runs
 // on a second, real cluster (its own etcd and kube-apiserver) that has Tekton's TaskRun CRD and
-// none of the other families' CRDs, with its own Temporal namespace as docs/deploy.md asks: it is
-// Ready and serves a build. An install that runs a family whose CRD is missing says which CRD and
+// none of the other families' CRDs, with its own Temporal namespace as docs/deploy.md asks, as the
+// accounts of deploy/overlays/taskruns-only with exactly their RBAC: it is Ready, serves a build,
+// and is refused nothing. An install that runs a family whose CRD is missing says which CRD and
 // where it comes from, in its readiness and its log, instead of waiting in silence; a family it
 // does not know stops it at start.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
@@ -22,6 +28,8 @@ import { registerNamespace } from '../local-stack/temporal.js';
 import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
 import { tearDown, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
+import { rbacFor, renderManifests } from './support/manifests.js';
+import { serviceAccountKubeconfig } from './support/service-account.js';
 import { TaskRuns } from './support/taskruns.js';
 
 const run = promisify(execFile);
@@ -87,12 +95,24 @@ beforeAll(async () => {
   });
   taskRuns = new TaskRuns(core, kc.makeApiClient(CustomObjectsApi), namespace);
   await registerNamespace(testEnv('temporalAddress'), `hostflow-families-${suffix}`);
+  // The overlay's accounts and RBAC, moved into this file's namespace, and nothing else of it.
+  const overlay = await renderManifests('deploy/overlays/taskruns-only');
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const object of rbacFor(overlay, { engineNamespace, otpNamespace: engineNamespace })) {
+    await objects.create(object);
+  }
+  const accountOf = (component: string) =>
+    serviceAccountKubeconfig(kc, engineNamespace, `hostflow-${component}`);
   const address = `127.0.0.1:${await freePort()}`;
   health = `http://${address}`;
   [worker, bridge] = await Promise.all([
-    startOn('worker', 'worker-taskruns', settingsOn('taskruns')),
+    startOn('worker', 'worker-taskruns', {
+      ...settingsOn('taskruns'),
+      KUBECONFIG: await accountOf('worker'),
+    }),
     startOn('bridge', 'bridge-taskruns', {
       ...settingsOn('taskruns'),
+      KUBECONFIG: await accountOf('bridge'),
       HOSTFLOW_HEALTH_ADDRESS: address,
     }),
   ]);
@@ -108,7 +128,16 @@ describe('a TaskRun-only install', () => {
     expect(await readiness(health, 200)).toBe('ok\n');
     await taskRuns.create({ name: 'served', platform: 'linux/amd64' });
     expect(await taskRuns.waitForSecret('served', 60_000)).toEqual({ host: 'localhost' });
+    await taskRuns.complete('served');
+    await taskRuns.waitForSecretGone('served', 60_000);
     expect(bridge.tail(200)).toContain('hostflow bridge watching for taskruns on ');
+    for (const engine of [worker, bridge]) {
+      const refused = engine
+        .tail(2000)
+        .split('\n')
+        .filter((line) => /forbidden/i.test(line));
+      expect({ engine: engine.name, refused }).toEqual({ engine: engine.name, refused: [] });
+    }
   });
 
   it("registers only its family's workflows: another family's workflow fails its task, naming itself", async () => {
@@ -137,6 +166,7 @@ describe('a TaskRun-only install', () => {
 
 describe('an install that runs a family whose CRD is missing', () => {
   it('names the CRD and where it comes from, in its readiness and its log', async () => {
+    // As the cluster's admin, who may list what is not there: the API server answers 404.
     const address = `127.0.0.1:${await freePort()}`;
     const machines = await startOn('bridge', 'bridge-machines', {
       ...settingsOn('taskruns,machines'),

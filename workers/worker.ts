@@ -87,6 +87,7 @@ export async function createWorker(
       ],
     },
     packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
+    locksEnabled: settings.HOSTFLOW_FAMILIES.includes('locks'),
     imageRegistries: settings.HOSTFLOW_IMAGE_REGISTRIES,
     cloud: {
       awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,

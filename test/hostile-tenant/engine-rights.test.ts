@@ -1,8 +1,8 @@
 // The engine's own rights cannot become others' (issue 37, item 5), asked of the real API server
 // as the engine's own accounts: the manifests' ServiceAccounts with exactly deploy/base's RBAC,
 // held to the engine-rights policy as the kustomize base holds them
-// (deploy/locks/engine-rights-policy.yaml). Whoever holds the worker's token (a playbook that read
-// it, say):
+// (deploy/engine-rights/engine-rights-policy.yaml). Whoever holds the worker's token (a playbook
+// that read it, say):
 //   - gets no Secret of type kubernetes.io/service-account-token, so no other account's token,
 //     and is told why;
 //   - writes no Secret or ConfigMap of a shape the engine would not make, nor replaces one the

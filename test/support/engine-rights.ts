@@ -1,6 +1,6 @@
 // A test file's engine accounts held to the engine-rights policy
-// (deploy/locks/engine-rights-policy.yaml) on the shared API server, beside the accounts other
-// files hold, as the kustomize base holds the manifests' accounts in a real install.
+// (deploy/engine-rights/engine-rights-policy.yaml) on the shared API server, beside the accounts
+// other files hold, as the kustomize base holds the manifests' accounts in a real install.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { holdToEngineRights } from '../../local-stack/engine-rights.js';
 import { waitFor } from '../../local-stack/process.js';
