@@ -11,6 +11,7 @@ import {
   MACHINE_CONFIG_POOL_API,
   NODE_ANNOTATIONS,
   OS_IMAGE_CONFIGMAP,
+  POOL_ENGINE_LABEL,
   ROLE_LABEL,
 } from '../shared/mco-api.js';
 import { statusCode } from '../shared/kube-errors.js';
@@ -85,7 +86,12 @@ export async function startDemoNodes(options: {
     const pool = {
       apiVersion: `${MACHINE_CONFIG_POOL_API.group}/${MACHINE_CONFIG_POOL_API.version}`,
       kind: 'MachineConfigPool',
-      metadata: { name: DEMO_POOL, annotations: { 'hostflow.dev/boot-timeout': '2m' } },
+      metadata: {
+        name: DEMO_POOL,
+        // Opted in to this engine: a pool without the label is never served.
+        labels: { [POOL_ENGINE_LABEL]: namespace },
+        annotations: { 'hostflow.dev/boot-timeout': '2m' },
+      },
       spec: {
         nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${ROLE}`]: '' } },
         machineConfigSelector: { matchLabels: { [ROLE_LABEL]: ROLE } },
@@ -94,8 +100,17 @@ export async function startDemoNodes(options: {
     };
     await custom
       .createClusterCustomObject({ ...MACHINE_CONFIG_POOL_API, body: pool })
-      .catch((err: unknown) => {
-        if (statusCode(err) !== 409) throw err; // kept from the last start, with its settings
+      .catch(async (err: unknown) => {
+        if (statusCode(err) !== 409) throw err;
+        // Kept from the last start, with its settings: opted in, should it predate the label.
+        await custom.patchClusterCustomObject(
+          {
+            ...MACHINE_CONFIG_POOL_API,
+            name: DEMO_POOL,
+            body: { metadata: { labels: pool.metadata.labels } },
+          },
+          MERGE_PATCH,
+        );
       });
     return {
       nodes: standIns.nodes.map((n) => `${n.node} ${n.host.address}`),

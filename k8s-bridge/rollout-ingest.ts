@@ -4,6 +4,11 @@
 // machine-config-osimageurl ConfigMap, overridden by the last MachineConfig by name that the
 // pool's machineConfigSelector selects and that sets osImageURL). The relist sends every pool
 // again, so a change missed while the bridge was down (or of the ConfigMap) is caught.
+//
+// A good neighbour: only pools labelled for this engine are served (POOL_ENGINE_LABEL), and none
+// where the MCO runs (mco-presence.ts), which is said once in the log and in readiness. A pool
+// that stops being this engine's (its label changed, the MCO came) is told it is let go, as a
+// deleted one is: updates under way finish, nothing new starts, and its workflow ends.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
@@ -20,6 +25,7 @@ import {
 import { poolObserved, rolloutStart, type PoolObservation } from '../shared/contracts/rollout.js';
 import { effectiveOsImage } from '../shared/os-image.js';
 import { Ingest, type IngestOptions, type WorkflowMessage } from './ingest.js';
+import { whereTheMcoRuns, type McoClients } from './mco-presence.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 
 interface PoolObject extends NamespacedObject {
@@ -28,12 +34,21 @@ interface PoolObject extends NamespacedObject {
 
 export interface RolloutIngestOptions extends IngestOptions {
   core: CoreV1Api;
+  apps: McoClients['apps'];
   engineNamespace: string;
 }
 
+/** How long an answer on the MCO's presence stands at most before it is asked again. */
+const MCO_CHECK_MS = 30_000;
+
 export class RolloutIngest {
+  /** The pools this engine serves, as last seen. */
   private readonly pools = new Map<string, PoolObject>();
   private readonly ingest: Ingest;
+  /** Why no pool is served (the MCO runs here), once known; and when that was last asked. */
+  private mco: string | undefined;
+  private mcoAskedAt = 0;
+  private asking: Promise<boolean> | undefined;
 
   constructor(private readonly options: RolloutIngestOptions) {
     // Pools and MachineConfigs are cluster-scoped: watched everywhere, whatever the namespace.
@@ -45,6 +60,11 @@ export class RolloutIngest {
         MACHINE_CONFIG_POOL_API,
         watchOptions,
         (item, gone, relisted) => this.poolSeen(item, gone, relisted),
+        // Asked at every relist too, so a cluster with no pool yet hears it as well.
+        () =>
+          void this.mcoRuns().catch((err: unknown) =>
+            this.ingest.log(`rollouts: cannot tell whether the MCO runs: ${String(err)}`, 'warn'),
+          ),
       ),
     );
     this.ingest.watch(
@@ -67,12 +87,53 @@ export class RolloutIngest {
     return this.ingest.stop();
   }
 
+  /** Why this engine serves no pool, for the bridge's readiness; undefined while it serves. */
+  get notServing(): string | undefined {
+    return this.mco && `rollouts: serving no MachineConfigPool: the MCO runs here (${this.mco})`;
+  }
+
   private async poolSeen(item: PoolObject, gone: boolean, relisted: boolean): Promise<void> {
-    const engine = item.metadata.labels?.[POOL_ENGINE_LABEL];
-    if (engine && engine !== this.options.engineNamespace) return; // another engine's pool
-    if (gone) this.pools.delete(item.metadata.name);
-    else this.pools.set(item.metadata.name, item);
-    await this.send(item, gone, relisted);
+    const name = item.metadata.name;
+    const ours = item.metadata.labels?.[POOL_ENGINE_LABEL] === this.options.engineNamespace;
+    if (await this.mcoRuns()) return;
+    if (!ours || gone) {
+      // Never ours, or no longer: a pool served until now is let go.
+      const served = this.pools.get(name);
+      this.pools.delete(name);
+      if (served) await this.send(served, true, relisted);
+      return;
+    }
+    this.pools.set(name, item);
+    await this.send(item, false, relisted);
+  }
+
+  /** Whether the MCO runs here, asked again after a while; its arrival lets every pool go. */
+  private mcoRuns(): Promise<boolean> {
+    const standsMs = Math.min(MCO_CHECK_MS, this.options.resyncMs);
+    if (Date.now() - this.mcoAskedAt < standsMs) return Promise.resolve(this.mco !== undefined);
+    // One question at a time: the relist's and a pool's would otherwise both tell of a change.
+    this.asking ??= this.askWhetherTheMcoRuns().finally(() => (this.asking = undefined));
+    return this.asking;
+  }
+
+  private async askWhetherTheMcoRuns(): Promise<boolean> {
+    const found = await whereTheMcoRuns({ custom: this.options.custom, apps: this.options.apps });
+    this.mcoAskedAt = Date.now();
+    if (found !== this.mco) {
+      this.mco = found;
+      this.ingest.log(
+        found
+          ? `${this.notServing}; hostflow's rollouts are for rpm-ostree and bootc fleets without it`
+          : 'rollouts: the MCO no longer runs here; serving the pools labelled for this engine',
+        found ? 'warn' : 'info',
+      );
+      if (found) {
+        const served = [...this.pools.values()];
+        this.pools.clear();
+        for (const pool of served) await this.send(pool, true, false);
+      }
+    }
+    return found !== undefined;
   }
 
   private async sendAll(relisted: boolean): Promise<void> {

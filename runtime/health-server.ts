@@ -7,6 +7,8 @@ export interface HealthChecks {
   live(): Promise<string | undefined> | string | undefined;
   /** Can it serve now? A failure only takes it out of rotation until it recovers. */
   ready(): Promise<string | undefined> | string | undefined;
+  /** What readiness adds in its answer, ready or not: a part it chose not to serve, and why. */
+  notes?(): string[];
 }
 
 const CHECK_TIMEOUT_MS = 4_000;
@@ -22,11 +24,13 @@ export async function serveHealth(checks: HealthChecks, address: string): Promis
         .end('not found: GET /healthz or GET /readyz\n');
       return;
     }
+    const notes = check === checks.ready ? (checks.notes?.() ?? []) : [];
+    const text = (first: string) => [first, ...notes].map((line) => `${line}\n`).join('');
     withTimeout(Promise.resolve().then(() => check.call(checks))).then(
       (problem) =>
         res
           .writeHead(problem ? 503 : 200, { 'Content-Type': 'text/plain' })
-          .end(problem ? `${problem}\n` : 'ok\n'),
+          .end(text(problem ?? 'ok')),
       (err: Error) => res.writeHead(503, { 'Content-Type': 'text/plain' }).end(`${err.message}\n`),
     );
   });

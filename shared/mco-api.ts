@@ -38,11 +38,25 @@ export const OS_IMAGE_CONFIGMAP = {
 } as const;
 
 /**
- * Pools are cluster-scoped, so engines sharing a cluster would all take every pool: a pool with
- * this label is served only by the engine of that namespace; one without it by every engine
- * (a single install needs no label).
+ * A pool opts in to hostflow with this label, naming the engine's namespace: only that engine
+ * serves it. A pool without it is never served, since it may be the MCO's (or another engine's).
  */
 export const POOL_ENGINE_LABEL = 'hostflow.dev/engine';
+
+/**
+ * Where the Machine Config Operator runs (OpenShift, OKD), it owns every pool and the node
+ * annotations hostflow would write: the rollout family then serves no pool. Either sign is
+ * enough: its ClusterOperator, or its daemon's DaemonSet in its namespace.
+ */
+export const MCO_SIGNS = {
+  clusterOperator: {
+    group: 'config.openshift.io',
+    version: 'v1',
+    plural: 'clusteroperators',
+    name: 'machine-config',
+  },
+  daemonSet: { namespace: 'openshift-machine-config-operator', name: 'machine-config-daemon' },
+} as const;
 
 /** hostflow's settings for a pool, as annotations on it (MCO's daemon needs none: it runs on the node). */
 export const ROLLOUT_SETTINGS = {

@@ -1,7 +1,7 @@
 // The bridge process: watches the resources of the families the install runs (HOSTFLOW_FAMILIES:
 // TaskRuns and host-config, the BPA resources, ClusterOperations, Machines, MachineConfigPools),
 // and signals their workflows (k8s-bridge/ingest.ts), until SIGINT/SIGTERM.
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { fileURLToPath } from 'node:url';
 import { HostConfigWatch } from '../k8s-bridge/host-config-watch.js';
@@ -46,7 +46,7 @@ async function main(logger: Logger): Promise<void> {
   const runs = (...any: Family[]) => any.some((family) => families.includes(family));
   // Each through the one ingest (k8s-bridge/ingest.ts), for the families the install runs. Locks
   // have none: the API server enforces them, and the lock-audit process counts denials.
-  const ingests = [
+  const ingests: Array<{ start(): void; stop(): Promise<void> }> = [
     // host-config names the platforms of builds and of static Machines alike.
     ...(runs('taskruns', 'machines')
       ? [new HostConfigWatch({ ...common, core, engineNamespace })]
@@ -74,8 +74,11 @@ async function main(logger: Logger): Promise<void> {
     ...(runs('cluster-operations')
       ? [clusterOperationIngest({ ...common, watchNamespace, metrics: registry })]
       : []),
-    ...(runs('rollouts') ? [new RolloutIngest({ ...common, core, engineNamespace })] : []),
   ];
+  const rollouts = runs('rollouts')
+    ? new RolloutIngest({ ...common, core, apps: kc.makeApiClient(AppsV1Api), engineNamespace })
+    : undefined;
+  if (rollouts) ingests.push(rollouts);
   ingests.forEach((ingest) => ingest.start());
   // Ready once every watch has listed everything and Temporal answers: a new replica behind a
   // rolling update then has its index before the old one goes. A watch whose resource the API
@@ -90,6 +93,8 @@ async function main(logger: Logger): Promise<void> {
             await temporal.workflowService.getSystemInfo({});
             return undefined;
           },
+          // Where the MCO runs, the rollout family serves no pool: said, though the bridge is ready.
+          notes: () => (rollouts?.notServing ? [rollouts.notServing] : []),
         },
         settings.HOSTFLOW_HEALTH_ADDRESS,
       )

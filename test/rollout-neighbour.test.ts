@@ -1,0 +1,214 @@
+// The rollout family as a good neighbour (docs/rollouts.md): it serves only the MachineConfigPools
+// labelled for its engine, lets go of one whose label goes, and serves none where the Machine
+// Config Operator runs, saying so once in its log and in its readiness. On a second, real
+// cluster (its own etcd, kube-apiserver and controller-manager) with the MCO's CRDs (the local
+// stack's stand-ins: the MCO itself cannot run here) and its own Temporal namespace, the bridge
+// runs as deploy/overlays/example's account, with exactly its RBAC. No worker runs: what the
+// bridge sends each pool's workflow is read from the workflow's history.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { installCrd } from '../local-stack/cluster-setup.js';
+import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js';
+import { startKubeApiServer, type KubeApiServer } from '../local-stack/kube-apiserver.js';
+import { REPO_ROOT } from '../local-stack/paths.js';
+import { freePort } from '../local-stack/ports.js';
+import { waitFor } from '../local-stack/process.js';
+import { registerNamespace } from '../local-stack/temporal.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
+import { MACHINE_CONFIG_POOL_API, MCO_SIGNS, POOL_ENGINE_LABEL } from '../shared/mco-api.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
+import type { PoolObservation } from '../shared/contracts/rollout.js';
+import { tearDown } from './support/engine.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import { rbacFor, renderManifests } from './support/manifests.js';
+import { serviceAccountKubeconfig } from './support/service-account.js';
+
+const suffix = uniqueSuffix();
+const engineNamespace = `neighbour-engine-${suffix}`;
+const temporalNamespace = `hostflow-neighbour-${suffix}`;
+const logDir = join(testEnv('stateDir'), 'logs', 'neighbour-cluster');
+const NOT_SERVING = 'rollouts: serving no MachineConfigPool: the MCO runs here';
+
+let other: KubeApiServer;
+let kc: KubeConfig;
+let bridge: EngineProcess;
+let health: string;
+let connection: Connection;
+let temporal: Client;
+
+beforeAll(async () => {
+  mkdirSync(logDir, { recursive: true });
+  other = await startKubeApiServer({
+    stateDir: mkdtempSync(join(tmpdir(), 'hostflow-neighbour-cluster-')),
+    logDir,
+    ephemeral: true,
+  });
+  kc = new KubeConfig();
+  kc.loadFromFile(other.kubeconfigPath);
+  for (const crd of ['mco-machineconfigpool.yaml', 'mco-machineconfig.yaml']) {
+    await installCrd(kc, join(REPO_ROOT, 'local-stack/upstream-crds', crd));
+  }
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name: engineNamespace } } });
+  await registerNamespace(testEnv('temporalAddress'), temporalNamespace);
+  connection = await Connection.connect({ address: testEnv('temporalAddress') });
+  temporal = new Client({ connection, namespace: temporalNamespace });
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const overlay = await renderManifests('deploy/overlays/example');
+  for (const object of rbacFor(overlay, { engineNamespace, otpNamespace: engineNamespace })) {
+    await objects.create(object);
+  }
+  const address = `127.0.0.1:${await freePort()}`;
+  health = `http://${address}`;
+  bridge = await startEngineProcess(
+    'bridge',
+    {
+      TEMPORAL_ADDRESS: testEnv('temporalAddress'),
+      TEMPORAL_NAMESPACE: temporalNamespace,
+      KUBECONFIG: await serviceAccountKubeconfig(kc, engineNamespace, 'hostflow-bridge'),
+      HOSTFLOW_NAMESPACE: engineNamespace,
+      HOSTFLOW_TASK_QUEUE: `hostflow-neighbour-${suffix}`,
+      HOSTFLOW_FAMILIES: 'rollouts',
+      HOSTFLOW_RESYNC_SECONDS: '5',
+      HOSTFLOW_HEALTH_ADDRESS: address,
+    },
+    { name: 'bridge-neighbour', logFile: join(logDir, 'bridge.log') },
+  );
+}, 180_000);
+
+afterAll(async () => {
+  await tearDown([bridge]);
+  await connection?.close();
+  await other?.stop();
+});
+
+const custom = () => kc.makeApiClient(CustomObjectsApi);
+
+async function createPool(name: string, engine?: string): Promise<void> {
+  await custom().createClusterCustomObject({
+    ...MACHINE_CONFIG_POOL_API,
+    body: {
+      apiVersion: `${MACHINE_CONFIG_POOL_API.group}/${MACHINE_CONFIG_POOL_API.version}`,
+      kind: 'MachineConfigPool',
+      metadata: { name, ...(engine ? { labels: { [POOL_ENGINE_LABEL]: engine } } : {}) },
+      spec: { nodeSelector: { matchLabels: { [`node-role.kubernetes.io/${name}`]: '' } } },
+    },
+  });
+}
+
+/** What the bridge told a pool's workflow, in order; undefined when it has no workflow. */
+async function toldPool(pool: string): Promise<PoolObservation[] | undefined> {
+  try {
+    const { events } = await temporal.workflow.getHandle(WORKFLOW_ID.rollout(pool)).fetchHistory();
+    return (events ?? []).flatMap((event) => {
+      const payload = event.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0];
+      return payload?.data
+        ? [JSON.parse(Buffer.from(payload.data).toString()) as PoolObservation]
+        : [];
+    });
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** The readiness answer's status and body. */
+async function readiness(): Promise<{ status: number; body: string }> {
+  const answer = await fetch(`${health}/readyz`);
+  return { status: answer.status, body: await answer.text() };
+}
+
+/** Waits out two relists of the pools (HOSTFLOW_RESYNC_SECONDS=5), so a pool not served is one that would have been. */
+const twoRelists = () => new Promise((resolve) => setTimeout(resolve, 11_000));
+
+describe('the rollout family beside others on a cluster', () => {
+  it('serves only the pools labelled for its engine', async () => {
+    await createPool('opted-in', engineNamespace);
+    await createPool('unlabelled');
+    await createPool('another-engine', 'another-engine');
+    const told = await waitFor('the opted-in pool to be served', () => toldPool('opted-in'));
+    expect(told[0]).toMatchObject({ deleted: false });
+    await twoRelists();
+    expect(await toldPool('unlabelled')).toBeUndefined();
+    expect(await toldPool('another-engine')).toBeUndefined();
+    expect(await readiness()).toEqual({ status: 200, body: 'ok\n' });
+  }, 60_000);
+
+  it('lets go of a pool whose label is taken off, as of a deleted one', async () => {
+    await createPool('left', engineNamespace);
+    await waitFor('the pool to be served', () => toldPool('left'));
+    await custom().patchClusterCustomObject(
+      {
+        ...MACHINE_CONFIG_POOL_API,
+        name: 'left',
+        body: { metadata: { labels: { [POOL_ENGINE_LABEL]: null } } },
+      },
+      MERGE_PATCH,
+    );
+    const told = await waitFor('the pool to be let go', async () => {
+      const all = await toldPool('left');
+      return all?.at(-1)?.deleted ? all : undefined;
+    });
+    // Served at every relist until then; let go once, and told nothing after.
+    expect(told.slice(0, -1).every((seen) => !seen.deleted)).toBe(true);
+    await twoRelists();
+    expect(await toldPool('left')).toHaveLength(told.length);
+  }, 60_000);
+
+  it('serves no pool where the MCO runs, saying so once, and serves again once it is gone', async () => {
+    const { namespace, name } = MCO_SIGNS.daemonSet;
+    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    const apps = kc.makeApiClient(AppsV1Api);
+    const labels = { app: name };
+    await apps.createNamespacedDaemonSet({
+      namespace,
+      body: {
+        metadata: { name },
+        spec: {
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            // This cluster has no node: the DaemonSet is only the MCO's sign.
+            spec: { containers: [{ name: 'daemon', image: 'machine-config-daemon' }] },
+          },
+        },
+      },
+    });
+    const said = `${NOT_SERVING} (its DaemonSet ${namespace}/${name} is there)`;
+    const answer = await waitFor('readiness to say why', async () => {
+      const found = await readiness();
+      return found.body.includes(NOT_SERVING) ? found : undefined;
+    });
+    expect(answer).toEqual({ status: 200, body: `ok\n${said}\n` });
+    // The pool it served is let go; a pool labelled for it now is not served.
+    const told = await waitFor('the opted-in pool to be let go', async () => {
+      const all = await toldPool('opted-in');
+      return all?.at(-1)?.deleted ? all : undefined;
+    });
+    expect(told.at(-1)).toMatchObject({ deleted: true });
+    await createPool('late', engineNamespace);
+    await twoRelists();
+    expect(await toldPool('late')).toBeUndefined();
+    expect(
+      bridge
+        .tail(500)
+        .split('\n')
+        .filter((line) => line.includes(said)),
+    ).toHaveLength(1);
+
+    await apps.deleteNamespacedDaemonSet({ namespace, name });
+    await waitFor('the late pool to be served', () => toldPool('late'), { timeoutMs: 30_000 });
+    expect((await readiness()).body).toBe('ok\n');
+  }, 120_000);
+});
