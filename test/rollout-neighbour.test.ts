@@ -13,7 +13,7 @@ import {
   KubeConfig,
   KubernetesObjectApi,
 } from '@kubernetes/client-node';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,7 +118,8 @@ async function toldPool(pool: string): Promise<PoolObservation[] | undefined> {
         : [];
     });
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return undefined;
+    // Fetching a history answers gRPC's NOT_FOUND (5), not the client's WorkflowNotFoundError.
+    if ((err as { code?: number }).code === 5) return undefined;
     throw err;
   }
 }
