@@ -6,21 +6,13 @@
 // where it comes from, in its readiness and its log, instead of waiting in silence; a family it
 // does not know stops it at start.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  KubernetesObjectApi,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { installCrd } from '../local-stack/cluster-setup.js';
 import { engineCommand, startEngineProcess, type EngineKind } from '../local-stack/engine.js';
-import { startKubeApiServer, type KubeApiServer } from '../local-stack/kube-apiserver.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
@@ -28,17 +20,15 @@ import { registerNamespace } from '../local-stack/temporal.js';
 import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
 import { tearDown, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
-import { rbacFor, renderManifests } from './support/manifests.js';
-import { serviceAccountKubeconfig } from './support/service-account.js';
+import { overlayAccounts, startOtherCluster, type OtherCluster } from './support/other-cluster.js';
 import { TaskRuns } from './support/taskruns.js';
 
 const run = promisify(execFile);
 const suffix = uniqueSuffix();
 const namespace = `families-${suffix}`;
 const engineNamespace = `families-engine-${suffix}`;
-const logDir = join(testEnv('stateDir'), 'logs', 'families-cluster');
 
-let other: KubeApiServer;
+let other: OtherCluster;
 let taskRuns: TaskRuns;
 let worker: EngineProcess;
 let bridge: EngineProcess;
@@ -48,7 +38,7 @@ let health: string;
 const settingsOn = (families: string): NodeJS.ProcessEnv => ({
   TEMPORAL_ADDRESS: testEnv('temporalAddress'),
   TEMPORAL_NAMESPACE: `hostflow-families-${suffix}`,
-  KUBECONFIG: other.kubeconfigPath,
+  KUBECONFIG: other.server.kubeconfigPath,
   HOSTFLOW_NAMESPACE: engineNamespace,
   HOSTFLOW_TASK_QUEUE: `hostflow-families-${suffix}`,
   HOSTFLOW_WATCH_NAMESPACE: namespace,
@@ -57,7 +47,7 @@ const settingsOn = (families: string): NodeJS.ProcessEnv => ({
 });
 
 async function startOn(kind: EngineKind, name: string, env: NodeJS.ProcessEnv) {
-  return startEngineProcess(kind, env, { name, logFile: join(logDir, `${name}.log`) });
+  return startEngineProcess(kind, env, { name, logFile: join(other.logDir, `${name}.log`) });
 }
 
 /** The /readyz answer once it is `status`. */
@@ -72,14 +62,8 @@ const readiness = (base: string, status: number) =>
   );
 
 beforeAll(async () => {
-  mkdirSync(logDir, { recursive: true });
-  other = await startKubeApiServer({
-    stateDir: mkdtempSync(join(tmpdir(), 'hostflow-families-cluster-')),
-    logDir,
-    ephemeral: true,
-  });
-  const kc = new KubeConfig();
-  kc.loadFromFile(other.kubeconfigPath);
+  other = await startOtherCluster('families-cluster');
+  const { kc } = other;
   const core = kc.makeApiClient(CoreV1Api);
   // Of what hostflow serves, this cluster has Tekton's TaskRuns and nothing else.
   await installCrd(kc, join(REPO_ROOT, 'local-stack/upstream-crds/tekton-taskrun.yaml'));
@@ -95,14 +79,7 @@ beforeAll(async () => {
   });
   taskRuns = new TaskRuns(core, kc.makeApiClient(CustomObjectsApi), namespace);
   await registerNamespace(testEnv('temporalAddress'), `hostflow-families-${suffix}`);
-  // The overlay's accounts and RBAC, moved into this file's namespace, and nothing else of it.
-  const overlay = await renderManifests('deploy/overlays/taskruns-only');
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  for (const object of rbacFor(overlay, { engineNamespace, otpNamespace: engineNamespace })) {
-    await objects.create(object);
-  }
-  const accountOf = (component: string) =>
-    serviceAccountKubeconfig(kc, engineNamespace, `hostflow-${component}`);
+  const accountOf = await overlayAccounts(other, 'deploy/overlays/taskruns-only', engineNamespace);
   const address = `127.0.0.1:${await freePort()}`;
   health = `http://${address}`;
   [worker, bridge] = await Promise.all([
@@ -120,7 +97,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await tearDown([worker, bridge]);
-  await other?.stop();
+  await other?.server.stop();
 });
 
 describe('a TaskRun-only install', () => {

@@ -5,12 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { engineCommand, type EngineKind } from '../local-stack/engine.js';
-import { startKubeApiServer, type KubeApiServer } from '../local-stack/kube-apiserver.js';
+import type { KubeApiServer } from '../local-stack/kube-apiserver.js';
 import { CLAIM_SCHEDULE_ID } from '../runtime/namespace-claim.js';
 import {
   engineEnv,
@@ -20,6 +17,7 @@ import {
   type EngineProcess,
 } from './support/engine.js';
 import { testEnv } from './support/env.js';
+import { startOtherCluster } from './support/other-cluster.js';
 import { createScope, type TestScope } from './support/scope.js';
 
 const run = promisify(execFile);
@@ -31,14 +29,8 @@ let bridge: EngineProcess;
 
 beforeAll(async () => {
   scope = await createScope('claim');
-  const logDir = join(testEnv('stateDir'), 'logs', 'other-cluster');
-  mkdirSync(logDir, { recursive: true });
   // A second cluster, bare: the engine must refuse it before it looks for anything else.
-  other = await startKubeApiServer({
-    stateDir: mkdtempSync(join(tmpdir(), 'hostflow-other-cluster-')),
-    logDir,
-    ephemeral: true,
-  });
+  other = (await startOtherCluster('other-cluster')).server;
   worker = await startWorker(scope);
   bridge = await startBridge(scope);
 }, 180_000);

@@ -6,20 +6,11 @@
 // runs as deploy/overlays/example's account, with exactly its RBAC. No worker runs: what the
 // bridge sends each pool's workflow is read from the workflow's history.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  KubernetesObjectApi,
-} from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { installCrd } from '../local-stack/cluster-setup.js';
 import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js';
-import { startKubeApiServer, type KubeApiServer } from '../local-stack/kube-apiserver.js';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
@@ -30,16 +21,14 @@ import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import type { PoolObservation } from '../shared/contracts/rollout.js';
 import { tearDown } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
-import { rbacFor, renderManifests } from './support/manifests.js';
-import { serviceAccountKubeconfig } from './support/service-account.js';
+import { overlayAccounts, startOtherCluster, type OtherCluster } from './support/other-cluster.js';
 
 const suffix = uniqueSuffix();
 const engineNamespace = `neighbour-engine-${suffix}`;
 const temporalNamespace = `hostflow-neighbour-${suffix}`;
-const logDir = join(testEnv('stateDir'), 'logs', 'neighbour-cluster');
 const NOT_SERVING = 'rollouts: serving no MachineConfigPool: the MCO runs here';
 
-let other: KubeApiServer;
+let other: OtherCluster;
 let kc: KubeConfig;
 let bridge: EngineProcess;
 let health: string;
@@ -47,14 +36,8 @@ let connection: Connection;
 let temporal: Client;
 
 beforeAll(async () => {
-  mkdirSync(logDir, { recursive: true });
-  other = await startKubeApiServer({
-    stateDir: mkdtempSync(join(tmpdir(), 'hostflow-neighbour-cluster-')),
-    logDir,
-    ephemeral: true,
-  });
-  kc = new KubeConfig();
-  kc.loadFromFile(other.kubeconfigPath);
+  other = await startOtherCluster('neighbour-cluster');
+  kc = other.kc;
   for (const crd of ['mco-machineconfigpool.yaml', 'mco-machineconfig.yaml']) {
     await installCrd(kc, join(REPO_ROOT, 'local-stack/upstream-crds', crd));
   }
@@ -64,11 +47,7 @@ beforeAll(async () => {
   await registerNamespace(testEnv('temporalAddress'), temporalNamespace);
   connection = await Connection.connect({ address: testEnv('temporalAddress') });
   temporal = new Client({ connection, namespace: temporalNamespace });
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const overlay = await renderManifests('deploy/overlays/example');
-  for (const object of rbacFor(overlay, { engineNamespace, otpNamespace: engineNamespace })) {
-    await objects.create(object);
-  }
+  const accountOf = await overlayAccounts(other, 'deploy/overlays/example', engineNamespace);
   const address = `127.0.0.1:${await freePort()}`;
   health = `http://${address}`;
   bridge = await startEngineProcess(
@@ -76,21 +55,21 @@ beforeAll(async () => {
     {
       TEMPORAL_ADDRESS: testEnv('temporalAddress'),
       TEMPORAL_NAMESPACE: temporalNamespace,
-      KUBECONFIG: await serviceAccountKubeconfig(kc, engineNamespace, 'hostflow-bridge'),
+      KUBECONFIG: await accountOf('bridge'),
       HOSTFLOW_NAMESPACE: engineNamespace,
       HOSTFLOW_TASK_QUEUE: `hostflow-neighbour-${suffix}`,
       HOSTFLOW_FAMILIES: 'rollouts',
       HOSTFLOW_RESYNC_SECONDS: '5',
       HOSTFLOW_HEALTH_ADDRESS: address,
     },
-    { name: 'bridge-neighbour', logFile: join(logDir, 'bridge.log') },
+    { name: 'bridge-neighbour', logFile: join(other.logDir, 'bridge.log') },
   );
 }, 180_000);
 
 afterAll(async () => {
   await tearDown([bridge]);
   await connection?.close();
-  await other?.stop();
+  await other?.server.stop();
 });
 
 const custom = () => kc.makeApiClient(CustomObjectsApi);
