@@ -100,6 +100,14 @@ export function parseFamilies(text: string | undefined): Family[] {
   return chosen;
 }
 
+/** Whether `families` include any of `some`. */
+export const runsAny = (families: readonly Family[], ...some: Family[]): boolean =>
+  some.some((family) => families.includes(family));
+
+/** Whether `families` are every family there is. */
+export const runsEvery = (families: readonly Family[]): boolean =>
+  FAMILIES.every((family) => families.includes(family));
+
 /** Where the CRD of `api` comes from, when a family needs it. */
 export function crdSource(api: ApiResource): string | undefined {
   for (const family of FAMILIES) {

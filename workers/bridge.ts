@@ -11,7 +11,7 @@ import { machineIngest } from '../k8s-bridge/machine-ingest.js';
 import { RolloutIngest } from '../k8s-bridge/rollout-ingest.js';
 import { TaskRunIngest } from '../k8s-bridge/taskrun-ingest.js';
 import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
-import type { Family } from '../shared/families.js';
+import { runsAny, type Family } from '../shared/families.js';
 import { serveHealth } from '../runtime/health-server.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
 import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
@@ -43,7 +43,7 @@ async function main(logger: Logger): Promise<void> {
   const watchNamespace = settings.HOSTFLOW_WATCH_NAMESPACE || undefined;
   const engineNamespace = settings.HOSTFLOW_NAMESPACE;
   const families = settings.HOSTFLOW_FAMILIES;
-  const runs = (...any: Family[]) => any.some((family) => families.includes(family));
+  const runs = (...some: Family[]) => runsAny(families, ...some);
   // Each through the one ingest (k8s-bridge/ingest.ts), for the families the install runs. Locks
   // have none: the API server enforces them, and the lock-audit process counts denials.
   const ingests: Array<{ start(): void; stop(): Promise<void> }> = [

@@ -8,7 +8,7 @@ import type { OtpDelivery } from '../activities/delivery.js';
 import { OtpClient } from '../activities/otp-client.js';
 import { closeSshConnections } from '../activities/ssh/connection-pool.js';
 import { cloudGcStart, collectNow, leftoversGcStart } from '../shared/contracts/gc.js';
-import { FAMILIES, type Family } from '../shared/families.js';
+import { runsAny, runsEvery } from '../shared/families.js';
 import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
@@ -87,7 +87,7 @@ export async function createWorker(
       ],
     },
     packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
-    locksEnabled: settings.HOSTFLOW_FAMILIES.includes('locks'),
+    locksEnabled: runsAny(settings.HOSTFLOW_FAMILIES, 'locks'),
     imageRegistries: settings.HOSTFLOW_IMAGE_REGISTRIES,
     cloud: {
       awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
@@ -95,7 +95,7 @@ export async function createWorker(
       gcGraceSeconds: settings.HOSTFLOW_CLOUD_GC_GRACE_SECONDS,
     },
   });
-  if (settings.HOSTFLOW_FAMILIES.length < FAMILIES.length) {
+  if (!runsEvery(settings.HOSTFLOW_FAMILIES)) {
     log.info(
       `hostflow worker: bundling the workflows of ${settings.HOSTFLOW_FAMILIES.join(', ')} only` +
         (settings.HOSTFLOW_WORKFLOW_BUNDLE ? ' (the prebuilt bundle holds every family)' : ''),
@@ -164,12 +164,12 @@ async function checkSearchAttributes(
  */
 async function startGarbageCollection(client: Client, settings: Settings): Promise<void> {
   const { HOSTFLOW_NAMESPACE: namespace, HOSTFLOW_TASK_QUEUE: taskQueue } = settings;
-  const runs = (family: Family) => settings.HOSTFLOW_FAMILIES.includes(family);
+  const families = settings.HOSTFLOW_FAMILIES;
   const starts = [
-    ...(runs('taskruns') || runs('machines')
+    ...(runsAny(families, 'taskruns', 'machines')
       ? [cloudGcStart(namespace, { intervalSeconds: settings.HOSTFLOW_CLOUD_GC_INTERVAL_SECONDS })]
       : []),
-    ...(runs('taskruns')
+    ...(runsAny(families, 'taskruns')
       ? [
           leftoversGcStart(namespace, {
             intervalSeconds: settings.HOSTFLOW_RESYNC_SECONDS,

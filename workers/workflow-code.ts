@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { FAMILIES, type Family } from '../shared/families.js';
+import { runsEvery, type Family } from '../shared/families.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
@@ -23,73 +23,56 @@ export const WORKFLOW_BUNDLER_OPTIONS = {
 } satisfies WorkerOptions['bundlerOptions'];
 
 /**
- * Each family's workflow types, by the module under workflows/ that defines them. A type two
- * families run (an allocator serves builds and static Machines alike) is listed under both.
+ * Each family's workflow types, as workflows/index.ts exports them. A type two families run (an
+ * allocator serves builds and static Machines alike) is listed under both.
  * test/families-workflows.test.ts checks these cover every export of workflows/index.ts.
  */
-export const FAMILY_WORKFLOWS: Record<Family, Record<string, string>> = {
-  taskruns: {
-    taskRunWorkflow: 'taskrun/taskrun.js',
-    allocatorWorkflow: 'allocator/allocator.js',
-    hostConfigWorkflow: 'host-config/host-config.js',
-    cloudGcWorkflow: 'gc/cloud-gc.js',
-    taskRunLeftoversGcWorkflow: 'gc/taskrun-leftovers.js',
-  },
-  provisionings: {
-    provisioningWorkflow: 'provisioning/provisioning.js',
-    softwareWorkflow: 'software/software.js',
-    bpaClusterWorkflow: 'bpa-cluster/cluster.js',
-  },
-  'cluster-operations': {
-    clusterOperationLifecycleWorkflow: 'cluster-operation/lifecycle.js',
-    // Started as a child by Provisioning runs from before v19 (docs/workflow-versioning.md).
-    clusterOperationWorkflow: 'cluster-operation/operation.js',
-  },
-  machines: {
-    machineWorkflow: 'machine/machine.js',
-    allocatorWorkflow: 'allocator/allocator.js',
-    hostConfigWorkflow: 'host-config/host-config.js',
-    cloudGcWorkflow: 'gc/cloud-gc.js',
-  },
-  rollouts: {
-    rolloutWorkflow: 'rollout/rollout.js',
-    nodeUpdateWorkflow: 'rollout/node-update.js',
-  },
+export const FAMILY_WORKFLOWS: Record<Family, string[]> = {
+  taskruns: [
+    'taskRunWorkflow',
+    'allocatorWorkflow',
+    'hostConfigWorkflow',
+    'cloudGcWorkflow',
+    'taskRunLeftoversGcWorkflow',
+  ],
+  provisionings: ['provisioningWorkflow', 'softwareWorkflow', 'bpaClusterWorkflow'],
+  // clusterOperationWorkflow: started as a child by Provisioning runs from before v19
+  // (docs/workflow-versioning.md).
+  'cluster-operations': ['clusterOperationLifecycleWorkflow', 'clusterOperationWorkflow'],
+  machines: ['machineWorkflow', 'allocatorWorkflow', 'hostConfigWorkflow', 'cloudGcWorkflow'],
+  rollouts: ['rolloutWorkflow', 'nodeUpdateWorkflow'],
   // Locks are enforced by the API server; workflows of the other families take them.
-  locks: {},
+  locks: [],
 };
 
 /** The workflow types `families` run, each once. */
-export function familyWorkflowTypes(families: readonly Family[]): Map<string, string> {
-  const types = new Map<string, string>();
-  for (const family of families) {
-    for (const [type, module] of Object.entries(FAMILY_WORKFLOWS[family])) types.set(type, module);
-  }
-  return types;
-}
+export const familyWorkflowTypes = (families: readonly Family[]): string[] => [
+  ...new Set(families.flatMap((family) => FAMILY_WORKFLOWS[family])),
+];
 
 /**
  * The worker's workflow code: every family's (the bundle built ahead of time, when given), or for
- * some families an entry module written to a temporary folder that exports only their workflow
- * types, bundled as the worker starts: a type of another family is then not registered, and a
- * workflow of it that reaches the queue fails its task saying so instead of running.
+ * some families an entry module written to a temporary folder that re-exports only their types
+ * from workflows/index.ts, bundled as the worker starts: a type of another family is then not
+ * registered, and a workflow of it that reaches the queue fails its task saying so instead of
+ * running.
  */
 export function workflowCodeFor(
   families: readonly Family[],
   prebuiltBundle: string | undefined,
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'bundlerOptions'> {
-  if (FAMILIES.every((family) => families.includes(family))) {
+  if (runsEvery(families)) {
     return prebuiltBundle
       ? { workflowBundle: { codePath: prebuiltBundle } }
       : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS };
   }
-  const workflowsDir = fileURLToPath(new URL('../workflows/', import.meta.url));
-  const lines = [...familyWorkflowTypes(families)].map(
-    ([type, module]) =>
-      `export { ${type} } from ${JSON.stringify(pathToFileURL(join(workflowsDir, module)).href)};`,
-  );
+  const types = familyWorkflowTypes(families).join(', ');
   const entry = join(mkdtempSync(join(tmpdir(), 'hostflow-workflows-')), 'index.js');
-  writeFileSync(entry, `// The workflows of ${families.join(', ')}.\n${lines.join('\n')}\n`);
+  writeFileSync(
+    entry,
+    `// The workflows of ${families.join(', ')}.\n` +
+      `export { ${types} } from ${JSON.stringify(pathToFileURL(WORKFLOWS_PATH).href)};\n`,
+  );
   // The SDK's own modules are imported from beside the entry: found in the engine's node_modules.
   const nodeModules = join(
     dirname(createRequire(import.meta.url).resolve('@temporalio/workflow/package.json')),
