@@ -20,6 +20,8 @@ const run = promisify(execFile);
 export interface LocalRunner {
   node: LocalNode;
   image: string;
+  /** What a build pod's step runs on the node (ensureBuildStepImage). */
+  buildStepImage: string;
   /** The worker's runner settings for this stack. */
   env: Record<string, string>;
   stop(): Promise<void>;
@@ -32,7 +34,7 @@ const cacheDir = () => join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cach
  * over the real release (kubespray-overlay.ts), the release itself, the stand-in alone; each at
  * /opt/kubespray/<the folder name a worker's HOSTFLOW_KUBESPRAY_DIR entry has>.
  */
-export async function ensureRunnerImage(stateDir: string): Promise<{ image: string; tar: string }> {
+export function ensureRunnerImage(stateDir: string): Promise<BuiltImage> {
   const checkouts = [
     `kubespray-stand-in=${KUBESPRAY_STAND_IN}`,
     ...(existsSync(join(REAL_KUBESPRAY, 'cluster.yml'))
@@ -42,19 +44,30 @@ export async function ensureRunnerImage(stateDir: string): Promise<{ image: stri
         ]
       : []),
   ];
+  return buildOnBase('the runner image', 'deploy/runner-image/build.sh', checkouts);
+}
+
+/** The image build pods run on the local node (local-stack/build-pod-image): curl and ssh. */
+export const ensureBuildStepImage = (): Promise<BuiltImage> =>
+  buildOnBase('the build step image', 'local-stack/build-pod-image/build.sh', []);
+
+interface BuiltImage {
+  image: string;
+  /** Its docker archive, for containerd. */
+  tar: string;
+}
+
+/** Runs one of the builds on hostflow's base (deploy/image/build-on-base.sh). */
+async function buildOnBase(what: string, script: string, args: string[]): Promise<BuiltImage> {
   try {
-    const { stdout } = await run(
-      'bash',
-      [join(REPO_ROOT, 'deploy/runner-image/build.sh'), ...checkouts],
-      { maxBuffer: 64 << 20 },
-    );
+    const { stdout } = await run('bash', [join(REPO_ROOT, script), ...args], {
+      maxBuffer: 64 << 20,
+    });
     const [image, tar] = stdout.trim().split('\n').slice(-2);
     return { image: image!, tar: tar! };
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new Error(`the runner image: ${(e.stderr || e.message).trim().slice(-2000)}`, {
-      cause: err,
-    });
+    throw new Error(`${what}: ${(e.stderr || e.message).trim().slice(-2000)}`, { cause: err });
   }
 }
 
@@ -73,20 +86,26 @@ export async function startLocalRunner(options: {
       dir: join(options.stateDir, 'node'),
       imageDir: join(cacheDir(), 'containerd'),
     }),
-    ensureRunnerImage(options.stateDir),
+    // One after the other: both build on the base, which the first makes if it is missing.
+    ensureRunnerImage(options.stateDir).then(async (runner) => ({
+      runner,
+      buildStep: await ensureBuildStepImage(),
+    })),
   ]);
   if (nodeStart.status === 'rejected') throw nodeStart.reason;
   const node = nodeStart.value;
   try {
     if (imageStart.status === 'rejected') throw imageStart.reason;
     const built = imageStart.value;
-    await node.importImage(built.image, built.tar);
+    await node.importImage(built.runner.image, built.runner.tar);
+    await node.importImage(built.buildStep.image, built.buildStep.tar);
     await ensureRunnerNamespace(options.admin, DEFAULT_RUNNER_NAMESPACE);
     return {
       node,
-      image: built.image,
+      image: built.runner.image,
+      buildStepImage: built.buildStep.image,
       env: {
-        HOSTFLOW_RUNNER_IMAGE: built.image,
+        HOSTFLOW_RUNNER_IMAGE: built.runner.image,
         HOSTFLOW_RUNNER_NAMESPACE: DEFAULT_RUNNER_NAMESPACE,
         HOSTFLOW_RUNNER_NODE_SELECTOR: `${RUNNER_NODE_LABEL}=true`,
       },

@@ -1,4 +1,4 @@
-# Sourced by the image builds (deploy/image/build.sh, deploy/runner-image/build.sh), with $cache set:
+# Sourced by the image builds (deploy/image/build.sh, deploy/image/build-on-base.sh), with $cache set:
 # sets `trust`, the buildah volumes that hand the machine's CA bundle to the RUN steps.
 # The machine's CA bundle, for the RUN steps only (never in the image): where HTTPS goes through
 # a proxy that re-signs it, npm and pip in the build trust what the machine trusts. Beside, not

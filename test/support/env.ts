@@ -16,6 +16,8 @@ export const TEST_ENV = {
   lockAuditMetrics: 'HOSTFLOW_TEST_LOCK_AUDIT_METRICS',
   /** A worker's runner settings (JSON): the suite's one local node and its runner image. */
   runnerEnv: 'HOSTFLOW_TEST_RUNNER_ENV',
+  /** The image a build pod's step runs on the suite's local node (curl and ssh). */
+  buildStepImage: 'HOSTFLOW_TEST_BUILD_STEP_IMAGE',
 } as const;
 
 /** The runner settings a test's worker gets (local-stack/runner.ts). */

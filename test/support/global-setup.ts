@@ -77,6 +77,7 @@ export default async function globalSetup(): Promise<void> {
       }),
     );
     process.env[TEST_ENV.runnerEnv] = JSON.stringify(runner.env);
+    process.env[TEST_ENV.buildStepImage] = runner.buildStepImage;
     // Until the Lock policy applies, writes in lockable namespaces are refused (fail closed).
     await ensureNamespace(kc, 'hostflow-lock-probe', { engineNamespace: true });
     await waitForLockPolicy(kc, 'hostflow-lock-probe');
