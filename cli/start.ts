@@ -14,6 +14,7 @@ import { ensureNamespace, waitForLockPolicy } from '../local-stack/cluster-setup
 import { LOCAL_PORTS } from '../local-stack/defaults.js';
 import { engineCommand } from '../local-stack/engine.js';
 import { LOCAL_ENGINE_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
+import { nodeAddress } from '../local-stack/kubelet.js';
 import { startLocalRunner } from '../local-stack/runner.js';
 import { localKubespray } from '../local-stack/kubespray-overlay.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
@@ -124,6 +125,8 @@ export async function runStart(options: StartOptions): Promise<number> {
     const otpNamespace = env.HOSTFLOW_OTP_NAMESPACE || DEFAULT_OTP_NAMESPACE;
     let uiUrl = 'your Temporal UI';
     let demoHosts: string[] = [];
+    // Where build pods reach the OTP service: the local node's address when it runs here.
+    let otpAddress: string | undefined;
 
     const temporalAddress = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS;
     if (temporalAddress) {
@@ -243,6 +246,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         });
         started(runner.stop);
         for (const [name, value] of Object.entries(runner.env)) env[name] ??= value;
+        otpAddress = await nodeAddress();
       }
     }
     const engineKubeconfig = engineKubeconfigPath ?? kubeconfigPath;
@@ -258,7 +262,7 @@ export async function runStart(options: StartOptions): Promise<number> {
     env.HOSTFLOW_PACKAGE_MANAGER ??= APT_STAND_IN_ON_HOST;
 
     if (kubeconfigPath) {
-      await assertPortsFree('OTP service', [LOCAL_PORTS.otp]);
+      await assertPortsFree('OTP service', [LOCAL_PORTS.otp], otpAddress);
       // Its records go in a namespace of their own, as the manifests make it.
       const kc = new KubeConfig();
       kc.loadFromFile(kubeconfigPath);
@@ -269,6 +273,7 @@ export async function runStart(options: StartOptions): Promise<number> {
         kubeconfig: kubeconfigPath,
         namespace: otpNamespace,
         port: LOCAL_PORTS.otp,
+        address: otpAddress,
       });
       // Supervised like the worker and the bridge: restarted with back-off if it dies.
       const service = supervise('otp-server', otp.command, otp.args, {

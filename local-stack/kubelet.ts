@@ -85,7 +85,7 @@ export async function startLocalNode(options: LocalNodeOptions): Promise<LocalNo
     );
     await importImage(containerd, PAUSE_IMAGE, await pauseImageArchive(options.bin, PAUSE_IMAGE));
     await bindIdentities(options.admin);
-    const nodeIp = await defaultRouteSource();
+    const nodeIp = await nodeAddress();
     const kubelet = spawnManaged(
       'kubelet',
       join(options.bin, 'kubelet'),
@@ -183,8 +183,11 @@ async function untaint(core: CoreV1Api) {
   });
 }
 
-/** A loopback node address is refused: the node is the machine's default route's source. */
-async function defaultRouteSource(): Promise<string> {
+/**
+ * The local node's address: the machine's default route's source (a loopback node address is
+ * refused). Pods reach the machine there, so a service they call (the OTP service) listens on it.
+ */
+export async function nodeAddress(): Promise<string> {
   const { stdout } = await run('ip', ['-4', 'route', 'get', '192.0.2.255']).catch(() =>
     run('ip', ['-4', 'route', 'get', '1.1.1.1']),
   );

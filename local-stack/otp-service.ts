@@ -34,6 +34,11 @@ export interface OtpServiceOptions {
   /** Namespace for its records: its own, not the engine's (the caller creates it). */
   namespace: string;
   port?: number;
+  /**
+   * Where it listens (default 127.0.0.1): the local node's address (kubelet.ts, nodeAddress) for
+   * build pods to redeem there, as they do in a cluster.
+   */
+  address?: string;
   /** host:port for its /metrics endpoint. */
   metricsAddress?: string;
   logFile?: string;
@@ -57,9 +62,10 @@ export async function planOtpService(options: OtpServiceOptions): Promise<OtpSer
   const dir = options.stateDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const ca = await ensureCa(join(dir, 'pki'), 'hostflow OTP CA');
+  const address = options.address ?? '127.0.0.1';
   const cert = await ensureCert(ca, 'otp-server', {
     cn: 'hostflow-otp',
-    ips: ['127.0.0.1'],
+    ips: [...new Set(['127.0.0.1', address])],
     dns: ['localhost'],
   });
   const storeTokenFile = secretFile(join(dir, 'store-token'), () =>
@@ -68,8 +74,8 @@ export async function planOtpService(options: OtpServiceOptions): Promise<OtpSer
   const sealingKeyFile = secretFile(join(dir, 'sealing-key'), () =>
     randomBytes(32).toString('base64'),
   );
-  const port = options.port ?? (await freePort());
-  const url = `https://127.0.0.1:${port}`;
+  const port = options.port ?? (await freePort(address));
+  const url = `https://${address}:${port}`;
   return {
     command: process.execPath,
     args: ['--enable-source-maps', join(REPO_ROOT, 'dist/otp-server/main.js')],
@@ -77,7 +83,7 @@ export async function planOtpService(options: OtpServiceOptions): Promise<OtpSer
       ...process.env,
       KUBECONFIG: options.kubeconfig,
       HOSTFLOW_OTP_NAMESPACE: options.namespace,
-      HOSTFLOW_OTP_LISTEN: `127.0.0.1:${port}`,
+      HOSTFLOW_OTP_LISTEN: `${address}:${port}`,
       HOSTFLOW_OTP_TLS_CERT_FILE: cert.cert,
       HOSTFLOW_OTP_TLS_KEY_FILE: cert.key,
       HOSTFLOW_OTP_STORE_TOKEN_FILE: storeTokenFile,

@@ -61,16 +61,22 @@ export async function ensureCert(
   subject: { cn: string; o?: string; ips?: string[]; dns?: string[]; client?: boolean },
 ): Promise<CertPaths> {
   const paths = { cert: join(ca.dir, `${file}.crt`), key: join(ca.dir, `${file}.key`) };
-  if (existsSync(paths.cert) && existsSync(paths.key)) return paths;
   const san = [
     ...(subject.ips ?? []).map((ip) => `IP:${ip}`),
     ...(subject.dns ?? []).map((d) => `DNS:${d}`),
   ];
-  const ext = [
-    san.length ? `subjectAltName=${san.join(',')}` : '',
-    `extendedKeyUsage=${subject.client ? 'clientAuth' : 'serverAuth'}`,
-  ].filter(Boolean);
-  writeFileSync(join(ca.dir, `${file}.ext`), ext.join('\n') + '\n');
+  const ext =
+    [
+      san.length ? `subjectAltName=${san.join(',')}` : '',
+      `extendedKeyUsage=${subject.client ? 'clientAuth' : 'serverAuth'}`,
+    ]
+      .filter(Boolean)
+      .join('\n') + '\n';
+  // Kept while it names the same addresses: a new one (the node's address changed) makes it anew.
+  const extFile = join(ca.dir, `${file}.ext`);
+  const same = existsSync(extFile) && readFileSync(extFile, 'utf8') === ext;
+  if (same && existsSync(paths.cert) && existsSync(paths.key)) return paths;
+  writeFileSync(extFile, ext);
   const subj = `/CN=${subject.cn}${subject.o ? `/O=${subject.o}` : ''}`;
   await openssl(
     ['req', ...EC_KEY, '-keyout', `${file}.key`, '-out', `${file}.csr`, '-subj', subj],

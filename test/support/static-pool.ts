@@ -71,6 +71,8 @@ export async function createStaticPool(
     worker?: NodeJS.ProcessEnv;
     bridge?: NodeJS.ProcessEnv;
     longNamespace?: boolean;
+    /** Where the OTP service listens (default 127.0.0.1): the node's address, for build pods. */
+    otpAddress?: string;
     /** Who each process is in the cluster (kubeconfig files), made once the scope exists. */
     identities?: (scope: TestScope) => Promise<ProcessIdentities>;
   } = {},
@@ -102,7 +104,8 @@ export async function createStaticPool(
     namespace: scope.otpNamespace,
     logFile: join(testEnv('stateDir'), 'logs', `otp-${scope.namespace}.log`),
     metricsAddress: `127.0.0.1:${otpMetrics}`,
-    port: await freePort(),
+    address: env.otpAddress,
+    port: await freePort(env.otpAddress),
   };
   let workerExtraEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('worker'), ...env.worker };
   let bridgeEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('bridge'), ...env.bridge };
