@@ -26,7 +26,16 @@ export const ANNOTATIONS = {
   allocationStartTime: `${PREFIX}/allocation-start-time`,
   /** hostflow's own: which TaskRun (by uid) a Secret belongs to, so a same-named successor is safe. */
   ownerUid: 'hostflow.dev/taskrun-uid',
+  /**
+   * hostflow's own, on a TaskRun's live pods: the resourceVersion of the Secret just written.
+   * The change itself is the point: the kubelet looks at the pod again and mounts the Secret at
+   * once (the original controller changes the pod likewise, with its assigned-host annotation).
+   */
+  secretWritten: 'hostflow.dev/ssh-secret-written',
 } as const;
+
+/** The label Tekton gives a TaskRun's pods: the TaskRun's name. */
+export const TEKTON_TASKRUN_LABEL = 'tekton.dev/taskRun';
 
 /** Keys of the Secret handed to the build task. */
 export const SECRET_KEYS = {

@@ -1,4 +1,5 @@
 // Kubernetes adapter for TaskRuns and their Secrets.
+import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   ANNOTATIONS,
@@ -19,6 +20,7 @@ import {
 import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { EarlierDelivery, TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
+import { nudgeBuildPods } from './build-pods.js';
 import type { KubeClients } from './clients.js';
 import type { LocalAnswer } from './host-config.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';
@@ -109,6 +111,62 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     return own.includes(user) ? { user, address: served.host.slice(at + 1) } : undefined;
   }
 
+  /**
+   * Creates or replaces the TaskRun's Secret, returning its resourceVersion ('gone': the namespace
+   * is). A same-named predecessor's Secret is replaced; if that one's clean-up deletes it in
+   * between, the Secret is created again.
+   */
+  async function writeSecret(
+    input: TaskRunRef & { data: Record<string, string> },
+  ): Promise<string | 'gone'> {
+    const name = secretNameFor(input.name);
+    const what = `Secret ${input.namespace}/${name}`;
+    const body = secretBody(input, input.data);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const created = await core.createNamespacedSecret({ namespace: input.namespace, body });
+        return created.metadata?.resourceVersion ?? '';
+      } catch (err) {
+        if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
+        if (!isConflict(err)) rethrowTenantWrite(`create Secret ${input.namespace}/${name}`, err);
+      }
+      try {
+        const existing = await core.readNamespacedSecret({ name, namespace: input.namespace });
+        if (!isTaskRunSecret(existing.metadata, input.uid)) {
+          await warnNotOwned(core, taskRunOwner(input), what, 'replace', NOT_MARKED);
+          throw ApplicationFailure.nonRetryable(
+            `${what} exists and was not made for this TaskRun (${NOT_MARKED}): hostflow ` +
+              'leaves it alone, so the build cannot be given its host. Delete that Secret, ' +
+              'then run the build again',
+            'KubernetesSecretNotOwned',
+          );
+        }
+        // Replace wholesale so stale keys (say an old `error`) cannot survive; the
+        // resourceVersion read makes a Secret written in between be read again.
+        const replaced = await core.replaceNamespacedSecret({
+          name,
+          namespace: input.namespace,
+          body: {
+            ...body,
+            metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
+          },
+        });
+        return replaced.metadata?.resourceVersion ?? '';
+      } catch (err) {
+        if (err instanceof ApplicationFailure) throw err;
+        if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue;
+        if (!isNotFound(err)) rethrowTenantWrite(`replace Secret ${input.namespace}/${name}`, err);
+        // Deleted since the create found it: create it again, a few times, then retry later.
+        if (attempt >= SECRET_WRITE_ATTEMPTS) {
+          throw ApplicationFailure.retryable(
+            `write Secret ${input.namespace}/${name}: deleted each time it was to be replaced`,
+            'KubernetesHttp404',
+          );
+        }
+      }
+    }
+  }
+
   const activities = {
     readServedSecret,
     earlierDelivery,
@@ -141,60 +199,19 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     },
 
     /**
-     * Creates or replaces the TaskRun's Secret. Idempotent: a retry after a lost response
-     * finds its own Secret and rewrites the same data. A same-named predecessor's Secret is
-     * replaced; if that one's clean-up deletes it in between, the Secret is created again.
+     * Creates or replaces the TaskRun's Secret, and tells the build's pods. Idempotent:
+     * a retry after a lost response finds its own Secret and rewrites the same data.
      */
     async writeTaskRunSecret(
       input: TaskRunRef & { data: Record<string, string> },
     ): Promise<'written' | 'gone'> {
-      const name = secretNameFor(input.name);
-      const what = `Secret ${input.namespace}/${name}`;
-      const body = secretBody(input, input.data);
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          await core.createNamespacedSecret({ namespace: input.namespace, body });
-          return 'written';
-        } catch (err) {
-          if (isNotFound(err)) return 'gone'; // the namespace is gone, and the TaskRun with it
-          if (!isConflict(err)) rethrowTenantWrite(`create Secret ${input.namespace}/${name}`, err);
-        }
-        try {
-          const existing = await core.readNamespacedSecret({ name, namespace: input.namespace });
-          if (!isTaskRunSecret(existing.metadata, input.uid)) {
-            await warnNotOwned(core, taskRunOwner(input), what, 'replace', NOT_MARKED);
-            throw ApplicationFailure.nonRetryable(
-              `${what} exists and was not made for this TaskRun (${NOT_MARKED}): hostflow ` +
-                'leaves it alone, so the build cannot be given its host. Delete that Secret, ' +
-                'then run the build again',
-              'KubernetesSecretNotOwned',
-            );
-          }
-          // Replace wholesale so stale keys (say an old `error`) cannot survive; the
-          // resourceVersion read makes a Secret written in between be read again.
-          await core.replaceNamespacedSecret({
-            name,
-            namespace: input.namespace,
-            body: {
-              ...body,
-              metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
-            },
-          });
-          return 'written';
-        } catch (err) {
-          if (err instanceof ApplicationFailure) throw err;
-          if (isConflict(err) && attempt < SECRET_WRITE_ATTEMPTS) continue;
-          if (!isNotFound(err))
-            rethrowTenantWrite(`replace Secret ${input.namespace}/${name}`, err);
-          // Deleted since the create found it: create it again, a few times, then retry later.
-          if (attempt >= SECRET_WRITE_ATTEMPTS) {
-            throw ApplicationFailure.retryable(
-              `write Secret ${input.namespace}/${name}: deleted each time it was to be replaced`,
-              'KubernetesHttp404',
-            );
-          }
-        }
-      }
+      const version = await writeSecret(input);
+      if (version === 'gone') return 'gone';
+      // The build's pod may already wait for this Secret: so that it mounts it now.
+      const ref = { namespace: input.namespace, name: input.name, uid: input.uid };
+      const refused = await nudgeBuildPods(core, ref, version);
+      if (refused) log.warn('the build pods were not told of their Secret', { reason: refused });
+      return 'written';
     },
 
     /**

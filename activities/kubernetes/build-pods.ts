@@ -1,0 +1,64 @@
+// A TaskRun's build pods, once its Secret is written. Tekton makes the pod as soon as the TaskRun
+// exists, before any Secret: the kubelet then fails the Secret's mount and tries again with a
+// growing back-off (up to about 2 minutes between tries). A change to the pod makes it look again
+// at once, so hostflow annotates each of the TaskRun's pods that has not ended, as the original
+// controller does after a successful provision.
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import { ANNOTATIONS, TEKTON_TASKRUN_LABEL } from '../../platform-config/contract.js';
+import type { TaskRunRef } from '../../shared/contracts/taskrun.js';
+import { MERGE_PATCH } from '../../shared/merge-patch.js';
+import { kubeErrorLine } from '../../shared/kube-errors.js';
+import { isNotFound } from './errors.js';
+
+/** The longest label value: a longer TaskRun name cannot be Tekton's label, so pods are listed whole. */
+const MAX_LABEL_VALUE = 63;
+
+/** Owned by this TaskRun (by uid: a label anyone in the namespace can set proves nothing). */
+const ownedBy = (pod: V1Pod, ref: TaskRunRef) =>
+  (pod.metadata?.ownerReferences ?? []).some((o) => o.kind === 'TaskRun' && o.uid === ref.uid);
+
+/** Not ended nor going: one that already started costs a patch, and the build loses nothing. */
+const live = (pod: V1Pod) =>
+  !['Succeeded', 'Failed'].includes(pod.status?.phase ?? '') && !pod.metadata?.deletionTimestamp;
+
+/**
+ * Annotates the TaskRun's live pods with the written Secret's resourceVersion. Best effort:
+ * the build is served without it (the kubelet mounts the Secret at its next try), so a refusal
+ * is returned as a reason for the caller to log, never thrown.
+ */
+export async function nudgeBuildPods(
+  core: CoreV1Api,
+  ref: TaskRunRef,
+  secretVersion: string,
+): Promise<string | undefined> {
+  let pods: V1Pod[];
+  try {
+    const list = await core.listNamespacedPod({
+      namespace: ref.namespace,
+      ...(ref.name.length <= MAX_LABEL_VALUE
+        ? { labelSelector: `${TEKTON_TASKRUN_LABEL}=${ref.name}` }
+        : {}),
+    });
+    pods = list.items.filter((pod) => ownedBy(pod, ref) && live(pod));
+  } catch (err) {
+    return `list the pods of TaskRun ${ref.namespace}/${ref.name}: ${kubeErrorLine(err)}`;
+  }
+  const refused: string[] = [];
+  for (const pod of pods) {
+    const name = pod.metadata!.name!;
+    if (pod.metadata?.annotations?.[ANNOTATIONS.secretWritten] === secretVersion) continue;
+    try {
+      await core.patchNamespacedPod(
+        {
+          name,
+          namespace: ref.namespace,
+          body: { metadata: { annotations: { [ANNOTATIONS.secretWritten]: secretVersion } } },
+        },
+        MERGE_PATCH,
+      );
+    } catch (err) {
+      if (!isNotFound(err)) refused.push(`annotate pod ${name}: ${kubeErrorLine(err)}`);
+    }
+  }
+  return refused.length ? refused.join('; ') : undefined;
+}
