@@ -10,7 +10,9 @@ import { startEngineProcess, type EngineProcess } from '../local-stack/engine.js
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { startEc2Vms } from '../local-stack/ec2-vms.js';
 import { startMoto } from '../local-stack/moto.js';
+import { nodeAddress } from '../local-stack/kubelet.js';
 import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
+import { startLocalRunner } from '../local-stack/runner.js';
 import { startSshHosts, type SshHost } from '../local-stack/ssh-hosts.js';
 import { startTemporalDevServer } from '../local-stack/temporal.js';
 import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
@@ -42,6 +44,11 @@ export interface EngineOptions {
   bridges?: number;
   /** Extra settings for every bridge, e.g. its metrics and health addresses. */
   bridgeEnv?: NodeJS.ProcessEnv;
+  /**
+   * The local node (a real kubelet: one per machine) for build pods, and the OTP service on its
+   * address, where the pods reach it.
+   */
+  localNode?: boolean;
 }
 
 export interface BenchStack {
@@ -61,6 +68,8 @@ export interface BenchStack {
   /** Only with a static pool. */
   sshHosts: SshHost[];
   otp?: OtpService;
+  /** With `localNode`: the image a build pod's step runs there. */
+  buildStepImage?: string;
   stop(): Promise<void>;
 }
 
@@ -144,6 +153,22 @@ export async function startBenchStack(
     await step(ensureNamespace(kc, otpNamespace));
     const core = kc.makeApiClient(CoreV1Api);
 
+    const node = engine.localNode
+      ? await step(
+          track(
+            HOSTS,
+            startLocalRunner({
+              bin: kube.bin,
+              apiUrl: kube.url,
+              ca: kube.ca,
+              admin: kc,
+              stateDir: join(dir, 'node'),
+              logDir,
+            }),
+          ),
+        )
+      : undefined;
+    const otpAddress = node ? await nodeAddress() : undefined;
     let sshHosts: SshHost[] = [];
     let otp: OtpService | undefined;
     const startOtp = () =>
@@ -155,6 +180,7 @@ export async function startBenchStack(
             kubeconfig: kube.kubeconfigPath,
             namespace: otpNamespace,
             logFile: join(logDir, 'otp-server.log'),
+            address: otpAddress,
           }),
         ),
       );
@@ -291,6 +317,7 @@ export async function startBenchStack(
       startBridge,
       sshHosts,
       otp,
+      buildStepImage: node?.buildStepImage,
       stop: stopAll,
     };
   } catch (err) {

@@ -2,4 +2,4 @@
 // become real sshd hosts after a boot delay (local-stack/ec2-vms.ts).
 import { describeCloudPlatform } from './support/cloud-scenarios.js';
 
-describeCloudPlatform({ kind: 'aws', subnetCidr: '10.231.144.0/20' });
+describeCloudPlatform({ kind: 'aws', subnetCidr: '10.231.144.0/21' });

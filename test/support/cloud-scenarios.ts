@@ -23,7 +23,7 @@ import { generateEd25519KeyPair } from '../../activities/ssh/keys.js';
 
 export interface CloudScenarioOptions {
   kind: VmCloud['kind'];
-  /** A /20 of its own inside 10.231.128.0/17. */
+  /** A /20 (or /21) of its own inside 10.231.128.0/17. */
   subnetCidr: string;
 }
 
