@@ -27,9 +27,9 @@ export const ANNOTATIONS = {
   /** hostflow's own: which TaskRun (by uid) a Secret belongs to, so a same-named successor is safe. */
   ownerUid: 'hostflow.dev/taskrun-uid',
   /**
-   * hostflow's own, on a TaskRun's live pods: the resourceVersion of the Secret just written.
-   * The change itself is the point: the kubelet looks at the pod again and mounts the Secret at
-   * once (the original controller changes the pod likewise, with its assigned-host annotation).
+   * hostflow's own, on a TaskRun's live pods: the resourceVersion of the Secret just written. The
+   * change itself is the point, as the original controller's assigned-host annotation on the pod:
+   * the kubelet looks at the pod again (activities/kubernetes/build-pods.ts).
    */
   secretWritten: 'hostflow.dev/ssh-secret-written',
 } as const;

@@ -80,7 +80,12 @@ describe("a TaskRun's real build pod", () => {
   it('on a static platform redeems its OTP with curl, logs in to the host, and runs there', async () => {
     const tr = await buildFor('static-build', pool.platform, (own) => {
       // Labelled as the TaskRun's but not owned by it: hostflow leaves it alone.
-      const byHand = buildPod(own, { image: testEnv('buildStepImage'), owned: false });
+      // It only reads the Secret: the OTP is the build's to redeem, once.
+      const byHand = buildPod(own, {
+        image: testEnv('buildStepImage'),
+        owned: false,
+        script: 'cat /ssh/host',
+      });
       return [{ ...byHand, metadata: { ...byHand.metadata, name: `${own.name}-by-hand` } }];
     });
     const { phase, log, pod } = await podOutcome(core(), tr.namespace, `${tr.name}-pod`);
@@ -93,7 +98,7 @@ describe("a TaskRun's real build pod", () => {
     // The build made its folders in its user's build directory on the host.
     const { stdout } = await pool.hosts[0]!.exec(['ls', secret['user-dir']!]);
     expect(stdout.trim().split('\n')).toEqual(['scripts', 'volumes', 'workspaces']);
-    // Told of its Secret as soon as it was written: the kubelet mounted it at once.
+    // Told of its Secret once it was written, as the original controller tells the pod.
     expect(pod.metadata?.annotations?.[ANNOTATIONS.secretWritten]).toBe(await secretVersion(tr));
     const byHand = await core().readNamespacedPod({
       name: `${tr.name}-by-hand`,

@@ -207,7 +207,7 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
     ): Promise<'written' | 'gone'> {
       const version = await writeSecret(input);
       if (version === 'gone') return 'gone';
-      // The build's pod may already wait for this Secret: so that it mounts it now.
+      // The build's pod may already wait for this Secret (build-pods.ts).
       const ref = { namespace: input.namespace, name: input.name, uid: input.uid };
       const refused = await nudgeBuildPods(core, ref, version);
       if (refused) log.warn('the build pods were not told of their Secret', { reason: refused });
