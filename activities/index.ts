@@ -1,4 +1,4 @@
-// Every activity the worker registers, built over the clients one process owns.
+// The activities the worker registers, built over the clients one process owns.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApplicationFailure } from '@temporalio/common';
 import { createRunner } from './runner/job.js';
@@ -33,6 +33,9 @@ import { createKubernetesActivities, type KubeClients } from './kubernetes/taskr
 import { createSshActivities } from './ssh/build-users.js';
 import { createHostKeys, type HostKeys } from './ssh/host-keys.js';
 import { createTemporalActivities, type TemporalDeps } from './temporal/workflows.js';
+import type { ActivityGroupTypes } from './activity-group-types.js';
+import { ACTIVITY_GROUPS, activityGroupsFor, type ActivityGroup } from './family-activities.js';
+import { FAMILIES, type Family } from '../shared/families.js';
 
 export interface ActivityDeps {
   kube: KubeClients & { watchNamespace?: string };
@@ -62,7 +65,12 @@ export interface ActivityDeps {
   locksEnabled?: boolean;
 }
 
-export function createActivities(deps: ActivityDeps) {
+/**
+ * The activities of the families the install runs (`families`, default all): each group is made
+ * only when one of them calls it (family-activities.ts), so an activity of another family is not
+ * registered and its call fails saying so.
+ */
+export function createActivities(deps: ActivityDeps, families: readonly Family[] = FAMILIES) {
   const kubernetes = createKubernetesActivities(deps.kube);
   const hostConfig = createHostConfigActivities(deps.kube, kubernetes);
   const temporal = createTemporalActivities(deps.temporal);
@@ -81,41 +89,55 @@ export function createActivities(deps: ActivityDeps) {
     engineNamespace: deps.kube.engineNamespace,
     ...deps.cloud,
   });
-  return {
-    ...kubernetes,
-    ...hostConfig,
-    ...createEventActivities(deps.kube),
-    syncLocks: locks.syncLocks,
-    ...createPlatformLockActivities({ core: deps.kube.core, engineNamespace, locks }),
-    ...temporal,
-    ...createSshActivities(ssh),
-    ...cloud,
-    ...createDeliveryActivities({ ssh, otp: deps.otp, kube: kubernetes }),
-    ...createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
-    ...createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh, locks }),
-    ...createProvisioningActivities(deps.kube),
-    ...createClusterOperationActivities(deps.kube),
-    ...createBareMetalHostActivities({
-      ...deps.kube,
-      allowedNamespaces: deps.provisioning?.bareMetalNamespaces ?? [],
-    }),
-    ...createInstallerKeyActivities({ ...deps.kube, hostKeys }),
-    ...createBpaResourceActivities(deps.kube),
-    ...createPackageActivities({
-      packageManager: deps.packageManager ?? 'apt-get',
-      hostKeys,
-      readKey: (namespace, secret) =>
-        createAdminKeyReader({ core: deps.kube.core, engineNamespace: namespace })(secret),
-    }),
-    ...createDhcpActivities({ leasesFile: deps.provisioning?.leasesFile }),
-    ...createMachineActivities(deps.kube),
-    ...createNodeActivities(deps.kube),
-    ...createMachineConfigPoolActivities(deps.kube),
-    ...createOsImageActivities({ ...deps.kube, hostKeys }),
-    ...createImageLabelActivities({ registries: deps.imageRegistries ?? [] }),
-    ...createBootstrapActivities({ ...deps.kube, hostKeys }),
-    ...playbookActivities(deps, hostKeys),
+  const readKey = (namespace: string, secret: string) =>
+    createAdminKeyReader({ core: deps.kube.core, engineNamespace: namespace })(secret);
+  let playbooks: ReturnType<typeof playbookActivities> | undefined;
+  const groups: { [G in ActivityGroup]: () => ActivityGroupTypes[G] } = {
+    KubernetesActivities: () => kubernetes,
+    HostConfigActivities: () => hostConfig,
+    EventActivities: () => createEventActivities(deps.kube),
+    LockActivities: () => ({ syncLocks: locks.syncLocks }),
+    PlatformLockActivities: () =>
+      createPlatformLockActivities({ core: deps.kube.core, engineNamespace, locks }),
+    TemporalActivities: () => temporal,
+    SshActivities: () => createSshActivities(ssh),
+    CloudActivities: () => cloud,
+    DeliveryActivities: () => createDeliveryActivities({ ssh, otp: deps.otp, kube: kubernetes }),
+    CloudGcActivities: () => createCloudGcActivities({ ...hostConfig, ...temporal, ...cloud }),
+    LeftoversGcActivities: () =>
+      createLeftoversGcActivities({ ...deps.kube, ...hostConfig, ...temporal, ssh, locks }),
+    ProvisioningActivities: () => createProvisioningActivities(deps.kube),
+    ClusterOperationActivities: () => createClusterOperationActivities(deps.kube),
+    BareMetalHostActivities: () =>
+      createBareMetalHostActivities({
+        ...deps.kube,
+        allowedNamespaces: deps.provisioning?.bareMetalNamespaces ?? [],
+      }),
+    InstallerKeyActivities: () => createInstallerKeyActivities({ ...deps.kube, hostKeys }),
+    BpaResourceActivities: () => createBpaResourceActivities(deps.kube),
+    PackageActivities: () =>
+      createPackageActivities({
+        packageManager: deps.packageManager ?? 'apt-get',
+        hostKeys,
+        readKey,
+      }),
+    DhcpActivities: () => createDhcpActivities({ leasesFile: deps.provisioning?.leasesFile }),
+    MachineActivities: () => createMachineActivities(deps.kube),
+    NodeActivities: () => createNodeActivities(deps.kube),
+    MachineConfigPoolActivities: () => createMachineConfigPoolActivities(deps.kube),
+    OsImageActivities: () => createOsImageActivities({ ...deps.kube, hostKeys }),
+    ImageLabelActivities: () =>
+      createImageLabelActivities({ registries: deps.imageRegistries ?? [] }),
+    BootstrapActivities: () => createBootstrapActivities({ ...deps.kube, hostKeys }),
+    // Made once for both: a run's logs are kept where its playbooks ran.
+    PlaybookActivities: () => (playbooks ??= playbookActivities(deps, hostKeys)),
+    ClusterLogActivities: () => (playbooks ??= playbookActivities(deps, hostKeys)),
   };
+  const wanted = activityGroupsFor(families);
+  return Object.assign(
+    {},
+    ...ACTIVITY_GROUPS.filter((group) => wanted.has(group)).map((group) => groups[group]()),
+  ) as Record<string, (...args: never[]) => Promise<unknown>>;
 }
 
 /** Without a kubespray directory, a Provisioning's install fails saying which setting to set. */

@@ -58,46 +58,50 @@ export async function createWorker(
   const core = kc.makeApiClient(CoreV1Api);
   // Its namespace serves this cluster alone: refused at once when another cluster's engine has it.
   await claimNamespaceForEngine(client, { kc, core }, settings);
-  const activities = createActivities({
-    kube: {
-      core,
-      custom: kc.makeApiClient(CustomObjectsApi),
-      storage: kc.makeApiClient(StorageV1Api),
-      engineNamespace: settings.HOSTFLOW_NAMESPACE,
-      watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+  const activities = createActivities(
+    {
+      kube: {
+        core,
+        custom: kc.makeApiClient(CustomObjectsApi),
+        storage: kc.makeApiClient(StorageV1Api),
+        engineNamespace: settings.HOSTFLOW_NAMESPACE,
+        watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
+      },
+      temporal: {
+        client,
+        taskQueue: settings.HOSTFLOW_TASK_QUEUE,
+        resyncSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
+      },
+      otp: otpDelivery(settings),
+      provisioning: {
+        kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
+        workDir: settings.HOSTFLOW_PROVISIONING_DIR,
+        runner: runnerSettings(settings),
+        kc: settings.HOSTFLOW_RUNNER_KUBECONFIG
+          ? kubeConfigFile(settings.HOSTFLOW_RUNNER_KUBECONFIG)
+          : kc,
+        leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
+        bareMetalNamespaces: [
+          ...settings.HOSTFLOW_BAREMETAL_NAMESPACES,
+          // The older single-namespace setting, as an exact name.
+          ...(settings.HOSTFLOW_BAREMETAL_NAMESPACE ? [settings.HOSTFLOW_BAREMETAL_NAMESPACE] : []),
+        ],
+      },
+      packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
+      locksEnabled: runsAny(settings.HOSTFLOW_FAMILIES, 'locks'),
+      imageRegistries: settings.HOSTFLOW_IMAGE_REGISTRIES,
+      cloud: {
+        awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
+        ibmIamEndpoint: settings.HOSTFLOW_IBM_IAM_ENDPOINT,
+        gcGraceSeconds: settings.HOSTFLOW_CLOUD_GC_GRACE_SECONDS,
+      },
     },
-    temporal: {
-      client,
-      taskQueue: settings.HOSTFLOW_TASK_QUEUE,
-      resyncSeconds: settings.HOSTFLOW_RESYNC_SECONDS,
-    },
-    otp: otpDelivery(settings),
-    provisioning: {
-      kubesprayDirs: settings.HOSTFLOW_KUBESPRAY_DIR,
-      workDir: settings.HOSTFLOW_PROVISIONING_DIR,
-      runner: runnerSettings(settings),
-      kc: settings.HOSTFLOW_RUNNER_KUBECONFIG
-        ? kubeConfigFile(settings.HOSTFLOW_RUNNER_KUBECONFIG)
-        : kc,
-      leasesFile: settings.HOSTFLOW_DHCP_LEASES_FILE,
-      bareMetalNamespaces: [
-        ...settings.HOSTFLOW_BAREMETAL_NAMESPACES,
-        // The older single-namespace setting, as an exact name.
-        ...(settings.HOSTFLOW_BAREMETAL_NAMESPACE ? [settings.HOSTFLOW_BAREMETAL_NAMESPACE] : []),
-      ],
-    },
-    packageManager: settings.HOSTFLOW_PACKAGE_MANAGER,
-    locksEnabled: runsAny(settings.HOSTFLOW_FAMILIES, 'locks'),
-    imageRegistries: settings.HOSTFLOW_IMAGE_REGISTRIES,
-    cloud: {
-      awsEndpoint: settings.HOSTFLOW_AWS_ENDPOINT,
-      ibmIamEndpoint: settings.HOSTFLOW_IBM_IAM_ENDPOINT,
-      gcGraceSeconds: settings.HOSTFLOW_CLOUD_GC_GRACE_SECONDS,
-    },
-  });
+    settings.HOSTFLOW_FAMILIES,
+  );
   if (!runsEvery(settings.HOSTFLOW_FAMILIES)) {
     log.info(
-      `hostflow worker: bundling the workflows of ${settings.HOSTFLOW_FAMILIES.join(', ')} only` +
+      `hostflow worker: the workflows and activities of ${settings.HOSTFLOW_FAMILIES.join(', ')} ` +
+        'only, their workflows bundled now' +
         (settings.HOSTFLOW_WORKFLOW_BUNDLE ? ' (the prebuilt bundle holds every family)' : ''),
     );
   }
