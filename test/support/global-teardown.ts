@@ -28,24 +28,48 @@ export default async function globalTeardown(): Promise<void> {
 
 async function recordHistories(dir: string): Promise<void> {
   const address = ['--address', process.env[TEST_ENV.temporalAddress]!];
-  const { stdout } = await run(temporalCli(), ['workflow', 'list', '-o', 'json', ...address], {
-    maxBuffer: 1 << 28,
-  });
-  const runs = (
-    JSON.parse(stdout) as Array<{ execution: { workflowId: string; runId: string } }>
-  ).map((w) => w.execution);
+  const cli = async (args: string[]) =>
+    JSON.parse(
+      (await run(temporalCli(), [...args, '-o', 'json', ...address], { maxBuffer: 1 << 28 }))
+        .stdout,
+    ) as unknown;
+  // Every namespace's: test files that run an engine of their own (a second cluster) use one.
+  const namespaces = (
+    (await cli(['operator', 'namespace', 'list'])) as Array<{ namespaceInfo: { name: string } }>
+  )
+    .map((n) => n.namespaceInfo.name)
+    .filter((name) => name !== 'temporal-system');
   mkdirSync(dir, { recursive: true });
   const index: Record<string, string> = {};
-  for (const { workflowId, runId } of runs) {
-    const shown = await run(
-      temporalCli(),
-      ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json', ...address],
-      { maxBuffer: 1 << 28 },
-    );
-    const file = `${workflowId.replace(/[^A-Za-z0-9.-]+/g, '_').slice(0, 150)}_${runId}.json`;
-    writeFileSync(join(dir, file), shown.stdout);
-    index[file] = workflowId;
+  for (const namespace of namespaces) {
+    const runs = (
+      (await cli(['workflow', 'list', '-n', namespace])) as Array<{
+        execution: { workflowId: string; runId: string };
+      }>
+    ).map((w) => w.execution);
+    for (const { workflowId, runId } of runs) {
+      const shown = await run(
+        temporalCli(),
+        [
+          'workflow',
+          'show',
+          '-n',
+          namespace,
+          '-w',
+          workflowId,
+          '-r',
+          runId,
+          '-o',
+          'json',
+          ...address,
+        ],
+        { maxBuffer: 1 << 28 },
+      );
+      const file = `${workflowId.replace(/[^A-Za-z0-9.-]+/g, '_').slice(0, 150)}_${runId}.json`;
+      writeFileSync(join(dir, file), shown.stdout);
+      index[file] = workflowId;
+    }
   }
   writeFileSync(join(dir, 'index.json'), JSON.stringify(index, null, 2));
-  console.log(`recorded ${runs.length} workflow histories in ${dir}`);
+  console.log(`recorded ${Object.keys(index).length} workflow histories in ${dir}`);
 }
