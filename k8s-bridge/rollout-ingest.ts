@@ -6,9 +6,10 @@
 // again, so a change missed while the bridge was down (or of the ConfigMap) is caught.
 //
 // A good neighbour: only pools labelled for this engine are served (POOL_ENGINE_LABEL), and none
-// where the MCO runs (mco-presence.ts), which is said once in the log and in readiness. A pool
-// that stops being this engine's (its label changed, the MCO came) is told it is let go, as a
-// deleted one is: updates under way finish, nothing new starts, and its workflow ends.
+// where the MCO runs (mco-presence.ts), which is said once in the log, in readiness, and on each
+// pool labelled for this engine (its workflow writes a condition of hostflow's own). A pool that
+// stops being this engine's (its label changed, the MCO came) is told it is let go, as a deleted
+// one is: updates under way finish, nothing new starts, and its workflow ends.
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
@@ -38,6 +39,8 @@ export interface RolloutIngestOptions extends IngestOptions {
   engineNamespace: string;
 }
 
+const FOR_FLEETS = "hostflow's rollouts are for rpm-ostree and bootc fleets without it";
+
 /** How long an answer on the MCO's presence stands at most before it is asked again. */
 const MCO_CHECK_MS = 30_000;
 
@@ -49,6 +52,8 @@ export class RolloutIngest {
   private mco: string | undefined;
   private mcoAskedAt = 0;
   private asking: Promise<boolean> | undefined;
+  /** The pools labelled for this engine told they are not served, while the MCO runs. */
+  private readonly toldNotServed = new Set<string>();
 
   constructor(private readonly options: RolloutIngestOptions) {
     // Pools and MachineConfigs are cluster-scoped: watched everywhere, whatever the namespace.
@@ -95,7 +100,11 @@ export class RolloutIngest {
   private async poolSeen(item: PoolObject, gone: boolean, relisted: boolean): Promise<void> {
     const name = item.metadata.name;
     const ours = item.metadata.labels?.[POOL_ENGINE_LABEL] === this.options.engineNamespace;
-    if (await this.mcoRuns()) return;
+    if (await this.mcoRuns()) {
+      if (gone) this.toldNotServed.delete(name);
+      else if (ours) await this.sayNotServed(item);
+      return;
+    }
     if (!ours || gone) {
       // Never ours, or no longer: a pool served until now is let go.
       const served = this.pools.get(name);
@@ -123,17 +132,29 @@ export class RolloutIngest {
       this.mco = found;
       this.ingest.log(
         found
-          ? `${this.notServing}; hostflow's rollouts are for rpm-ostree and bootc fleets without it`
+          ? `${this.notServing}; ${FOR_FLEETS}`
           : 'rollouts: the MCO no longer runs here; serving the pools labelled for this engine',
         found ? 'warn' : 'info',
       );
+      this.toldNotServed.clear();
       if (found) {
         const served = [...this.pools.values()];
         this.pools.clear();
-        for (const pool of served) await this.send(pool, true, false);
+        for (const pool of served) await this.sayNotServed(pool);
       }
     }
     return found !== undefined;
+  }
+
+  /**
+   * Tells a pool labelled for this engine, once while the MCO runs, that it is not served and
+   * why: its workflow (started for it if it has none) lets it go and says so on the pool.
+   */
+  private async sayNotServed(pool: PoolObject): Promise<void> {
+    const name = pool.metadata.name;
+    if (this.toldNotServed.has(name)) return;
+    this.toldNotServed.add(name);
+    await this.send(pool, true, false, `${this.notServing}; ${FOR_FLEETS}`);
   }
 
   private async sendAll(relisted: boolean): Promise<void> {
@@ -182,15 +203,21 @@ export class RolloutIngest {
   }
 
   /** A failed send composes again from the pool as it is then (as it was, if it is gone). */
-  private async send(pool: PoolObject, gone: boolean, relisted: boolean): Promise<void> {
+  private async send(
+    pool: PoolObject,
+    gone: boolean,
+    relisted: boolean,
+    notServed?: string,
+  ): Promise<void> {
     const name = pool.metadata.name;
     const target = { workflowId: WORKFLOW_ID.rollout(name), subject: `MachineConfigPool ${name}` };
     const message = async (): Promise<WorkflowMessage<PoolObservation>> => {
       const current = gone ? pool : (this.pools.get(name) ?? pool);
       return {
         signal: poolObserved,
-        arg: await this.observe(current, gone),
-        ...(gone ? {} : { start: rolloutStart(name) }),
+        arg: { ...(await this.observe(current, gone)), ...(notServed ? { notServed } : {}) },
+        // A pool not served is told so even when it never had a workflow.
+        ...(gone && !notServed ? {} : { start: rolloutStart(name) }),
       };
     };
     await this.ingest.send(target, message, { anyway: relisted, forget: gone });

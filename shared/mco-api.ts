@@ -89,6 +89,15 @@ export const POOL_CONDITION = {
   degraded: 'Degraded',
 } as const;
 
+/**
+ * hostflow's own condition on a pool labelled for its engine that it does not serve because the
+ * MCO runs: written beside the MCO's conditions, never over them.
+ */
+export const POOL_NOT_SERVED = {
+  type: 'hostflow.dev/Serving',
+  reason: 'MachineConfigOperatorRuns',
+} as const;
+
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
   matchExpressions?: Array<{

@@ -3,8 +3,9 @@
 // Config Operator runs, saying so once in its log and in its readiness. On a second, real
 // cluster (its own etcd, kube-apiserver and controller-manager) with the MCO's CRDs (the local
 // stack's stand-ins: the MCO itself cannot run here) and its own Temporal namespace, the bridge
-// runs as deploy/overlays/example's account, with exactly its RBAC. No worker runs: what the
-// bridge sends each pool's workflow is read from the workflow's history.
+// runs as deploy/overlays/example's account, with exactly its RBAC, and so does a worker of the
+// rollouts family. What the bridge sends each pool's workflow is read from the workflow's
+// history; what the worker says on a pool, from the pool.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
@@ -16,7 +17,12 @@ import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { registerNamespace } from '../local-stack/temporal.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
-import { MACHINE_CONFIG_POOL_API, MCO_SIGNS, POOL_ENGINE_LABEL } from '../shared/mco-api.js';
+import {
+  MACHINE_CONFIG_POOL_API,
+  MCO_SIGNS,
+  POOL_ENGINE_LABEL,
+  POOL_NOT_SERVED,
+} from '../shared/mco-api.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import type { PoolObservation } from '../shared/contracts/rollout.js';
 import { tearDown } from './support/engine.js';
@@ -31,6 +37,7 @@ const NOT_SERVING = 'rollouts: serving no MachineConfigPool: the MCO runs here';
 let other: OtherCluster;
 let kc: KubeConfig;
 let bridge: EngineProcess;
+let worker: EngineProcess;
 let health: string;
 let connection: Connection;
 let temporal: Client;
@@ -50,24 +57,38 @@ beforeAll(async () => {
   const accountOf = await overlayAccounts(other, 'deploy/overlays/example', engineNamespace);
   const address = `127.0.0.1:${await freePort()}`;
   health = `http://${address}`;
-  bridge = await startEngineProcess(
-    'bridge',
-    {
-      TEMPORAL_ADDRESS: testEnv('temporalAddress'),
-      TEMPORAL_NAMESPACE: temporalNamespace,
-      KUBECONFIG: await accountOf('bridge'),
-      HOSTFLOW_NAMESPACE: engineNamespace,
-      HOSTFLOW_TASK_QUEUE: `hostflow-neighbour-${suffix}`,
-      HOSTFLOW_FAMILIES: 'rollouts',
-      HOSTFLOW_RESYNC_SECONDS: '5',
-      HOSTFLOW_HEALTH_ADDRESS: address,
-    },
-    { name: 'bridge-neighbour', logFile: join(other.logDir, 'bridge.log') },
-  );
+  const settings = {
+    TEMPORAL_ADDRESS: testEnv('temporalAddress'),
+    TEMPORAL_NAMESPACE: temporalNamespace,
+    HOSTFLOW_NAMESPACE: engineNamespace,
+    HOSTFLOW_TASK_QUEUE: `hostflow-neighbour-${suffix}`,
+    HOSTFLOW_FAMILIES: 'rollouts',
+  };
+  [bridge, worker] = await Promise.all([
+    startEngineProcess(
+      'bridge',
+      {
+        ...settings,
+        KUBECONFIG: await accountOf('bridge'),
+        HOSTFLOW_RESYNC_SECONDS: '5',
+        HOSTFLOW_HEALTH_ADDRESS: address,
+      },
+      { name: 'bridge-neighbour', logFile: join(other.logDir, 'bridge.log') },
+    ),
+    startEngineProcess(
+      'worker',
+      {
+        ...settings,
+        KUBECONFIG: await accountOf('worker'),
+        HOSTFLOW_WORKFLOW_BUNDLE: testEnv('workflowBundle'),
+      },
+      { name: 'worker-neighbour', logFile: join(other.logDir, 'worker.log') },
+    ),
+  ]);
 }, 180_000);
 
 afterAll(async () => {
-  await tearDown([bridge]);
+  await tearDown([bridge, worker]);
   await connection?.close();
   await other?.server.stop();
 });
@@ -101,6 +122,23 @@ async function toldPool(pool: string): Promise<PoolObservation[] | undefined> {
     if ((err as { code?: number }).code === 5) return undefined;
     throw err;
   }
+}
+
+/** A condition the MCO would have written on a pool. */
+const MCO_UPDATED = {
+  type: 'Updated',
+  status: 'True',
+  reason: 'AllNodesUpdated',
+  message: 'written by the MCO',
+};
+
+/** A pool's status conditions. */
+async function conditionsOf(pool: string) {
+  const read = (await custom().getClusterCustomObject({
+    ...MACHINE_CONFIG_POOL_API,
+    name: pool,
+  })) as { status?: { conditions?: Array<Record<string, string>> } };
+  return read.status?.conditions ?? [];
 }
 
 /** The readiness answer's status and body. */
@@ -177,9 +215,42 @@ describe('the rollout family beside others on a cluster', () => {
       return all?.at(-1)?.deleted ? all : undefined;
     });
     expect(told.at(-1)).toMatchObject({ deleted: true });
-    await createPool('late', engineNamespace);
+    // Each pool labelled for this engine says why, in a condition of hostflow's own beside the
+    // MCO's (here, one written as the MCO would, before the label); a pool not labelled for it
+    // is not touched.
+    await createPool('late');
+    await custom().patchClusterCustomObjectStatus(
+      { ...MACHINE_CONFIG_POOL_API, name: 'late', body: { status: { conditions: [MCO_UPDATED] } } },
+      MERGE_PATCH,
+    );
+    await custom().patchClusterCustomObject(
+      {
+        ...MACHINE_CONFIG_POOL_API,
+        name: 'late',
+        body: { metadata: { labels: { [POOL_ENGINE_LABEL]: engineNamespace } } },
+      },
+      MERGE_PATCH,
+    );
+    const why = `${said}; hostflow's rollouts are for rpm-ostree and bootc fleets without it`;
+    for (const pool of ['late', 'opted-in']) {
+      const conditions = await waitFor(`${pool} to say why it is not served`, async () => {
+        const found = await conditionsOf(pool);
+        return found.some((c) => c.type === POOL_NOT_SERVED.type) ? found : undefined;
+      });
+      expect(conditions.find((c) => c.type === POOL_NOT_SERVED.type)).toMatchObject({
+        status: 'False',
+        reason: POOL_NOT_SERVED.reason,
+        message: why,
+      });
+      if (pool === 'late')
+        expect(conditions.find((c) => c.type === 'Updated')).toEqual(MCO_UPDATED);
+    }
     await twoRelists();
-    expect(await toldPool('late')).toBeUndefined();
+    // Told once, at the first relist that found it; never served.
+    expect(await toldPool('late')).toEqual([
+      expect.objectContaining({ deleted: true, notServed: why }),
+    ]);
+    expect(await conditionsOf('unlabelled')).toEqual([]);
     expect(
       bridge
         .tail(500)
@@ -188,7 +259,16 @@ describe('the rollout family beside others on a cluster', () => {
     ).toHaveLength(1);
 
     await apps.deleteNamespacedDaemonSet({ namespace, name });
-    await waitFor('the late pool to be served', () => toldPool('late'), { timeoutMs: 30_000 });
+    await waitFor(
+      'the late pool to be served',
+      async () => ((await toldPool('late'))?.at(-1)?.deleted === false ? true : undefined),
+      { timeoutMs: 30_000 },
+    );
     expect((await readiness()).body).toBe('ok\n');
+    // Served, the pool's status is hostflow's again: its reason not to serve is gone.
+    await waitFor('the late pool to drop its condition', async () =>
+      (await conditionsOf('late')).some((c) => c.type === 'Degraded') ? true : undefined,
+    );
+    expect((await conditionsOf('late')).map((c) => c.type)).not.toContain(POOL_NOT_SERVED.type);
   }, 120_000);
 });

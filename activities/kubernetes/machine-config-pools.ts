@@ -7,12 +7,13 @@ import { labelSelectorQuery } from '../../shared/label-selector.js';
 import {
   MACHINE_CONFIG_POOL_API,
   NODE_ANNOTATIONS,
+  POOL_NOT_SERVED,
   ZONE_LABEL,
   type MachineConfigPoolSpec,
   type NodeUpdateState,
   type PoolNode,
 } from '../../shared/mco-api.js';
-import { isNotFound, rethrowKube } from './errors.js';
+import { isConflict, isNotFound, rethrowKube } from './errors.js';
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { customRef } from './object-ref.js';
 import { writeObjectStatus } from './object-status.js';
@@ -56,6 +57,18 @@ function poolNode(node: V1Node): PoolNodeDetail {
   };
 }
 
+interface PoolStatusObject {
+  metadata: { uid: string; resourceVersion: string };
+  status?: {
+    conditions?: Array<{
+      type: string;
+      status: string;
+      message?: string;
+      lastTransitionTime?: string;
+    }>;
+  };
+}
+
 const pool = (ref: { name: string; uid?: string }) =>
   customRef(MACHINE_CONFIG_POOL_API, 'MachineConfigPool', ref);
 
@@ -86,6 +99,60 @@ export function createMachineConfigPoolActivities({
       } catch (err) {
         if (isNotFound(err)) return undefined;
         rethrowKube(`read MachineConfigPool ${input.name}`, err);
+      }
+    },
+
+    /**
+     * Says on the pool why hostflow does not serve it: its one condition (POOL_NOT_SERVED) is
+     * added to the conditions the pool has, which another controller (the MCO) owns, by a write
+     * that fails if the pool changed since it was read, and is then read again. A pool that is
+     * gone, or another of the same name, is left alone.
+     */
+    async sayPoolNotServed(input: { name: string; uid: string; message: string }): Promise<void> {
+      for (let attempt = 1; ; attempt += 1) {
+        let read: PoolStatusObject;
+        try {
+          read = (await custom.getClusterCustomObject({
+            ...MACHINE_CONFIG_POOL_API,
+            name: input.name,
+          })) as PoolStatusObject;
+        } catch (err) {
+          if (isNotFound(err)) return;
+          rethrowKube(`read MachineConfigPool ${input.name}`, err);
+        }
+        if (read.metadata.uid !== input.uid) return;
+        const others = (read.status?.conditions ?? []).filter(
+          (c) => c.type !== POOL_NOT_SERVED.type,
+        );
+        const previous = read.status?.conditions?.find((c) => c.type === POOL_NOT_SERVED.type);
+        if (previous?.status === 'False' && previous.message === input.message) return;
+        const condition = {
+          ...POOL_NOT_SERVED,
+          status: 'False',
+          message: input.message,
+          lastTransitionTime:
+            previous?.status === 'False' && previous.lastTransitionTime
+              ? previous.lastTransitionTime
+              : new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        };
+        try {
+          await custom.patchClusterCustomObjectStatus(
+            {
+              ...MACHINE_CONFIG_POOL_API,
+              name: input.name,
+              body: {
+                metadata: { resourceVersion: read.metadata.resourceVersion },
+                status: { conditions: [...others, condition] },
+              },
+            },
+            MERGE_PATCH,
+          );
+          return;
+        } catch (err) {
+          if (isNotFound(err)) return;
+          if (isConflict(err) && attempt < 5) continue;
+          rethrowKube(`write the status of MachineConfigPool ${input.name}`, err);
+        }
       }
     },
 

@@ -33,6 +33,11 @@ export interface PoolObservation {
   target?: OsImageSource;
   settings: RolloutSettings;
   deleted: boolean;
+  /**
+   * With `deleted`: the pool is still there and labelled for this engine, which does not serve it
+   * (the MCO runs here); why, for its workflow to say on the pool.
+   */
+  notServed?: string;
 }
 
 export const poolObserved = defineSignal<[PoolObservation]>('poolObserved');

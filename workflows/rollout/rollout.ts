@@ -2,11 +2,14 @@
 // durable workflow: preflight before any node is touched; then the nodes not on the image, in
 // zone order, never more than maxUnavailable unavailable at once, each in a child workflow of its
 // own (node-update.ts); a node that fails stops the pool until it is fixed and retried; pause
-// stops new nodes; deleting the override rolls the pool back to its base image the same way.
+// stops new nodes; deleting the override rolls the pool back to its base image the same way. A
+// pool let go (deleted, no longer labelled for this engine, or the MCO runs here) ends its run
+// once its nodes under way are done; where the MCO runs, the pool is told why first.
 import {
   condition,
   continueAsNew,
   ParentClosePolicy,
+  patched,
   setHandler,
   startChild,
   workflowInfo,
@@ -37,6 +40,9 @@ export interface RolloutInput {
   };
 }
 
+/** A pool let go because the MCO runs here says so in a condition of its own before the run ends. */
+export const PATCH_SAY_NOT_SERVED = 'rollout-says-why-not-served';
+
 /** How often the pool's nodes are looked at while something is under way. */
 const POLL_MS = 5_000;
 /** When idle, a look now and then all the same (a node that joined the pool). */
@@ -62,7 +68,15 @@ export async function rolloutWorkflow(input: RolloutInput): Promise<void> {
     await condition(() => latest !== undefined);
     const observed = latest!;
     changed = false;
-    if (observed.deleted && busy.size === 0) return;
+    if (observed.deleted && busy.size === 0) {
+      if (observed.notServed && patched(PATCH_SAY_NOT_SERVED))
+        await poolApi.sayPoolNotServed({
+          name: pool,
+          uid: observed.uid,
+          message: observed.notServed,
+        });
+      return;
+    }
     const target = observed.target?.image;
     const nodes = await poolApi.listPoolNodes({ spec: observed.spec });
     const retried = acceptRetries(nodes, retriesSeen);
