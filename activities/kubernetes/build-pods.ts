@@ -11,7 +11,15 @@ import { MERGE_PATCH } from '../../shared/merge-patch.js';
 import { kubeErrorLine } from '../../shared/kube-errors.js';
 import { isNotFound } from './errors.js';
 
-/** The longest label value: a longer TaskRun name cannot be Tekton's label, so pods are listed whole. */
+/**
+ * Tekton makes one pod per TaskRun (another only if that one is lost): more than this are a
+ * tenant's own, and the rest are left as they are, so a namespace full of them costs a bounded call.
+ */
+const MAX_PODS = 4;
+/** Pods a list returns at most: a namespace that labels thousands of its own is not read whole. */
+const LIST_LIMIT = 50;
+
+/** The longest label value: a TaskRun of a longer name has no pod labelled with it to find. */
 const MAX_LABEL_VALUE = 63;
 
 /** Owned by this TaskRun (by uid: a label anyone in the namespace can set proves nothing). */
@@ -32,15 +40,15 @@ export async function nudgeBuildPods(
   ref: TaskRunRef,
   secretVersion: string,
 ): Promise<string | undefined> {
+  if (ref.name.length > MAX_LABEL_VALUE) return undefined;
   let pods: V1Pod[];
   try {
     const list = await core.listNamespacedPod({
       namespace: ref.namespace,
-      ...(ref.name.length <= MAX_LABEL_VALUE
-        ? { labelSelector: `${TEKTON_TASKRUN_LABEL}=${ref.name}` }
-        : {}),
+      labelSelector: `${TEKTON_TASKRUN_LABEL}=${ref.name}`,
+      limit: LIST_LIMIT,
     });
-    pods = list.items.filter((pod) => ownedBy(pod, ref) && live(pod));
+    pods = list.items.filter((pod) => ownedBy(pod, ref) && live(pod)).slice(0, MAX_PODS);
   } catch (err) {
     return `list the pods of TaskRun ${ref.namespace}/${ref.name}: ${kubeErrorLine(err)}`;
   }
