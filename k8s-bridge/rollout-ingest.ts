@@ -101,8 +101,9 @@ export class RolloutIngest {
     const name = item.metadata.name;
     const ours = item.metadata.labels?.[POOL_ENGINE_LABEL] === this.options.engineNamespace;
     if (await this.mcoRuns()) {
-      if (gone) this.toldNotServed.delete(name);
-      else if (ours) await this.sayNotServed(item);
+      // A pool that leaves (or loses its label) is told again should it come back labelled.
+      if (gone || !ours) this.toldNotServed.delete(name);
+      else await this.sayNotServed(item);
       return;
     }
     if (!ours || gone) {
