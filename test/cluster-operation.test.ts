@@ -399,7 +399,10 @@ describe('a ClusterOperation', () => {
         namespace: scope.namespace,
         name: 'deleted',
       });
-      const cancelled = await ops.eventOf('deleted', 'Cancelled');
+      // The cancel reaches the running activity with the answer to its next heartbeat (the SDK
+      // sends one at most every 24 s), and is said once the runner pod is gone (ansible-playbook
+      // ignores SIGTERM: 5 s of grace, then it is killed): up to about 35 s.
+      const cancelled = await ops.eventOf('deleted', 'Cancelled', 90_000);
       expect(cancelled.message).toBe(
         'Cancelled during action: its playbook was stopped, and the hosts of cluster ' +
           `${CLUSTER} are as it left them.`,

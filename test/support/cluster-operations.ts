@@ -180,11 +180,15 @@ export function clusterOperations(
     });
 
   /** The operation's Event of `reason`, once there is one. */
-  const eventOf = (name: string, reason: string) =>
-    waitFor(`a ${reason} Event on ${name}`, async () => {
-      const events = await scope.kube.core.listNamespacedEvent({ namespace });
-      return events.items.find((e) => e.involvedObject.name === name && e.reason === reason);
-    });
+  const eventOf = (name: string, reason: string, timeoutMs = 30_000) =>
+    waitFor(
+      `a ${reason} Event on ${name}`,
+      async () => {
+        const events = await scope.kube.core.listNamespacedEvent({ namespace });
+        return events.items.find((e) => e.involvedObject.name === name && e.reason === reason);
+      },
+      { timeoutMs },
+    );
 
   /** Whether a run of ansible goes for the cluster: a pod of its runner Jobs is running. */
   const playbookRuns = async () =>
