@@ -43,6 +43,17 @@ const FOR_FLEETS = "hostflow's rollouts are for rpm-ostree and bootc fleets with
 
 /** How long an answer on the MCO's presence stands at most before it is asked again. */
 const MCO_CHECK_MS = 30_000;
+/** How long the question may take before the last answer stands for now. */
+const MCO_ANSWER_MS = 10_000;
+
+/** `promise`, or a rejection once `ms` have passed without its answer. */
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 
 export class RolloutIngest {
   /** The pools this engine serves, as last seen. */
@@ -66,10 +77,7 @@ export class RolloutIngest {
         watchOptions,
         (item, gone, relisted) => this.poolSeen(item, gone, relisted),
         // Asked at every relist too, so a cluster with no pool yet hears it as well.
-        () =>
-          void this.mcoRuns().catch((err: unknown) =>
-            this.ingest.log(`rollouts: cannot tell whether the MCO runs: ${String(err)}`, 'warn'),
-          ),
+        () => void this.mcoRuns().catch(() => undefined), // said in the log already
       ),
     );
     this.ingest.watch(
@@ -122,7 +130,15 @@ export class RolloutIngest {
     const standsMs = Math.min(MCO_CHECK_MS, this.options.resyncMs);
     if (Date.now() - this.mcoAskedAt < standsMs) return Promise.resolve(this.mco !== undefined);
     // One question at a time: the relist's and a pool's would otherwise both tell of a change.
-    this.asking ??= this.askWhetherTheMcoRuns().finally(() => (this.asking = undefined));
+    // Bounded: a request that never answers (a dead pooled connection) must not hold every pool
+    // back. Until an answer comes the last one stands; with none yet, nothing is guessed.
+    this.asking ??= withDeadline(this.askWhetherTheMcoRuns(), MCO_ANSWER_MS)
+      .catch((err: unknown) => {
+        this.ingest.log(`rollouts: cannot tell whether the MCO runs: ${String(err)}`, 'warn');
+        if (this.mcoAskedAt === 0) throw err;
+        return this.mco !== undefined;
+      })
+      .finally(() => (this.asking = undefined));
     return this.asking;
   }
 
