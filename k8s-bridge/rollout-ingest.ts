@@ -13,6 +13,7 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { statusCode } from '../shared/kube-errors.js';
+import { withDeadline } from '../shared/deadline.js';
 import { labelSelectorQuery } from '../shared/label-selector.js';
 import {
   MACHINE_CONFIG_API,
@@ -45,15 +46,6 @@ const FOR_FLEETS = "hostflow's rollouts are for rpm-ostree and bootc fleets with
 const MCO_CHECK_MS = 30_000;
 /** How long the question may take before the last answer stands for now. */
 const MCO_ANSWER_MS = 10_000;
-
-/** `promise`, or a rejection once `ms` have passed without its answer. */
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
 
 export class RolloutIngest {
   /** The pools this engine serves, as last seen. */
@@ -132,7 +124,11 @@ export class RolloutIngest {
     // One question at a time: the relist's and a pool's would otherwise both tell of a change.
     // Bounded: a request that never answers (a dead pooled connection) must not hold every pool
     // back. Until an answer comes the last one stands; with none yet, nothing is guessed.
-    this.asking ??= withDeadline(this.askWhetherTheMcoRuns(), MCO_ANSWER_MS)
+    this.asking ??= withDeadline(
+      this.askWhetherTheMcoRuns(),
+      MCO_ANSWER_MS,
+      `no answer within ${MCO_ANSWER_MS / 1000} s`,
+    )
       .catch((err: unknown) => {
         this.ingest.log(`rollouts: cannot tell whether the MCO runs: ${String(err)}`, 'warn');
         if (this.mcoAskedAt === 0) throw err;

@@ -1,6 +1,7 @@
 // GET /healthz (liveness) and GET /readyz (readiness) for the Deployments' probes. Each check
 // answers undefined when healthy or the reason it is not, which the probe's body then shows.
 import { createServer, type Server } from 'node:http';
+import { withDeadline } from '../shared/deadline.js';
 
 export interface HealthChecks {
   /** Is the process still doing its job? A failure makes the kubelet restart it. */
@@ -26,7 +27,11 @@ export async function serveHealth(checks: HealthChecks, address: string): Promis
     }
     const notes = check === checks.ready ? (checks.notes?.() ?? []) : [];
     const text = (first: string) => [first, ...notes].map((line) => `${line}\n`).join('');
-    withTimeout(Promise.resolve().then(() => check.call(checks))).then(
+    withDeadline(
+      Promise.resolve().then(() => check.call(checks)),
+      CHECK_TIMEOUT_MS,
+      `check did not answer within ${CHECK_TIMEOUT_MS} ms`,
+    ).then(
       (problem) =>
         res
           .writeHead(problem ? 503 : 200, { 'Content-Type': 'text/plain' })
@@ -39,15 +44,4 @@ export async function serveHealth(checks: HealthChecks, address: string): Promis
     server.listen(Number(address.slice(split + 1)), address.slice(0, split), resolve);
   });
   return server;
-}
-
-function withTimeout<T>(work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`check did not answer within ${CHECK_TIMEOUT_MS} ms`)),
-      CHECK_TIMEOUT_MS,
-    );
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
