@@ -3,37 +3,10 @@
 // its install runs (HOSTFLOW_FAMILIES), and no others. test/families-activities.test.ts reads the
 // workflows' sources and fails when a family's workflows reach a group not listed here.
 import type { Family } from '../shared/families.js';
+import type { ActivityGroupTypes } from './activity-group-types.js';
 
-export const ACTIVITY_GROUPS = [
-  'BareMetalHostActivities',
-  'BootstrapActivities',
-  'BpaResourceActivities',
-  'CloudActivities',
-  'CloudGcActivities',
-  'ClusterLogActivities',
-  'ClusterOperationActivities',
-  'DeliveryActivities',
-  'DhcpActivities',
-  'EventActivities',
-  'HostConfigActivities',
-  'ImageLabelActivities',
-  'InstallerKeyActivities',
-  'KubernetesActivities',
-  'LeftoversGcActivities',
-  'LockActivities',
-  'MachineActivities',
-  'MachineConfigPoolActivities',
-  'NodeActivities',
-  'OsImageActivities',
-  'PackageActivities',
-  'PlatformLockActivities',
-  'PlaybookActivities',
-  'ProvisioningActivities',
-  'SshActivities',
-  'TemporalActivities',
-] as const;
-
-export type ActivityGroup = (typeof ACTIVITY_GROUPS)[number];
+/** A group, by its type's name (activity-group-types.ts). */
+export type ActivityGroup = keyof ActivityGroupTypes;
 
 /** Locks are taken by the other families' workflows (LockActivities): the locks family has none. */
 export const FAMILY_ACTIVITIES: Record<Family, readonly ActivityGroup[]> = {

@@ -34,7 +34,7 @@ import { createSshActivities } from './ssh/build-users.js';
 import { createHostKeys, type HostKeys } from './ssh/host-keys.js';
 import { createTemporalActivities, type TemporalDeps } from './temporal/workflows.js';
 import type { ActivityGroupTypes } from './activity-group-types.js';
-import { ACTIVITY_GROUPS, activityGroupsFor, type ActivityGroup } from './family-activities.js';
+import { activityGroupsFor, type ActivityGroup } from './family-activities.js';
 import { FAMILIES, type Family } from '../shared/families.js';
 
 export interface ActivityDeps {
@@ -130,18 +130,24 @@ export function createActivities(deps: ActivityDeps, families: readonly Family[]
       createImageLabelActivities({ registries: deps.imageRegistries ?? [] }),
     BootstrapActivities: () => createBootstrapActivities({ ...deps.kube, hostKeys }),
     // Made once for both: a run's logs are kept where its playbooks ran.
-    PlaybookActivities: () => (playbooks ??= playbookActivities(deps, hostKeys)),
-    ClusterLogActivities: () => (playbooks ??= playbookActivities(deps, hostKeys)),
+    PlaybookActivities: () => (playbooks ??= playbookActivities(deps, hostKeys, readKey)),
+    ClusterLogActivities: () => (playbooks ??= playbookActivities(deps, hostKeys, readKey)),
   };
   const wanted = activityGroupsFor(families);
   return Object.assign(
     {},
-    ...ACTIVITY_GROUPS.filter((group) => wanted.has(group)).map((group) => groups[group]()),
+    ...(Object.keys(groups) as ActivityGroup[])
+      .filter((group) => wanted.has(group))
+      .map((group) => groups[group]()),
   ) as Record<string, (...args: never[]) => Promise<unknown>>;
 }
 
 /** Without a kubespray directory, a Provisioning's install fails saying which setting to set. */
-function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
+function playbookActivities(
+  deps: ActivityDeps,
+  hostKeys: HostKeys,
+  readKey: (namespace: string, secret: string) => Promise<string>,
+) {
   const settings = deps.provisioning;
   const problem = !settings?.kubesprayDirs?.length
     ? 'no kubespray to run: set HOSTFLOW_KUBESPRAY_DIR on the worker to a kubespray checkout'
@@ -161,8 +167,6 @@ function playbookActivities(deps: ActivityDeps, hostKeys: HostKeys) {
     };
   }
   const { core, custom } = deps.kube;
-  const readKey = (namespace: string, secret: string) =>
-    createAdminKeyReader({ core, engineNamespace: namespace })(secret);
   return {
     ...createClusterLogActivities({ workDir: settings.workDir }),
     ...createPlaybookActivities({
