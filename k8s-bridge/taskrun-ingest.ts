@@ -5,12 +5,18 @@ import type { Registry } from 'prom-client';
 import { createBridgeMetrics, type BridgeMetrics } from './metrics.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
 import { WORKFLOW_ID, parseTaskRunWorkflowId } from '../shared/workflow-ids.js';
-import { taskRunObserved, taskRunStart, type TaskRunState } from '../shared/contracts/taskrun.js';
+import {
+  taskRunObserved,
+  taskRunStart,
+  type TaskRunObservation,
+  type TaskRunState,
+} from '../shared/contracts/taskrun.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { crdSource } from '../shared/families.js';
 import { ListWatch } from './list-watch.js';
 import {
   matchContract,
+  observedState,
   type ContractTaskRun,
   type TaskRunObject,
 } from '../platform-config/taskrun-contract.js';
@@ -136,7 +142,7 @@ export class TaskRunIngest {
       const match = matchContract(item);
       if (!match) continue;
       this.seenInList.add(match.uid);
-      const state = match.completed ? 'completed' : 'active';
+      const state = observedState(match);
       // A TaskRun still running whose workflow is not (an operator terminated it): start it
       // again; the new run takes over what the old one served (workflows/taskrun/adopt.ts).
       const known = this.index.get(match.uid);
@@ -173,7 +179,7 @@ export class TaskRunIngest {
       return;
     }
     // Don't wait: other TaskRuns' events must not queue behind this one's Temporal call.
-    void this.observe(match, match.completed ? 'completed' : 'active');
+    void this.observe(match, observedState(match));
   }
 
   /** A failed send leaves the index alone, so a retry or the next resync sends it again. */
@@ -226,10 +232,10 @@ export class TaskRunIngest {
   private message(
     taskRun: ContractTaskRun,
     state: TaskRunState,
-  ): WorkflowMessage<{ state: TaskRunState }> {
+  ): WorkflowMessage<TaskRunObservation> {
     return {
       signal: taskRunObserved,
-      arg: { state },
+      arg: { state, ...(taskRun.originalFinalizer ? { originalFinalizer: true } : {}) },
       start: taskRunStart(taskRun, this.options.taskRunMaxHistory),
     };
   }

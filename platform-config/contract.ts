@@ -10,6 +10,11 @@ export const DEFAULT_ENGINE_NAMESPACE = 'multi-platform-controller';
 /** Where the OTP service keeps its records: apart from the engine's admin keys and credentials. */
 export const DEFAULT_OTP_NAMESPACE = 'hostflow-otp';
 export const LOCALHOST = 'localhost';
+/**
+ * The original controller's finalizer on each TaskRun it served. After a move to hostflow nobody
+ * would remove it: a TaskRun's workflow does, once the TaskRun has ended and it has cleaned up.
+ */
+export const ORIGINAL_FINALIZER = 'appstudio.io/multi-platform-finalizer';
 
 export const LABELS = {
   multiPlatformSecret: `${PREFIX}/multi-platform-secret`,

@@ -1,10 +1,16 @@
 // The TaskRun contract (docs/architecture.md, "The TaskRun contract"): which TaskRuns hostflow acts on, and whether
 // they have finished. Reads only the few fields it needs, so callers can drop the object.
-import { PLATFORM_PARAM, secretNameFor } from './contract.js';
+import { ORIGINAL_FINALIZER, PLATFORM_PARAM, secretNameFor } from './contract.js';
 
 export interface TaskRunObject {
   apiVersion?: string;
-  metadata?: { name?: string; namespace?: string; uid?: string; deletionTimestamp?: string };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+  };
   spec?: {
     params?: Array<{ name?: string; value?: unknown }>;
     taskSpec?: { volumes?: Volume[] };
@@ -28,6 +34,10 @@ export interface ContractTaskRun {
   uid: string;
   platform: string;
   completed: boolean;
+  /** Being deleted: another finalizer (Tekton Results', the original controller's) holds it. */
+  deleting: boolean;
+  /** It carries the original controller's finalizer, which its workflow releases at the end. */
+  originalFinalizer: boolean;
 }
 
 export function matchContract(taskRun: TaskRunObject): ContractTaskRun | undefined {
@@ -42,7 +52,21 @@ export function matchContract(taskRun: TaskRunObject): ContractTaskRun | undefin
     ...(taskRun.spec?.taskSpec?.volumes ?? []),
   ];
   if (!volumes.some((v) => secretNames.includes(v?.secret?.secretName ?? ''))) return undefined;
-  return { namespace, name, uid, platform: param.value, completed: isCompleted(taskRun) };
+  return {
+    namespace,
+    name,
+    uid,
+    platform: param.value,
+    completed: isCompleted(taskRun),
+    deleting: Boolean(taskRun.metadata?.deletionTimestamp),
+    originalFinalizer: taskRun.metadata?.finalizers?.includes(ORIGINAL_FINALIZER) === true,
+  };
+}
+
+/** What the bridge tells its workflow: a TaskRun being deleted has ended, whatever holds it. */
+export function observedState(taskRun: ContractTaskRun): 'active' | 'completed' | 'deleted' {
+  if (taskRun.deleting) return 'deleted';
+  return taskRun.completed ? 'completed' : 'active';
 }
 
 /** Finished when the Succeeded condition is decided, or a completion time is set. */

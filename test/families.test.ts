@@ -11,16 +11,18 @@ import { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { installCrd } from '../local-stack/cluster-setup.js';
 import { engineCommand, startEngineProcess, type EngineKind } from '../local-stack/engine.js';
-import { REPO_ROOT } from '../local-stack/paths.js';
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { registerNamespace } from '../local-stack/temporal.js';
-import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
 import { tearDown, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
-import { overlayAccounts, startOtherCluster, type OtherCluster } from './support/other-cluster.js';
+import {
+  overlayAccounts,
+  serveLocalTaskRuns,
+  startOtherCluster,
+  type OtherCluster,
+} from './support/other-cluster.js';
 import { TaskRuns } from './support/taskruns.js';
 
 const run = promisify(execFile);
@@ -65,18 +67,7 @@ beforeAll(async () => {
   other = await startOtherCluster('families-cluster');
   const { kc } = other;
   const core = kc.makeApiClient(CoreV1Api);
-  // Of what hostflow serves, this cluster has Tekton's TaskRuns and nothing else.
-  await installCrd(kc, join(REPO_ROOT, 'local-stack/upstream-crds/tekton-taskrun.yaml'));
-  for (const name of [namespace, engineNamespace]) {
-    await core.createNamespace({ body: { metadata: { name } } });
-  }
-  await core.createNamespacedConfigMap({
-    namespace: engineNamespace,
-    body: {
-      metadata: { name: HOST_CONFIG_NAME, labels: { [LABELS.multiPlatformConfig]: 'hosts' } },
-      data: { 'local-platforms': 'linux/amd64' },
-    },
-  });
+  await serveLocalTaskRuns(other, namespace, engineNamespace);
   taskRuns = new TaskRuns(core, kc.makeApiClient(CustomObjectsApi), namespace);
   await registerNamespace(testEnv('temporalAddress'), `hostflow-families-${suffix}`);
   const accountOf = await overlayAccounts(other, 'deploy/overlays/taskruns-only', engineNamespace);

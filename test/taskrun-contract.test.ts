@@ -3,6 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   isCompleted,
   matchContract,
+  observedState,
   type TaskRunObject,
 } from '../platform-config/taskrun-contract.js';
 
@@ -25,6 +26,8 @@ describe('the TaskRun contract', () => {
       uid: 'u1',
       platform: 'linux/arm64',
       completed: false,
+      deleting: false,
+      originalFinalizer: false,
     });
   });
 
@@ -76,5 +79,32 @@ describe('the TaskRun contract', () => {
       true,
     );
     expect(isCompleted({ status: { completionTime: '2026-01-01T00:00:00Z' } })).toBe(true);
+  });
+
+  it('counts a TaskRun being deleted as ended, even while a finalizer holds it', () => {
+    const deleting = base({
+      metadata: {
+        name: 'build-arm',
+        namespace: 'ns',
+        uid: 'u1',
+        deletionTimestamp: '2026-01-01T00:00:00Z',
+        finalizers: ['appstudio.io/multi-platform-finalizer'],
+      },
+    });
+    const match = matchContract(deleting)!;
+    expect(match).toMatchObject({ deleting: true, originalFinalizer: true, completed: false });
+    expect(observedState(match)).toBe('deleted');
+    expect(observedState({ ...match, deleting: false })).toBe('active');
+    expect(observedState({ ...match, deleting: false, completed: true })).toBe('completed');
+  });
+
+  it("notes the original controller's finalizer, and no other", () => {
+    const held = (finalizers: string[]) =>
+      matchContract(
+        base({ metadata: { name: 'build-arm', namespace: 'ns', uid: 'u1', finalizers } }),
+      )?.originalFinalizer;
+    expect(held(['appstudio.io/multi-platform-finalizer'])).toBe(true);
+    expect(held(['results.tekton.dev/taskrun'])).toBe(false);
+    expect(held([])).toBe(false);
   });
 });

@@ -19,26 +19,29 @@ interface FinalizerTarget {
   patch(ops: object[]): Promise<unknown>;
 }
 
-/** Sets (`present`) or clears `finalizer`; false when the object (this uid) is gone. */
+/** What setting a finalizer did: 'gone' when the object (this uid) is. */
+type FinalizerChange = 'changed' | 'unchanged' | 'gone';
+
+/** Sets (`present`) or clears `finalizer`. */
 async function setFinalizerOn(
   target: FinalizerTarget,
   uid: string | undefined,
   finalizer: string,
   present: boolean,
   what: string,
-): Promise<boolean> {
+): Promise<FinalizerChange> {
   let current: string[];
   let seenUid: string;
   try {
     const obj = await target.read();
     seenUid = obj.metadata?.uid ?? '';
-    if (uid !== undefined && seenUid !== uid) return false;
+    if (uid !== undefined && seenUid !== uid) return 'gone';
     current = obj.metadata?.finalizers ?? [];
   } catch (err) {
-    if (isNotFound(err)) return false;
+    if (isNotFound(err)) return 'gone';
     rethrowKube(`read ${what}`, err);
   }
-  if (current.includes(finalizer) === present) return true;
+  if (current.includes(finalizer) === present) return 'unchanged';
   const items = present ? [...current, finalizer] : current.filter((f) => f !== finalizer);
   try {
     await target.patch([
@@ -49,19 +52,29 @@ async function setFinalizerOn(
       { op: 'replace', path: '/metadata/finalizers', value: items },
     ]);
   } catch (err) {
-    if (isNotFound(err)) return false;
+    if (isNotFound(err)) return 'gone';
     rethrowKube(`write the finalizers of ${what}`, err); // 422 on a failed test: retried
   }
-  return true;
+  return 'changed';
 }
 
 /** Sets (`present`) or clears `finalizer` on a namespaced custom resource; false when it (this uid) is gone. */
-export function setObjectFinalizer(
+export async function setObjectFinalizer(
   custom: CustomObjectsApi,
   ref: ObjectRef,
   finalizer: string,
   present: boolean,
 ): Promise<boolean> {
+  return (await changeObjectFinalizer(custom, ref, finalizer, present)) !== 'gone';
+}
+
+/** As setObjectFinalizer, saying whether the finalizers changed. */
+export function changeObjectFinalizer(
+  custom: CustomObjectsApi,
+  ref: ObjectRef,
+  finalizer: string,
+  present: boolean,
+): Promise<FinalizerChange> {
   if (!ref.api || !ref.namespace)
     throw new Error(
       `setObjectFinalizer: ${describeObject(ref)} is not a namespaced custom resource`,
@@ -80,13 +93,13 @@ export function setObjectFinalizer(
 }
 
 /** Sets (`present`) or clears `finalizer` on a Secret, whichever uid it has; false when gone. */
-export function setSecretFinalizer(
+export async function setSecretFinalizer(
   core: CoreV1Api,
   secret: { namespace: string; name: string },
   finalizer: string,
   present: boolean,
 ): Promise<boolean> {
-  return setFinalizerOn(
+  const change = await setFinalizerOn(
     {
       read: () => core.readNamespacedSecret(secret),
       patch: (body) => core.patchNamespacedSecret({ ...secret, body }, jsonPatch),
@@ -96,4 +109,5 @@ export function setSecretFinalizer(
     present,
     `Secret ${secret.namespace}/${secret.name}`,
   );
+  return change !== 'gone';
 }

@@ -5,6 +5,7 @@ import {
   ANNOTATIONS,
   LABELS,
   LOCALHOST,
+  ORIGINAL_FINALIZER,
   SECRET_KEYS,
   secretNameFor,
 } from '../../platform-config/contract.js';
@@ -21,6 +22,8 @@ import { TASKRUN_API } from '../../shared/taskrun-api.js';
 import type { EarlierDelivery, TaskRunRef } from '../../shared/contracts/taskrun.js';
 import { buildUserName, legacyBuildUserName } from '../ssh/build-user-names.js';
 import { nudgeBuildPods } from './build-pods.js';
+import { changeObjectFinalizer } from './object-finalizers.js';
+import { customRef } from './object-ref.js';
 import type { KubeClients } from './clients.js';
 import type { LocalAnswer } from './host-config.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';
@@ -256,6 +259,16 @@ export function createKubernetesActivities({ core, custom }: KubeClients) {
           }),
       ]);
       return labelled === undefined ? {} : { labelsNotWritten: labelled };
+    },
+
+    /**
+     * Removes the original controller's finalizer from this TaskRun (by uid): 'released' when it
+     * was there, 'absent' when not, 'gone' when the TaskRun is. Idempotent.
+     */
+    async releaseOriginalFinalizer(input: TaskRunRef): Promise<'released' | 'absent' | 'gone'> {
+      const ref = customRef(TASKRUN_API, 'TaskRun', input);
+      const change = await changeObjectFinalizer(custom, ref, ORIGINAL_FINALIZER, false);
+      return change === 'changed' ? 'released' : change === 'gone' ? 'gone' : 'absent';
     },
 
     /** Merge-patches labels/annotations; the uid in the patch makes it fail on a successor. */

@@ -49,6 +49,11 @@ export const TASKRUN_STATE_ORDER: readonly TaskRunState[] = ['active', 'complete
 
 export interface TaskRunObservation {
   state: TaskRunState;
+  /**
+   * The TaskRun carries the original controller's finalizer (it served the TaskRun before a move
+   * to hostflow): the workflow releases it once the TaskRun has ended and is cleaned up.
+   */
+  originalFinalizer?: true;
 }
 
 export const taskRunObserved = defineSignal<[TaskRunObservation]>('taskRunObserved');
@@ -64,6 +69,8 @@ export interface TaskRunStatus {
   user?: string;
   failedHosts: string[];
   error?: string;
+  /** The original controller's finalizer is on the TaskRun: released at clean-up. */
+  originalFinalizer?: true;
 }
 
 export const taskRunStatus = defineQuery<TaskRunStatus>('status');

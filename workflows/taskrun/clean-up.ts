@@ -3,6 +3,7 @@
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
 import { patched } from '@temporalio/workflow';
+import { ORIGINAL_FINALIZER } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
 import { boundedCleanup, durableCleanup } from './activity-proxies.js';
@@ -18,6 +19,12 @@ import type { TaskRun } from './types.js';
  * the rest of the clean-up rather than before it, so the Secret and the slot do not wait for them.
  */
 export const PATCH_FAILED_HOSTS_ALONGSIDE = 'taskrun-clean-failed-hosts-alongside';
+
+/**
+ * v3: a TaskRun the original controller served before the move to hostflow loses that
+ * controller's finalizer once it has ended and is cleaned up, as the original would have done.
+ */
+export const PATCH_RELEASE_ORIGINAL_FINALIZER = 'taskrun-release-original-finalizer';
 
 export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
   const { pool, ref, input, status } = run;
@@ -51,6 +58,7 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
     pool.touched.filter((host) => !alongside || !failedOnly.includes(host)).map(remove),
   );
   await taskRunKube(run).deleteSecret();
+  await releaseOriginalFinalizer(run);
   if (pool.requestId) await giveSlotBack(input.platform, pool.requestId);
   await failedDone;
   if (pool.touched.length > 0) {
@@ -62,4 +70,22 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
       `${pool.attempt}`,
     );
   }
+}
+
+/**
+ * Only for a TaskRun that has ended: a workflow cancelled by hand while its build runs leaves the
+ * finalizer to the run the bridge starts next.
+ */
+async function releaseOriginalFinalizer(run: TaskRun): Promise<void> {
+  if (!run.status.originalFinalizer || !run.ended()) return;
+  if (!patched(PATCH_RELEASE_ORIGINAL_FINALIZER)) return;
+  if ((await taskRunKube(run).releaseOriginalFinalizer()) !== 'released') return;
+  await note(
+    run,
+    'Normal',
+    'OriginalFinalizerRemoved',
+    `Removed the finalizer ${ORIGINAL_FINALIZER} the multi-platform controller left: hostflow ` +
+      'cleaned up in its place',
+    'original-finalizer',
+  );
 }

@@ -53,6 +53,12 @@ export function taskRunKube(run: TaskRun) {
       waitedOut('write its Secret', () => taskRunApi.writeTaskRunSecret({ ...run.ref, data })),
     deleteSecret: () =>
       waitedOut('delete its Secret', () => taskRunApi.deleteTaskRunSecret(run.ref), false),
+    releaseOriginalFinalizer: () =>
+      waitedOut(
+        "remove the original controller's finalizer",
+        () => taskRunApi.releaseOriginalFinalizer(run.ref),
+        false,
+      ),
   };
 }
 

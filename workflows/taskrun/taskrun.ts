@@ -61,10 +61,11 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     pool: { attempt: 0, touched: [] },
   };
   const resumed = takeOver(run);
-  setHandler(taskRunObserved, ({ state }) => {
+  setHandler(taskRunObserved, ({ state, originalFinalizer }) => {
     if (TASKRUN_STATE_ORDER.indexOf(state) > TASKRUN_STATE_ORDER.indexOf(status.observed)) {
       status.observed = state;
     }
+    if (originalFinalizer) status.originalFinalizer = true;
   });
   setHandler(taskRunStatus, () => status);
   setHandler(slotGranted, ({ requestId, host }) => {
