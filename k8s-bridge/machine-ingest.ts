@@ -1,9 +1,15 @@
-// Ingests Cluster API Machines through the one ingest (ingest.ts): each has its workflow
+// Ingests the Cluster API Machines whose infrastructure is a HostflowMachine, through the one
+// ingest (ingest.ts), and no other Machine: each has its workflow
 // (`machine/<ns>/<name>`), started or signalled on every create, change and delete, with what the
 // workflow acts on (spec, deletion, pause, hooks, skip annotations). The periodic relist sends
 // every Machine again and the ones deleted while the bridge was down as gone.
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { MACHINE_ANNOTATIONS, MACHINE_API, type MachineSpec } from '../shared/machine-api.js';
+import {
+  MACHINE_ANNOTATIONS,
+  MACHINE_API,
+  isHostflowInfrastructure,
+  type MachineSpec,
+} from '../shared/machine-api.js';
 import {
   machineObserved,
   machineStart,
@@ -39,6 +45,8 @@ export function machineObservation(item: MachineObject, gone: boolean): MachineO
 export function machineIngest(options: IngestOptions): Ingest {
   const ingest = new Ingest(options);
   const seen = async (item: MachineObject, gone: boolean, relisted: boolean) => {
+    // Another provider's Machine is not hostflow's to act on (its infrastructureRef is immutable).
+    if (!isHostflowInfrastructure(item.spec?.infrastructureRef)) return;
     const { namespace, name } = item.metadata;
     const target = {
       workflowId: WORKFLOW_ID.machine(namespace, name),

@@ -19,6 +19,17 @@ export const HOSTFLOW_MACHINE_API = {
 } as const;
 export const HOSTFLOW_MACHINE_KIND = 'HostflowMachine';
 
+/**
+ * Whether a Machine's infrastructure is a HostflowMachine (of any version of its group): only
+ * those are hostflow's. A Machine of another provider is that provider's and Cluster API's, and
+ * hostflow neither reads nor writes it.
+ */
+export function isHostflowInfrastructure(ref: { apiVersion?: string; kind?: string } | undefined) {
+  if (ref?.kind !== HOSTFLOW_MACHINE_KIND) return false;
+  const group = ref.apiVersion?.includes('/') ? ref.apiVersion.split('/')[0] : undefined;
+  return ref.apiVersion === undefined || group === HOSTFLOW_MACHINE_API.group;
+}
+
 /** Added before any external action; removed only when every clean-up step is done. */
 export const MACHINE_FINALIZER = 'machine.cluster.x-k8s.io';
 

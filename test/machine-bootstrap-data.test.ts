@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootstrapScript } from '../activities/ssh/bootstrap-script.js';
 import { parseGoDuration } from '../shared/go-duration.js';
+import { isHostflowInfrastructure } from '../shared/machine-api.js';
 import { checkMachineSpec } from '../workflows/machine/spec-check.js';
 
 describe('Go durations', () => {
@@ -53,6 +54,20 @@ describe('a Machine spec', () => {
       'spec.infrastructureRef names infrastructure.cluster.x-k8s.io/v1beta2 AWSMachine: hostflow provides infrastructure.hostflow.dev/v1alpha1 HostflowMachine',
       'spec.nodeVolumeDetachTimeout: "soon" is not a duration: write a number and a unit (h, m, s, ms), e.g. 10m or 1h30m',
     ]);
+  });
+});
+
+describe("a Machine's infrastructure", () => {
+  it("is hostflow's only when it is a HostflowMachine of hostflow's group, whatever its version", () => {
+    const served = (apiVersion: string | undefined, kind: string) =>
+      isHostflowInfrastructure({ ...(apiVersion ? { apiVersion } : {}), kind });
+    expect(served('infrastructure.hostflow.dev/v1alpha1', 'HostflowMachine')).toBe(true);
+    expect(served('infrastructure.hostflow.dev/v1beta2', 'HostflowMachine')).toBe(true);
+    expect(served(undefined, 'HostflowMachine')).toBe(true);
+    expect(served('infrastructure.cluster.x-k8s.io/v1beta2', 'AWSMachine')).toBe(false);
+    expect(served('infrastructure.cluster.x-k8s.io/v1beta2', 'HostflowMachine')).toBe(false);
+    expect(served('v1', 'HostflowMachine')).toBe(false);
+    expect(isHostflowInfrastructure(undefined)).toBe(false);
   });
 });
 

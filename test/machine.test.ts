@@ -527,34 +527,65 @@ describe('a Machine on a static host', () => {
     await machines.gone('mb');
   }, 60_000);
 
-  it('fails for a spec it cannot serve, saying why, and lets go when deleted', async () => {
-    await pool.scope.kube.custom.createNamespacedCustomObject({
-      group: 'cluster.x-k8s.io',
-      version: 'v1beta1',
-      plural: 'machines',
+  it('leaves a Machine of another provider exactly as it was: no finalizer, status, Event or workflow', async () => {
+    type Theirs = {
+      metadata: { resourceVersion?: string; finalizers?: string[] };
+      status?: unknown;
+    };
+    const created = (await pool.scope.kube.custom.createNamespacedCustomObject({
+      ...MACHINE_API,
       namespace: ns(),
       body: {
-        apiVersion: 'cluster.x-k8s.io/v1beta1',
+        apiVersion: `${MACHINE_API.group}/${MACHINE_API.version}`,
         kind: 'Machine',
-        metadata: { name: 'bad' },
+        metadata: { name: 'theirs' },
         spec: {
           clusterName: 'workload',
-          bootstrap: { dataSecretName: 'm1-bootstrap-none' },
+          bootstrap: { dataSecretName: 'theirs-bootstrap' },
           infrastructureRef: {
             apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
             kind: 'AWSMachine',
-            name: 'bad',
+            name: 'theirs',
           },
-          nodeDrainTimeout: 'ten minutes',
         },
       },
+    })) as Theirs;
+    // A HostflowMachine Machine created after it is served: the bridge has seen both by then.
+    await machines.bootstrapSecret('after-theirs-bootstrap', joiner.script());
+    await machines.create('after-theirs', {
+      platform: pool.platform,
+      secret: 'after-theirs-bootstrap',
+      spec: { nodeDrainTimeout: 'ten minutes' },
     });
+    await machines.phase('after-theirs', 'Failed');
+    const now = (await pool.scope.kube.custom.getNamespacedCustomObject({
+      ...MACHINE_API,
+      namespace: ns(),
+      name: 'theirs',
+    })) as Theirs;
+    expect(now.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
+    expect(now.metadata.finalizers).toBeUndefined();
+    expect(now.status).toBeUndefined();
+    expect(await machines.eventReasons('theirs')).toEqual([]);
+    const handle = pool.scope.temporal.client.workflow.getHandle(
+      WORKFLOW_ID.machine(ns(), 'theirs'),
+    );
+    await expect(handle.describe()).rejects.toMatchObject({ name: 'WorkflowNotFoundError' });
+    await machines.delete('theirs');
+    await machines.gone('theirs');
+    await machines.delete('after-theirs');
+    await machines.gone('after-theirs');
+  }, 60_000);
+
+  it('fails a HostflowMachine Machine whose spec it cannot serve, saying why, and lets go when deleted', async () => {
     await machines.bootstrapSecret('m1-bootstrap-none', joiner.script());
+    await machines.create('bad', {
+      platform: pool.platform,
+      secret: 'm1-bootstrap-none',
+      spec: { nodeDrainTimeout: 'ten minutes' },
+    });
     const bad = await machines.phase('bad', 'Failed');
     expect(bad.status?.failureReason).toBe('InvalidConfiguration');
-    expect(bad.status?.failureMessage).toMatch(
-      /hostflow provides infrastructure\.hostflow\.dev\/v1alpha1 HostflowMachine/,
-    );
     expect(bad.status?.failureMessage).toMatch(
       /spec\.nodeDrainTimeout: "ten minutes" is not a duration/,
     );
