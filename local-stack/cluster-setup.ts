@@ -59,10 +59,17 @@ export async function installClusterResources(
 
 /** Installs the CRD in `file` and waits until the API server serves it. */
 export async function installCrd(kc: KubeConfig, file: string): Promise<void> {
-  const api = kc.makeApiClient(ApiextensionsV1Api);
   // loadYaml maps wire names (x-kubernetes-preserve-unknown-fields) onto the client's model;
   // a plain YAML parse would have them silently dropped by the serializer.
-  const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(file, 'utf8'));
+  await installCrdObject(kc, loadYaml<V1CustomResourceDefinition>(readFileSync(file, 'utf8')));
+}
+
+/** Installs the CRD and waits until the API server serves it. */
+export async function installCrdObject(
+  kc: KubeConfig,
+  crd: V1CustomResourceDefinition,
+): Promise<void> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
   const name = crd.metadata!.name!;
   await upsert(
     (n) => api.readCustomResourceDefinition({ name: n }),

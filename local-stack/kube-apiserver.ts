@@ -1,11 +1,9 @@
 // A real kube-apiserver backed by etcd, with the kube-controller-manager that finishes what it
 // starts, all built from the Go module proxy (deploy/kube-apiserver) and started here for
 // `npm start` and for the tests alike.
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { httpsOk } from './https-get.js';
@@ -16,6 +14,7 @@ import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { freePort } from './ports.js';
 import { REPO_ROOT } from './paths.js';
 import { writeKubeconfig } from './kubeconfig-file.js';
+import { runBuildScript } from './build-script.js';
 
 /** The user of the local cluster's admin kubeconfig (kubectl's, and the tests' engine). */
 export const LOCAL_ADMIN_USER = 'hostflow-admin';
@@ -24,8 +23,6 @@ export const LOCAL_ADMIN_USER = 'hostflow-admin';
  * policies' engine exemption does not cover what a person does with kubectl.
  */
 export const LOCAL_ENGINE_USER = 'hostflow-engine';
-
-const run = promisify(execFile);
 
 export interface KubeApiServer {
   url: string;
@@ -106,16 +103,8 @@ function auditFlags(dir: string, sink: LockAuditSink | undefined): string[] {
 
 /** Builds (first time only, 10-20 minutes) and returns the directory holding both binaries. */
 export async function ensureKubeBinaries(): Promise<string> {
-  const script = join(REPO_ROOT, 'deploy/kube-apiserver/build.sh');
-  try {
-    const { stdout } = await run('bash', [script], { maxBuffer: 16 << 20 });
-    return stdout.trim().split('\n').pop()!;
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`kube-apiserver: build failed: ${(e.stderr ?? e.message).slice(-2000)}`, {
-      cause: err,
-    });
-  }
+  const [dir] = await runBuildScript('kube-apiserver', 'deploy/kube-apiserver/build.sh');
+  return dir!;
 }
 
 export async function startKubeApiServer(options: KubeApiServerOptions): Promise<KubeApiServer> {

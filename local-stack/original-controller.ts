@@ -2,14 +2,11 @@
 // against a local API server, for the tests of moving from it (test/migration.test.ts). Flags as
 // in its deploy/operator/deployment.yaml, except: metrics and probes on loopback over plain HTTP,
 // and no leader election (it runs alone).
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { REPO_ROOT } from './paths.js';
 import { freePort } from './ports.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
-
-const run = promisify(execFile);
+import { runBuildScript } from './build-script.js';
 
 /** Its source: the unmodified copy kept beside the repository, or HOSTFLOW_ORIGINAL_SOURCE. */
 export const ORIGINAL_SOURCE =
@@ -18,16 +15,9 @@ export const ORIGINAL_SOURCE =
 
 /** Builds it the first time (a few minutes) and returns the binary's path. */
 export async function ensureOriginalController(source = ORIGINAL_SOURCE): Promise<string> {
-  const script = join(REPO_ROOT, 'local-stack/original-controller/build.sh');
-  try {
-    const { stdout } = await run('bash', [script, source], { maxBuffer: 16 << 20 });
-    return stdout.trim().split('\n').pop()!;
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`original controller: build failed: ${(e.stderr ?? e.message).slice(-2000)}`, {
-      cause: err,
-    });
-  }
+  const script = 'local-stack/original-controller/build.sh';
+  const [binary] = await runBuildScript('the original controller', script, [source]);
+  return binary!;
 }
 
 export interface OriginalControllerOptions {

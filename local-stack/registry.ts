@@ -1,16 +1,12 @@
 // A real OCI registry (CNCF Distribution, built once by deploy/registry/build.sh) on loopback,
 // for rollouts' preflight to ask about images: the tests push small images with the labels they
 // need (pushImage), and `npm start` serves the demo pool's images from it.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { REPO_ROOT } from './paths.js';
 import { freePort } from './ports.js';
 import { spawnManaged, waitFor } from './process.js';
-
-const run = promisify(execFile);
+import { runBuildScript } from './build-script.js';
 
 export interface Registry {
   /** host:port, as image references name it. */
@@ -26,14 +22,7 @@ export async function startRegistry(options: {
   port?: number;
   restart?: boolean;
 }): Promise<Registry> {
-  const { stdout } = await run('bash', [join(REPO_ROOT, 'deploy/registry/build.sh')], {
-    maxBuffer: 16 << 20,
-  }).catch((err: { stderr?: string; message: string }) => {
-    throw new Error(`registry: build failed: ${(err.stderr ?? err.message).slice(-2000)}`, {
-      cause: err,
-    });
-  });
-  const bin = stdout.trim().split('\n').pop()!;
+  const [bin] = (await runBuildScript('registry', 'deploy/registry/build.sh')) as [string];
   const port = options.port ?? (await freePort());
   mkdirSync(join(options.stateDir, 'data'), { recursive: true });
   const config = join(options.stateDir, 'config.yml');

@@ -3,19 +3,16 @@
 // runner namespace as deploy/base makes it (Pod Security `restricted`). What a worker needs to
 // run its Jobs there is `env`.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
-import { promisify } from 'node:util';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { DEFAULT_RUNNER_NAMESPACE, RUNNER_NAMESPACE_LABEL } from '../shared/runner-settings.js';
 import { KUBESPRAY_STAND_IN, localKubespray } from './kubespray-overlay.js';
 import { RUNNER_NODE_LABEL, startLocalNode, type LocalNode } from './kubelet.js';
 import type { LocalCa } from './pki.js';
-import { REAL_KUBESPRAY, REPO_ROOT } from './paths.js';
-
-const run = promisify(execFile);
+import { REAL_KUBESPRAY } from './paths.js';
+import { runBuildScript } from './build-script.js';
 
 export interface LocalRunner {
   node: LocalNode;
@@ -59,16 +56,8 @@ interface BuiltImage {
 
 /** Runs one of the builds on hostflow's base (deploy/image/build-on-base.sh). */
 async function buildOnBase(what: string, script: string, args: string[]): Promise<BuiltImage> {
-  try {
-    const { stdout } = await run('bash', [join(REPO_ROOT, script), ...args], {
-      maxBuffer: 64 << 20,
-    });
-    const [image, tar] = stdout.trim().split('\n').slice(-2);
-    return { image: image!, tar: tar! };
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`${what}: ${(e.stderr || e.message).trim().slice(-2000)}`, { cause: err });
-  }
+  const [image, tar] = await runBuildScript(what, script, args, 2);
+  return { image: image!, tar: tar! };
 }
 
 export async function startLocalRunner(options: {
