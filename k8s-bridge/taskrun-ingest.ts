@@ -192,10 +192,17 @@ export class TaskRunIngest {
     if (known?.sent === state && !again) return;
     const { namespace, name, uid } = taskRun;
     const settled = (outcome: Outcome) => {
-      const result = { sent: 'ok', finished: 'already_finished' }[outcome as string] ?? 'error';
+      const results: Record<string, string> = {
+        sent: 'ok',
+        finished: 'already_finished',
+        'not-running': 'not_running',
+      };
+      const result = results[outcome] ?? 'error';
       this.metrics?.signals.inc({ state, result });
-      // A closed workflow is never restarted, so there is nothing more to tell it.
-      if (outcome === 'sent' || outcome === 'finished')
+      // A closed workflow is never restarted, so there is nothing more to tell it; nor is a
+      // deletion, to a workflow that is not running.
+      const told = outcome === 'not-running' && state === 'deleted';
+      if (outcome === 'sent' || outcome === 'finished' || told)
         this.index.set(uid, {
           namespace,
           name,
@@ -233,10 +240,14 @@ export class TaskRunIngest {
     taskRun: ContractTaskRun,
     state: TaskRunState,
   ): WorkflowMessage<TaskRunObservation> {
+    // A TaskRun being deleted is told to its workflow, and starts none: whatever its clean-up
+    // left is the leftover collector's (workflows/gc), as for one deleted outright. Unless the
+    // original controller's finalizer holds it: nobody but a workflow would ever release that.
+    const starts = state !== 'deleted' || taskRun.originalFinalizer;
     return {
       signal: taskRunObserved,
       arg: { state, ...(taskRun.originalFinalizer ? { originalFinalizer: true } : {}) },
-      start: taskRunStart(taskRun, this.options.taskRunMaxHistory),
+      ...(starts ? { start: taskRunStart(taskRun, this.options.taskRunMaxHistory) } : {}),
     };
   }
 }

@@ -65,6 +65,15 @@ async function serve(name: string) {
   return { secret, meta, events };
 }
 
+/** Host-config is read again when the allocator is told it changed: wait until it has. */
+async function untilAllocatorHas(names: string[], gone: string[]): Promise<void> {
+  await waitFor(`the allocator to offer ${names.join(', ')}`, async () => {
+    const hosts = (await pool.allocator()).hosts.filter((h) => !h.removed).map((h) => h.name);
+    const read = names.every((n) => hosts.includes(n)) && !gone.some((n) => hosts.includes(n));
+    return read ? true : undefined;
+  });
+}
+
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('a static host without a key in host-config', () => {
@@ -181,6 +190,7 @@ describe('host-config settings for host keys', () => {
         { host: 0, name: 'keyed', concurrency: 1 },
       ]),
     });
+    await untilAllocatorHas(['keyed'], ['pinned-m']);
     const { secret, events } = await serve('required');
     expect(secret.host).toContain(`@${h1!.address}`);
     const skipped = events.find((e) => e.reason === 'HostSkipped');
@@ -203,6 +213,7 @@ describe('host-config settings for host keys', () => {
         { host: 0, name: 'fine', concurrency: 1 },
       ]),
     );
+    await untilAllocatorHas(['fine'], ['keyed']);
     const { secret, events } = await serve('garbled');
     expect(secret.host).toContain(`@${h1!.address}`);
     const problem = await hostConfigEvent('InvalidHostConfig', /^host\.garbled\.host-key: /);
