@@ -42,6 +42,13 @@ interface Indexed {
  */
 const LIST_PAGE_SIZE = 100;
 
+/** A send's outcome as the signals metric labels it; any other is an error. */
+const SIGNAL_RESULTS: Partial<Record<Outcome, string>> = {
+  sent: 'ok',
+  finished: 'already_finished',
+  'not-running': 'not_running',
+};
+
 export class TaskRunIngest {
   private readonly index = new Map<string, Indexed>();
   private seenInList = new Set<string>();
@@ -192,12 +199,7 @@ export class TaskRunIngest {
     if (known?.sent === state && !again) return;
     const { namespace, name, uid } = taskRun;
     const settled = (outcome: Outcome) => {
-      const results: Record<string, string> = {
-        sent: 'ok',
-        finished: 'already_finished',
-        'not-running': 'not_running',
-      };
-      const result = results[outcome] ?? 'error';
+      const result = SIGNAL_RESULTS[outcome] ?? 'error';
       this.metrics?.signals.inc({ state, result });
       // A closed workflow is never restarted, so there is nothing more to tell it; nor is a
       // deletion, to a workflow that is not running.

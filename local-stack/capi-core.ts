@@ -91,17 +91,21 @@ interface Endpoint {
 /** CAPI's CRDs, each converting its versions through the manager's /convert. */
 async function installCrds(kc: KubeConfig, dir: string, endpoint: Endpoint): Promise<void> {
   const files = readdirSync(join(dir, 'crds')).filter((file) => file.endsWith('.yaml'));
-  for (const file of files.sort()) {
-    const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(join(dir, 'crds', file), 'utf8'));
-    crd.spec.conversion = {
-      strategy: 'Webhook',
-      webhook: {
-        conversionReviewVersions: ['v1'],
-        clientConfig: { url: `${endpoint.base}/convert`, caBundle: endpoint.caBundle },
-      },
-    };
-    await installCrdObject(kc, crd);
-  }
+  // Together: each waits until the API server serves it.
+  await Promise.all(
+    files.map((file) => {
+      const text = readFileSync(join(dir, 'crds', file), 'utf8');
+      const crd = loadYaml<V1CustomResourceDefinition>(text);
+      crd.spec.conversion = {
+        strategy: 'Webhook',
+        webhook: {
+          conversionReviewVersions: ['v1'],
+          clientConfig: { url: `${endpoint.base}/convert`, caBundle: endpoint.caBundle },
+        },
+      };
+      return installCrdObject(kc, crd);
+    }),
+  );
 }
 
 /** CAPI's defaulting and validating webhooks, named `capi-…` as its release names them. */

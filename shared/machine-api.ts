@@ -26,8 +26,9 @@ export const HOSTFLOW_MACHINE_KIND = 'HostflowMachine';
  */
 export function isHostflowInfrastructure(ref: { apiVersion?: string; kind?: string } | undefined) {
   if (ref?.kind !== HOSTFLOW_MACHINE_KIND) return false;
-  const group = ref.apiVersion?.includes('/') ? ref.apiVersion.split('/')[0] : undefined;
-  return ref.apiVersion === undefined || group === HOSTFLOW_MACHINE_API.group;
+  return (
+    ref.apiVersion === undefined || ref.apiVersion.startsWith(`${HOSTFLOW_MACHINE_API.group}/`)
+  );
 }
 
 /** Added before any external action; removed only when every clean-up step is done. */

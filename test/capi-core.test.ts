@@ -13,14 +13,12 @@ import {
   CustomObjectsApi,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCapiCore } from '../local-stack/capi-core.js';
 import { installCrdObject } from '../local-stack/cluster-setup.js';
 import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { waitFor, type ManagedProcess } from '../local-stack/process.js';
-import { uniqueSuffix } from './support/env.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
 import { startOtherCluster, type OtherCluster } from './support/other-cluster.js';
 
 const namespace = `capi-${uniqueSuffix()}`;
@@ -101,7 +99,7 @@ beforeAll(async () => {
   capi = await startCapiCore({
     kc: other.kc,
     kubeconfigPath: other.server.kubeconfigPath,
-    stateDir: mkdtempSync(join(tmpdir(), 'hostflow-capi-')),
+    stateDir: join(testEnv('stateDir'), 'capi-core'),
     logFile: join(other.logDir, 'capi-core.log'),
   });
   for (const kind of ['DockerCluster', 'DockerMachine']) {

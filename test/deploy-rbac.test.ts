@@ -32,6 +32,7 @@ import {
 } from './support/manifests.js';
 import type { TestScope } from './support/scope.js';
 import { holdEngineAccounts } from './support/engine-rights.js';
+import { refusedCalls } from './support/engine.js';
 import { serviceAccountKubeconfig } from './support/service-account.js';
 import { createStaticPool, SHORT_GC_PERIODS, type StaticPool } from './support/static-pool.js';
 
@@ -221,7 +222,7 @@ describe('the engine as its manifests deploy it', () => {
   it('was refused nothing: no process logged a forbidden call', () => {
     for (const [kind, log] of Object.entries(logs())) {
       expect(log.length).toBeGreaterThan(0);
-      const refused = log.split('\n').filter((line) => /forbidden/i.test(line));
+      const refused = refusedCalls(log);
       expect({ kind, refused }).toEqual({ kind, refused: [] });
     }
   });

@@ -15,7 +15,7 @@ import { engineCommand, startEngineProcess, type EngineKind } from '../local-sta
 import { freePort } from '../local-stack/ports.js';
 import { waitFor } from '../local-stack/process.js';
 import { registerNamespace } from '../local-stack/temporal.js';
-import { tearDown, type EngineProcess } from './support/engine.js';
+import { refusedCalls, tearDown, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import {
   overlayAccounts,
@@ -100,10 +100,7 @@ describe('a TaskRun-only install', () => {
     await taskRuns.waitForSecretGone('served', 60_000);
     expect(bridge.tail(200)).toContain('hostflow bridge watching for taskruns on ');
     for (const engine of [worker, bridge]) {
-      const refused = engine
-        .tail(2000)
-        .split('\n')
-        .filter((line) => /forbidden/i.test(line));
+      const refused = refusedCalls(engine.tail(2000));
       expect({ engine: engine.name, refused }).toEqual({ engine: engine.name, refused: [] });
     }
   });

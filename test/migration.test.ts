@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { join } from 'node:path';
-import { startEngineProcess, type EngineKind } from '../local-stack/engine.js';
+import { startEngineProcess } from '../local-stack/engine.js';
 import {
   ensureOriginalController,
   startOriginalController,
@@ -20,7 +20,7 @@ import { waitFor } from '../local-stack/process.js';
 import { registerNamespace } from '../local-stack/temporal.js';
 import { ANNOTATIONS, ORIGINAL_FINALIZER } from '../platform-config/contract.js';
 import { TASKRUN_API } from '../shared/taskrun-api.js';
-import { tearDown, type EngineProcess } from './support/engine.js';
+import { engineEnv, refusedCalls, tearDown, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import {
   overlayAccounts,
@@ -28,7 +28,7 @@ import {
   startOtherCluster,
   type OtherCluster,
 } from './support/other-cluster.js';
-import { TaskRuns } from './support/taskruns.js';
+import { decode, TaskRuns } from './support/taskruns.js';
 
 const suffix = uniqueSuffix();
 const namespace = `moving-${suffix}`;
@@ -69,27 +69,21 @@ async function seen(name: string): Promise<Seen> {
 /** Whether hostflow wrote the TaskRun's Secret: the original marks its Secrets otherwise. */
 async function servedByHostflow(name: string): Promise<Record<string, string> | undefined> {
   const secret = await taskRuns.secret(name);
-  if (!secret?.metadata?.annotations?.[ANNOTATIONS.ownerUid]) return undefined;
-  return Object.fromEntries(
-    Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
-  );
+  return secret?.metadata?.annotations?.[ANNOTATIONS.ownerUid] ? decode(secret) : undefined;
 }
 
 async function startHostflow(): Promise<EngineProcess[]> {
   const temporalNamespace = `hostflow-moving-${suffix}`;
   await registerNamespace(testEnv('temporalAddress'), temporalNamespace);
   const accountOf = await overlayAccounts(other, 'deploy/overlays/taskruns-only', engineNamespace);
-  const start = async (kind: EngineKind) =>
+  // The shared engine's settings, but on this cluster, in its own Temporal namespace.
+  const start = async (kind: 'worker' | 'bridge') =>
     startEngineProcess(
       kind,
       {
-        TEMPORAL_ADDRESS: testEnv('temporalAddress'),
+        ...engineEnv({ namespace, engineNamespace, taskQueue: temporalNamespace }),
         TEMPORAL_NAMESPACE: temporalNamespace,
-        KUBECONFIG: await accountOf(kind === 'worker' ? 'worker' : 'bridge'),
-        HOSTFLOW_NAMESPACE: engineNamespace,
-        HOSTFLOW_TASK_QUEUE: temporalNamespace,
-        HOSTFLOW_WATCH_NAMESPACE: namespace,
-        HOSTFLOW_WORKFLOW_BUNDLE: testEnv('workflowBundle'),
+        KUBECONFIG: await accountOf(kind),
         HOSTFLOW_FAMILIES: 'taskruns',
       },
       { name: `${kind}-moving`, logFile: join(other.logDir, `${kind}.log`) },
@@ -212,10 +206,7 @@ describe('moving from the original controller', () => {
 
     // Within the taskruns-only overlay's rights: nothing was refused.
     for (const process of engine) {
-      const refused = process
-        .tail(5000)
-        .split('\n')
-        .filter((line) => /forbidden/i.test(line));
+      const refused = refusedCalls(process.tail(5000));
       expect({ engine: process.name, refused }).toEqual({ engine: process.name, refused: [] });
     }
   });

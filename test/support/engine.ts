@@ -50,6 +50,11 @@ export const startWorker = (scope: EngineScope, env?: NodeJS.ProcessEnv) =>
 export const startBridge = (scope: EngineScope, env?: NodeJS.ProcessEnv) =>
   start('bridge', scope, env);
 
+/** The lines of a process's log that say the API server refused it something. */
+export function refusedCalls(log: string): string[] {
+  return log.split('\n').filter((line) => /forbidden/i.test(line));
+}
+
 /**
  * A test file's teardown: the engine's processes first, together (they act on the rest), then
  * what they used, in the order given. Any may be unset, when beforeAll failed part way.
