@@ -51,7 +51,6 @@ export const FAMILY_ACTIVITIES: Record<Family, readonly ActivityGroup[]> = {
     'LeftoversGcActivities',
     'LockActivities',
     'MachineActivities',
-    'NodeActivities',
     'PlatformLockActivities',
     'SshActivities',
     'TemporalActivities',

@@ -10,7 +10,7 @@ import {
   SOFTWARE_API,
 } from '../shared/bpa-api.js';
 import { CLUSTER_OPERATION_API } from '../shared/cluster-operation-api.js';
-import { MACHINE_API } from '../shared/machine-api.js';
+import { CLUSTER_NAME_LABEL, HOSTFLOW_MACHINE_API } from '../shared/machine-api.js';
 import { MACHINE_CONFIG_POOL_API } from '../shared/mco-api.js';
 import { taskRunStatus, type TaskRunStatus } from '../shared/contracts/taskrun.js';
 import { KIND, SA } from '../shared/search-attributes.js';
@@ -166,27 +166,31 @@ export const DESCRIBED_KINDS: readonly DescribedKind[] = [
     },
   },
   {
-    kind: 'Machine',
-    names: ['machine', 'machines', 'ma'],
+    kind: 'HostflowMachine',
+    names: ['hostflowmachine', 'hostflowmachines', 'hfm', 'machine', 'machines'],
     sample: 'worker-0',
-    workflowId: WORKFLOW_ID.machine,
+    workflowId: WORKFLOW_ID.hostflowMachine,
     searchKind: KIND.machine,
-    api: MACHINE_API,
-    // `**Machine ns/name** (Phase): details` (machine/report.ts)
-    phaseInDetails: /^\*\*Machine [^*]+\*\* \((\w+)\)/,
-    missing: BRIDGE_STARTS('Machine'),
+    api: HOSTFLOW_MACHINE_API,
+    // `**HostflowMachine ns/name** (Phase): details` (machine/report.ts)
+    phaseInDetails: /^\*\*HostflowMachine [^*]+\*\* \((\w+)\)/,
+    missing: BRIDGE_STARTS('HostflowMachine'),
     facts: ({ object, attrs }) => {
-      const spec = (object?.spec ?? {}) as { clusterName?: string; providerID?: string };
-      const status = (object?.status ?? {}) as {
-        nodeRef?: { name?: string };
-        failureMessage?: string;
+      const meta = (object?.metadata ?? {}) as {
+        labels?: Record<string, string>;
+        ownerReferences?: Array<{ kind?: string; name?: string }>;
       };
+      const spec = (object?.spec ?? {}) as { providerID?: string };
+      const status = (object?.status ?? {}) as {
+        conditions?: Array<{ type?: string; status?: string; message?: string }>;
+      };
+      const ready = status.conditions?.find((c) => c.type === 'Ready');
       return {
-        cluster: attrs.get(SA.clusterName) ?? spec.clusterName ?? null,
+        cluster: attrs.get(SA.clusterName) ?? meta.labels?.[CLUSTER_NAME_LABEL] ?? null,
+        machine: meta.ownerReferences?.find((r) => r.kind === 'Machine')?.name ?? null,
         host: attrs.get(SA.host) ?? null,
         providerID: attrs.get(SA.providerId) ?? spec.providerID ?? null,
-        node: status.nodeRef?.name ?? null,
-        failure: status.failureMessage ?? null,
+        failure: ready?.status === 'False' ? (ready.message ?? null) : null,
       };
     },
   },

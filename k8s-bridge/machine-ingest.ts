@@ -1,14 +1,15 @@
-// Ingests the Cluster API Machines whose infrastructure is a HostflowMachine, through the one
-// ingest (ingest.ts), and no other Machine: each has its workflow
-// (`machine/<ns>/<name>`), started or signalled on every create, change and delete, with what the
-// workflow acts on (spec, deletion, pause, hooks, skip annotations). The periodic relist sends
-// every Machine again and the ones deleted while the bridge was down as gone.
+// Ingests HostflowMachines through the one ingest (ingest.ts): each has its workflow
+// (`hostflow-machine/<ns>/<name>`), started or signalled on every create, change and delete,
+// with what the workflow acts on (spec, owner Machine, cluster, pause, deletion). Cluster API
+// core's Machines are not watched: Cluster API core runs their lifecycle. The periodic relist
+// sends every HostflowMachine again, and the ones deleted while the bridge was down as gone.
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import {
-  MACHINE_ANNOTATIONS,
+  CLUSTER_NAME_LABEL,
+  HOSTFLOW_MACHINE_API,
   MACHINE_API,
-  isHostflowInfrastructure,
-  type MachineSpec,
+  PAUSED_ANNOTATION,
+  type HostflowMachineSpec,
 } from '../shared/machine-api.js';
 import {
   machineObserved,
@@ -18,39 +19,50 @@ import {
 import { Ingest, type IngestOptions } from './ingest.js';
 import { resourceWatch, type NamespacedObject } from './resource-watch.js';
 
-export interface MachineObject extends NamespacedObject {
-  spec?: MachineSpec;
+interface OwnerReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
 }
 
-export function machineObservation(item: MachineObject, gone: boolean): MachineObservation {
-  const annotations = item.metadata.annotations ?? {};
-  const hooks = (prefix: string) =>
-    Object.keys(annotations)
-      .filter((key) => key.startsWith(`${prefix}/`))
-      .sort();
+export interface HostflowMachineObject extends NamespacedObject {
+  metadata: NamespacedObject['metadata'] & { ownerReferences?: OwnerReference[] };
+  spec?: HostflowMachineSpec;
+}
+
+export function machineObservation(item: HostflowMachineObject, gone: boolean): MachineObservation {
+  const { metadata } = item;
+  // Its controlling Machine, of Cluster API's group (any version), as Cluster API core sets it.
+  const owner = (metadata.ownerReferences ?? []).find(
+    (ref) =>
+      ref.controller &&
+      ref.kind === 'Machine' &&
+      ref.apiVersion?.startsWith(`${MACHINE_API.group}/`) &&
+      ref.name &&
+      ref.uid,
+  );
+  const clusterName = metadata.labels?.[CLUSTER_NAME_LABEL];
   return {
-    uid: item.metadata.uid,
-    generation: item.metadata.generation ?? 1,
+    uid: metadata.uid,
+    generation: metadata.generation ?? 1,
     spec: item.spec ?? {},
-    deleting: gone || item.metadata.deletionTimestamp !== undefined,
-    paused: MACHINE_ANNOTATIONS.paused in annotations,
-    preDrainHooks: hooks(MACHINE_ANNOTATIONS.preDrainHookPrefix),
-    preTerminateHooks: hooks(MACHINE_ANNOTATIONS.preTerminateHookPrefix),
-    excludeDraining: MACHINE_ANNOTATIONS.excludeDraining in annotations,
-    excludeVolumeWait: MACHINE_ANNOTATIONS.excludeVolumeWait in annotations,
+    ...(owner ? { owner: { name: owner.name!, uid: owner.uid! } } : {}),
+    ...(clusterName ? { clusterName } : {}),
+    paused: PAUSED_ANNOTATION in (metadata.annotations ?? {}),
+    deleting: gone || metadata.deletionTimestamp !== undefined,
   };
 }
 
-/** Each Machine's workflow; one gone is only told, if it still runs. */
+/** Each HostflowMachine's workflow; one gone is only told, if it still runs. */
 export function machineIngest(options: IngestOptions): Ingest {
   const ingest = new Ingest(options);
-  const seen = async (item: MachineObject, gone: boolean, relisted: boolean) => {
-    // Another provider's Machine is not hostflow's to act on (its infrastructureRef is immutable).
-    if (!isHostflowInfrastructure(item.spec?.infrastructureRef)) return;
+  const seen = async (item: HostflowMachineObject, gone: boolean, relisted: boolean) => {
     const { namespace, name } = item.metadata;
     const target = {
-      workflowId: WORKFLOW_ID.machine(namespace, name),
-      subject: `Machine ${namespace}/${name}`,
+      workflowId: WORKFLOW_ID.hostflowMachine(namespace, name),
+      subject: `HostflowMachine ${namespace}/${name}`,
     };
     // Gone means its finalizer was removed, by its workflow or by hand: a running one is told.
     const message = () => ({
@@ -60,6 +72,13 @@ export function machineIngest(options: IngestOptions): Ingest {
     });
     await ingest.send(target, message, { anyway: relisted, forget: gone });
   };
-  ingest.watch(resourceWatch<MachineObject>('Machine', MACHINE_API, ingest.watchOptions, seen));
+  ingest.watch(
+    resourceWatch<HostflowMachineObject>(
+      'HostflowMachine',
+      HOSTFLOW_MACHINE_API,
+      ingest.watchOptions,
+      seen,
+    ),
+  );
   return ingest;
 }

@@ -4,7 +4,7 @@
 // a missing one is named with what to apply (k8s-bridge/list-watch.ts, workers/bridge.ts).
 import { BPA_CLUSTER_API, PROVISIONING_API, SOFTWARE_API } from './bpa-api.js';
 import { CLUSTER_OPERATION_API } from './cluster-operation-api.js';
-import { HOSTFLOW_MACHINE_API, MACHINE_API } from './machine-api.js';
+import { HOSTFLOW_MACHINE_API } from './machine-api.js';
 import { MACHINE_CONFIG_API, MACHINE_CONFIG_POOL_API } from './mco-api.js';
 import { TASKRUN_API } from './taskrun-api.js';
 import { LOCK_API } from '../locks/api.js';
@@ -54,10 +54,7 @@ export const FAMILY_NEEDS: Record<Family, FamilyNeeds> = {
     needs: ['provisionings'],
   },
   machines: {
-    resources: [
-      { ...MACHINE_API, crdFrom: 'Cluster API installs it' },
-      { ...HOSTFLOW_MACHINE_API, crdFrom: component('machines') },
-    ],
+    resources: [{ ...HOSTFLOW_MACHINE_API, crdFrom: component('machines') }],
     needs: [],
   },
   rollouts: {

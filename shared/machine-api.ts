@@ -1,112 +1,98 @@
-// Cluster API Machines (cluster.x-k8s.io/v1beta1; the local stack's stand-in CRD is
-// local-stack/upstream-crds/capi-machine.yaml) and hostflow's own infrastructure kind
-// (deploy/families/machines/hostflow-machine.yaml): API coordinates, the annotations and finalizer Cluster API
-// defines, its v1beta1 condition types and reasons, and the fields hostflow reads and writes (its
-// conditions are shared/conditions.ts's). Shared by the bridge, activities and workflows.
+// hostflow as a Cluster API infrastructure provider: its InfraMachine kind HostflowMachine and its
+// template (deploy/families/machines), the v1beta2 InfraMachine contract they meet, and what
+// hostflow reads of Cluster API core's own objects (the Machine that owns a HostflowMachine, its
+// Cluster) without ever writing them. Shared by the bridge, activities and workflows.
 import type { ObservedCondition } from './conditions.js';
 
+/** Cluster API core's Machine, read (never written) for its bootstrap data and cluster. */
 export const MACHINE_API = {
   group: 'cluster.x-k8s.io',
-  version: 'v1beta1',
+  version: 'v1beta2',
   plural: 'machines',
 } as const;
 
-/** Where a Machine comes from: a host-config platform, dynamic (a cloud VM) or static (a host). */
+/** Cluster API core's Cluster, read for spec.paused. */
+export const CLUSTER_API = {
+  group: 'cluster.x-k8s.io',
+  version: 'v1beta2',
+  plural: 'clusters',
+} as const;
+
+/** Where a Machine's host comes from: a host-config platform, dynamic (a VM) or static (a host). */
 export const HOSTFLOW_MACHINE_API = {
   group: 'infrastructure.hostflow.dev',
   version: 'v1alpha1',
   plural: 'hostflowmachines',
 } as const;
 export const HOSTFLOW_MACHINE_KIND = 'HostflowMachine';
+export const HOSTFLOW_MACHINE_TEMPLATE_KIND = 'HostflowMachineTemplate';
 
 /**
  * Whether a Machine's infrastructure is a HostflowMachine (of any version of its group): only
- * those are hostflow's. A Machine of another provider is that provider's and Cluster API's, and
- * hostflow neither reads nor writes it.
+ * those are hostflow's. A Machine of another provider is that provider's and Cluster API's.
  */
-export function isHostflowInfrastructure(ref: { apiVersion?: string; kind?: string } | undefined) {
+export function isHostflowInfrastructure(
+  ref: { apiVersion?: string; apiGroup?: string; kind?: string } | undefined,
+) {
   if (ref?.kind !== HOSTFLOW_MACHINE_KIND) return false;
+  if (ref.apiGroup !== undefined) return ref.apiGroup === HOSTFLOW_MACHINE_API.group;
   return (
     ref.apiVersion === undefined || ref.apiVersion.startsWith(`${HOSTFLOW_MACHINE_API.group}/`)
   );
 }
 
-/** Added before any external action; removed only when every clean-up step is done. */
-export const MACHINE_FINALIZER = 'machine.cluster.x-k8s.io';
+/** On the HostflowMachine: held until its VM is terminated or its host given back. */
+export const HOSTFLOW_MACHINE_FINALIZER = 'hostflowmachine.infrastructure.hostflow.dev';
 
-export const MACHINE_ANNOTATIONS = {
-  paused: 'cluster.x-k8s.io/paused',
-  preDrainHookPrefix: 'pre-drain.delete.hook.machine.cluster.x-k8s.io',
-  preTerminateHookPrefix: 'pre-terminate.delete.hook.machine.cluster.x-k8s.io',
-  excludeDraining: 'machine.cluster.x-k8s.io/exclude-node-draining',
-  excludeVolumeWait: 'machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach',
-} as const;
+/** Cluster API's: on a HostflowMachine or its Cluster's object, nothing moves until removed. */
+export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused';
+/** Cluster API's label naming the Cluster an object belongs to. */
+export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name';
 
 /** On the bootstrap Secret: the bootstrap data itself (the contract's only required key). */
 export const BOOTSTRAP_DATA_KEY = 'value';
 /** What bootstrap data writes on the host when it succeeded (Cluster API's contract). */
 export const BOOTSTRAP_SENTINEL = '/run/cluster-api/bootstrap-success.complete';
 
-export type MachinePhase =
-  'Pending' | 'Provisioning' | 'Provisioned' | 'Running' | 'Deleting' | 'Deleted' | 'Failed';
-
-/** v1beta1 condition types and reasons (api/core/v1beta1/condition_consts.go). */
+/** The HostflowMachine's v1beta2 condition types (metav1.Condition: a reason always). */
 export const CONDITION = {
   ready: 'Ready',
-  bootstrapReady: 'BootstrapReady',
-  infrastructureReady: 'InfrastructureReady',
-  nodeHealthy: 'NodeHealthy',
-  drainingSucceeded: 'DrainingSucceeded',
-  preDrainHookSucceeded: 'PreDrainDeleteHookSucceeded',
-  preTerminateHookSucceeded: 'PreTerminateDeleteHookSucceeded',
-  volumeDetachSucceeded: 'VolumeDetachSucceeded',
   paused: 'Paused',
 } as const;
 
+/** Reasons of its Ready and Paused conditions, in Cluster API's words where it has them. */
 export const REASON = {
-  waitingForDataSecret: 'WaitingForDataSecret',
-  waitingForInfrastructure: 'WaitingForInfrastructure',
-  waitingForNodeRef: 'WaitingForNodeRef',
-  nodeProvisioning: 'NodeProvisioning',
-  nodeNotFound: 'NodeNotFound',
-  waitingExternalHook: 'WaitingExternalHook',
-  draining: 'Draining',
-  drainingFailed: 'DrainingFailed',
-  waitingForVolumeDetach: 'WaitingForVolumeDetach',
-  deleting: 'Deleting',
-  instanceStateUnexpected: 'InstanceStateUnexpected',
+  ready: 'Ready',
+  waitingForOwner: 'WaitingForOwner',
+  waitingForBootstrapData: 'WaitingForBootstrapData',
+  waitingForHost: 'WaitingForHost',
+  provisioning: 'Provisioning',
+  invalidConfiguration: 'InvalidConfiguration',
   infrastructureFailed: 'InfrastructureFailed',
   bootstrapFailed: 'BootstrapFailed',
-  paused: 'Paused',
+  /** Its VM was terminated or stopped out of band: a MachineHealthCheck can act on it. */
+  instanceTerminated: 'InstanceTerminated',
+  deleting: 'Deleting',
   /** The API server refused a write for it (403: an admission policy, a webhook). */
   forbidden: 'Forbidden',
+  paused: 'Paused',
+  notPaused: 'NotPaused',
 } as const;
-
-/** v1beta1 failureReason values (api/deprecated/errors/consts.go) hostflow sets. */
-export type MachineFailureReason =
-  | 'InvalidConfiguration'
-  | 'CreateError'
-  | 'UpdateError'
-  | 'DeleteError'
-  | 'JoinClusterTimeoutError';
 
 export interface ObjectReference {
   apiVersion?: string;
+  apiGroup?: string;
   kind?: string;
   name?: string;
   namespace?: string;
 }
 
+/** What hostflow reads of the owning Machine (v1beta2). */
 export interface MachineSpec {
   clusterName?: string;
   bootstrap?: { dataSecretName?: string; configRef?: ObjectReference };
   infrastructureRef?: ObjectReference;
-  providerID?: string;
-  version?: string;
-  /** Durations as Cluster API writes them (`10m`, `90s`); unset or `0s` means no bound. */
-  nodeDrainTimeout?: string;
-  nodeVolumeDetachTimeout?: string;
-  nodeDeletionTimeout?: string;
+  failureDomain?: string;
 }
 
 export interface MachineAddress {
@@ -114,23 +100,19 @@ export interface MachineAddress {
   address: string;
 }
 
-export interface MachineStatus {
-  phase?: MachinePhase;
-  bootstrapReady?: boolean;
-  infrastructureReady?: boolean;
-  addresses?: MachineAddress[];
-  nodeRef?: { apiVersion: 'v1'; kind: 'Node'; name: string; uid?: string };
-  lastUpdated?: string;
-  failureReason?: MachineFailureReason;
-  failureMessage?: string;
-  /** v1beta1 conditions (severity on a False one), as read back: maybe untimed. */
-  conditions?: ObservedCondition[];
-  observedGeneration?: number;
-}
-
 export interface HostflowMachineSpec {
   /** A host-config platform: dynamic (a VM of its own) or static (one of its hosts). */
   platform?: string;
-  /** How long the Node may take to join before the Machine says so (Go duration, default 10m). */
-  nodeStartupTimeout?: string;
+  /** Set once, by hostflow, when its VM or host is taken; Cluster API copies it to the Machine. */
+  providerID?: string;
+}
+
+/** The HostflowMachine's status, by the v1beta2 InfraMachine contract. */
+export interface HostflowMachineStatus {
+  initialization?: { provisioned?: boolean };
+  addresses?: MachineAddress[];
+  /** The zone its VM runs in, where the platform's cloud has zones. */
+  failureDomain?: string;
+  instanceID?: string;
+  conditions?: ObservedCondition[];
 }

@@ -10,7 +10,8 @@ export const WORKFLOW_ID = {
   /** A ClusterOperation's runs, children of its Provisioning's workflow. */
   clusterOperation: (namespace: string, name: string) => `cluster-operation/${namespace}/${name}`,
   bpaCluster: (namespace: string, name: string) => `bpa-cluster/${namespace}/${name}`,
-  machine: (namespace: string, name: string) => `machine/${namespace}/${name}`,
+  /** A Cluster API Machine's infrastructure: one HostflowMachine. */
+  hostflowMachine: (namespace: string, name: string) => `hostflow-machine/${namespace}/${name}`,
   rollout: (pool: string) => `rollout/${pool}`,
   /** One node's update to one image: its own history, found by the node's name. */
   rolloutNode: (pool: string, node: string, imageDigest: string) =>

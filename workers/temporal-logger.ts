@@ -24,7 +24,7 @@ export function workflowIdFields(workflowId: string): Record<string, string> {
     case 'provisioning':
     case 'software':
     case 'bpa-cluster':
-    case 'machine':
+    case 'hostflow-machine':
       return rest.length >= 2 ? { k8sNamespace: rest[0]!, k8sName: rest[1]! } : {};
     case 'allocator':
       return rest.length > 0 ? { platform: rest.join('/') } : {};

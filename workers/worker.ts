@@ -1,5 +1,5 @@
 // The worker process: runs workflows and activities until SIGINT/SIGTERM, then drains.
-import { CoreV1Api, CustomObjectsApi, StorageV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { fileURLToPath } from 'node:url';
@@ -63,7 +63,6 @@ export async function createWorker(
       kube: {
         core,
         custom: kc.makeApiClient(CustomObjectsApi),
-        storage: kc.makeApiClient(StorageV1Api),
         engineNamespace: settings.HOSTFLOW_NAMESPACE,
         watchNamespace: settings.HOSTFLOW_WATCH_NAMESPACE || undefined,
       },

@@ -39,7 +39,12 @@ export const FAMILY_WORKFLOWS: Record<Family, string[]> = {
   // clusterOperationWorkflow: started as a child by Provisioning runs from before v19
   // (docs/workflow-versioning.md).
   'cluster-operations': ['clusterOperationLifecycleWorkflow', 'clusterOperationWorkflow'],
-  machines: ['machineWorkflow', 'allocatorWorkflow', 'hostConfigWorkflow', 'cloudGcWorkflow'],
+  machines: [
+    'hostflowMachineWorkflow',
+    'allocatorWorkflow',
+    'hostConfigWorkflow',
+    'cloudGcWorkflow',
+  ],
   rollouts: ['rolloutWorkflow', 'nodeUpdateWorkflow'],
   // Locks are enforced by the API server; workflows of the other families take them.
   locks: [],

@@ -14,8 +14,8 @@ import type { cloudGcWorkflow } from './gc/cloud-gc.js';
 import type { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
 import type { HostConfigWorkflow } from '../shared/contracts/host-config.js';
 import type { hostConfigWorkflow } from './host-config/host-config.js';
-import type { MachineWorkflow } from '../shared/contracts/machine.js';
-import type { machineWorkflow } from './machine/machine.js';
+import type { HostflowMachineWorkflow } from '../shared/contracts/machine.js';
+import type { hostflowMachineWorkflow } from './machine/machine.js';
 import type { ProvisioningWorkflow } from '../shared/contracts/provisioning.js';
 import type { provisioningWorkflow } from './provisioning/provisioning.js';
 import type { NodeUpdateWorkflow, RolloutWorkflow } from '../shared/contracts/rollout.js';
@@ -34,7 +34,7 @@ export { taskRunLeftoversGcWorkflow } from './gc/taskrun-leftovers.js';
 export { provisioningWorkflow } from './provisioning/provisioning.js';
 export { softwareWorkflow } from './software/software.js';
 export { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
-export { machineWorkflow } from './machine/machine.js';
+export { hostflowMachineWorkflow } from './machine/machine.js';
 export { rolloutWorkflow } from './rollout/rollout.js';
 export { nodeUpdateWorkflow } from './rollout/node-update.js';
 export { clusterOperationWorkflow } from './cluster-operation/operation.js';
@@ -55,7 +55,7 @@ export type WorkflowsMatchContracts = [
   Serves<ProvisioningWorkflow, typeof provisioningWorkflow>,
   Serves<SoftwareWorkflow, typeof softwareWorkflow>,
   Serves<BpaClusterWorkflow, typeof bpaClusterWorkflow>,
-  Serves<MachineWorkflow, typeof machineWorkflow>,
+  Serves<HostflowMachineWorkflow, typeof hostflowMachineWorkflow>,
   Serves<RolloutWorkflow, typeof rolloutWorkflow>,
   Serves<NodeUpdateWorkflow, typeof nodeUpdateWorkflow>,
 ];

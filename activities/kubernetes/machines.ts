@@ -1,57 +1,49 @@
-// Kubernetes adapter for Cluster API Machines: their finalizer, status, providerID and Events;
-// the HostflowMachine a Machine's infrastructureRef names (what it asks for, what was made);
-// and the bootstrap Secret, whose presence gates everything and whose data never leaves here.
-import { ApplicationFailure } from '@temporalio/common';
-import type { CoreV1Api, CustomObjectsApi, V1ObjectMeta } from '@kubernetes/client-node';
+// Kubernetes adapter for HostflowMachines, hostflow's InfraMachine kind: their finalizer, status,
+// providerID and Events; and what it reads, never writes, of Cluster API core's objects: the
+// Machine that owns one (its bootstrap data, cluster and failure domain) and that Machine's
+// Cluster (paused or not). The bootstrap Secret's data never leaves activities/ssh/bootstrap.ts.
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import {
   BOOTSTRAP_DATA_KEY,
+  CLUSTER_API,
   HOSTFLOW_MACHINE_API,
+  HOSTFLOW_MACHINE_FINALIZER,
   HOSTFLOW_MACHINE_KIND,
   MACHINE_API,
-  MACHINE_FINALIZER,
-  type HostflowMachineSpec,
-  type ObjectReference,
+  PAUSED_ANNOTATION,
+  isHostflowInfrastructure,
+  type MachineSpec,
 } from '../../shared/machine-api.js';
-import { markedFor, type Owner } from '../../shared/ownership.js';
+import type { MachineRef } from '../../shared/contracts/machine.js';
 import { isConflict, isNotFound, rethrowKube, rethrowTenantWrite } from './errors.js';
 import { recordObjectEvent, type ObjectEvent } from './object-events.js';
 import { setObjectFinalizer } from './object-finalizers.js';
 import { customRef } from './object-ref.js';
-import type { MachineRef } from '../../shared/contracts/machine.js';
 import { writeObjectStatus } from './object-status.js';
-import { deleteIfOurs } from './owned-objects.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';
 
-const machine = (ref: MachineRef) => customRef(MACHINE_API, 'Machine', ref);
-
-const where = (ref: { namespace: string; name: string }) => `Machine ${ref.namespace}/${ref.name}`;
-
-export type InfrastructureLookup =
-  | { found: true; name: string; uid: string; spec: HostflowMachineSpec }
-  /** Why it cannot be used, in words for the Machine's status. */
-  | { found: false; reason: string; final: boolean };
+const hostflowMachine = (ref: MachineRef) =>
+  customRef(HOSTFLOW_MACHINE_API, HOSTFLOW_MACHINE_KIND, ref);
 
 export type BootstrapData = 'ready' | 'missing' | 'no-value';
 
-const MACHINE_API_VERSION = `${MACHINE_API.group}/${MACHINE_API.version}`;
+/** What a HostflowMachine's owner Machine says, or why it cannot be followed. */
+export type OwnerMachine =
+  | {
+      found: true;
+      clusterName: string;
+      dataSecretName?: string;
+      failureDomain?: string;
+      /** Its Cluster's spec.paused, or the paused annotation on the Cluster. */
+      clusterPaused: boolean;
+    }
+  /** Gone, replaced by a namesake, or not naming this HostflowMachine: why, in words. */
+  | { found: false; reason: string };
 
-const machineOwner = (ref: MachineRef): Owner => ({
-  apiVersion: MACHINE_API_VERSION,
-  kind: 'Machine',
-  ...ref,
-});
-
-interface OwnerReference {
-  apiVersion?: string;
-  kind?: string;
-  name?: string;
+interface Metadata {
   uid?: string;
-  controller?: boolean;
+  annotations?: Record<string, string>;
 }
-
-/** The Machine whose infrastructure an object is, by its controller ownerReference. */
-const controllingMachine = (refs: OwnerReference[] | undefined) =>
-  (refs ?? []).find((r) => r.controller && r.kind === 'Machine');
 
 export function createMachineActivities({
   core,
@@ -60,102 +52,93 @@ export function createMachineActivities({
   core: CoreV1Api;
   custom: CustomObjectsApi;
 }) {
-  const api = {
-    /** Added before any external action; false when the Machine (this uid) is gone. */
-    addMachineFinalizer: (ref: MachineRef) =>
-      setObjectFinalizer(custom, machine(ref), MACHINE_FINALIZER, true),
+  return {
+    /** Added before anything is taken for it; false when it (this uid) is gone. */
+    addHostflowMachineFinalizer: (ref: MachineRef) =>
+      setObjectFinalizer(custom, hostflowMachine(ref), HOSTFLOW_MACHINE_FINALIZER, true),
 
-    removeMachineFinalizer: async (ref: MachineRef): Promise<void> =>
-      void (await setObjectFinalizer(custom, machine(ref), MACHINE_FINALIZER, false)),
+    removeHostflowMachineFinalizer: async (ref: MachineRef): Promise<void> =>
+      void (await setObjectFinalizer(
+        custom,
+        hostflowMachine(ref),
+        HOSTFLOW_MACHINE_FINALIZER,
+        false,
+      )),
 
-    /** Merges `status` into the Machine's status (lists and conditions replace as a whole). */
-    writeMachineStatus: (input: { ref: MachineRef; status: Record<string, unknown> }) =>
-      writeObjectStatus(custom, machine(input.ref), input.status),
+    /** Merges `status` into its status (lists and conditions replace as a whole). */
+    writeHostflowMachineStatus: (input: { ref: MachineRef; status: Record<string, unknown> }) =>
+      writeObjectStatus(custom, hostflowMachine(input.ref), input.status, { tenant: true }),
 
-    /** Copies the infrastructure's providerID into the Machine's spec, as Cluster API does. */
-    async setMachineProviderId(input: { ref: MachineRef; providerID: string }): Promise<void> {
-      const { namespace, name } = input.ref;
+    recordHostflowMachineEvent: ({ ref, ...event }: ObjectEvent & { ref: MachineRef }) =>
+      recordObjectEvent(core, hostflowMachine(ref), event),
+
+    /** Sets spec.providerID, which Cluster API core copies to the Machine (the contract's). */
+    async setHostflowMachineProviderId(input: {
+      ref: MachineRef;
+      providerID: string;
+    }): Promise<void> {
+      const { namespace, name, uid } = input.ref;
       try {
         await custom.patchNamespacedCustomObject(
-          { ...MACHINE_API, namespace, name, body: { spec: { providerID: input.providerID } } },
+          {
+            ...HOSTFLOW_MACHINE_API,
+            namespace,
+            name,
+            // The uid in a merge patch is a precondition: never a namesake's spec.
+            body: { metadata: { uid }, spec: { providerID: input.providerID } },
+          },
           MERGE_PATCH,
         );
       } catch (err) {
-        if (isNotFound(err)) return;
-        rethrowTenantWrite(`set spec.providerID of ${where(input.ref)}`, err);
+        if (isNotFound(err) || isConflict(err)) return;
+        rethrowTenantWrite(`set spec.providerID of HostflowMachine ${namespace}/${name}`, err);
       }
     },
 
-    recordMachineEvent: ({ ref, ...event }: ObjectEvent & { ref: MachineRef }) =>
-      recordObjectEvent(core, machine(ref), event),
-
-    /** The HostflowMachine `ref` names in the Machine's namespace, or why it cannot be used. */
-    async readMachineInfrastructure(input: {
+    /**
+     * The Machine that owns the HostflowMachine, read as it is now: only when it has the uid of
+     * the ownerReference and its spec.infrastructureRef names this HostflowMachine (an
+     * ownerReference alone is anyone's to write), with its Cluster's pause.
+     */
+    async readOwnerMachine(input: {
       namespace: string;
-      ref: ObjectReference;
-      /** The Machine reading it: set as its controller owner, as Cluster API does. */
-      machine?: MachineRef;
-    }): Promise<InfrastructureLookup> {
-      const { ref, namespace } = input;
-      const wanted = `${HOSTFLOW_MACHINE_API.group}/${HOSTFLOW_MACHINE_API.version}`;
-      if (ref.kind !== HOSTFLOW_MACHINE_KIND || (ref.apiVersion && ref.apiVersion !== wanted)) {
-        return {
-          found: false,
-          final: true,
-          reason:
-            `spec.infrastructureRef names ${ref.apiVersion ?? '?'} ${ref.kind ?? '?'}: ` +
-            `hostflow provides ${wanted} ${HOSTFLOW_MACHINE_KIND}`,
-        };
-      }
-      try {
-        const obj = (await custom.getNamespacedCustomObject({
-          ...HOSTFLOW_MACHINE_API,
-          namespace: ref.namespace ?? namespace,
-          name: ref.name ?? '',
-        })) as {
-          metadata: {
-            name: string;
-            uid: string;
-            resourceVersion?: string;
-            ownerReferences?: OwnerReference[];
-          };
-          spec?: HostflowMachineSpec;
-        };
-        if (input.machine) {
-          const taken = await claimInfrastructure(input.machine, obj.metadata);
-          if (taken) return { found: false, final: true, reason: taken };
-        }
-        return {
-          found: true,
-          name: obj.metadata.name,
-          uid: obj.metadata.uid,
-          spec: obj.spec ?? {},
-        };
-      } catch (err) {
-        if (!isNotFound(err)) rethrowKube(`read ${HOSTFLOW_MACHINE_KIND} ${ref.name}`, err);
-        return {
-          found: false,
-          final: false,
-          reason: `${HOSTFLOW_MACHINE_KIND} ${ref.namespace ?? namespace}/${ref.name} does not exist yet`,
-        };
-      }
-    },
-
-    /** What was made for the Machine, where its infrastructure object shows it. */
-    async writeInfrastructureStatus(input: {
-      namespace: string;
-      name: string;
-      status: Record<string, unknown>;
-    }): Promise<void> {
-      const { status, ...ref } = input;
-      await writeObjectStatus(
-        custom,
-        customRef(HOSTFLOW_MACHINE_API, HOSTFLOW_MACHINE_KIND, ref),
-        status,
-        {
-          tenant: true,
-        },
+      hostflowMachine: string;
+      owner: { name: string; uid: string };
+    }): Promise<OwnerMachine> {
+      const { namespace, owner } = input;
+      const machine = await readOrUndefined<{ metadata: Metadata; spec?: MachineSpec }>(
+        `Machine ${namespace}/${owner.name}`,
+        () => custom.getNamespacedCustomObject({ ...MACHINE_API, namespace, name: owner.name }),
       );
+      if (!machine || machine.metadata.uid !== owner.uid)
+        return { found: false, reason: `its owner Machine ${owner.name} is gone` };
+      const spec = machine.spec ?? {};
+      const ref = spec.infrastructureRef;
+      if (!isHostflowInfrastructure(ref) || ref?.name !== input.hostflowMachine) {
+        return {
+          found: false,
+          reason:
+            `Machine ${owner.name} is named as its owner, but its spec.infrastructureRef ` +
+            `names ${ref?.kind ?? 'nothing'} ${ref?.name ?? ''}: a HostflowMachine serves only ` +
+            'the Machine whose infrastructure it is',
+        };
+      }
+      const clusterName = spec.clusterName ?? '';
+      const cluster = await readOrUndefined<{ metadata: Metadata; spec?: { paused?: boolean } }>(
+        `Cluster ${namespace}/${clusterName}`,
+        () => custom.getNamespacedCustomObject({ ...CLUSTER_API, namespace, name: clusterName }),
+      );
+      return {
+        found: true,
+        clusterName,
+        ...(spec.bootstrap?.dataSecretName
+          ? { dataSecretName: spec.bootstrap.dataSecretName }
+          : {}),
+        ...(spec.failureDomain ? { failureDomain: spec.failureDomain } : {}),
+        clusterPaused:
+          cluster?.spec?.paused === true ||
+          cluster?.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
+      };
     },
 
     /** Whether the bootstrap Secret exists with its `value` key. Never returns the data. */
@@ -168,135 +151,15 @@ export function createMachineActivities({
         rethrowKube(`read Secret ${input.namespace}/${input.name}`, err);
       }
     },
-
-    /**
-     * Deletes the bootstrap Secret only when its bootstrap provider made it for this Machine (an
-     * ownerReference to the Machine, or to the object its spec.bootstrap.configRef names) or
-     * hostflow marked it as the Machine's. A Secret a person named in dataSecretName, maybe for
-     * several Machines, is theirs: Cluster API leaves it too. It stays, and an Event says so.
-     */
-    async deleteBootstrapSecret(input: {
-      namespace: string;
-      name: string;
-      machine: MachineRef;
-      configRef?: ObjectReference;
-    }): Promise<'deleted' | 'absent' | 'not-ours'> {
-      const { namespace, name, machine, configRef } = input;
-      return deleteIfOurs(
-        core,
-        machineOwner(machine),
-        {
-          what: `Secret ${namespace}/${name}`,
-          read: () => core.readNamespacedSecret({ namespace, name }),
-          delete: (preconditions) =>
-            core.deleteNamespacedSecret({ namespace, name, body: { preconditions } }),
-        },
-        {
-          isOurs: (meta) =>
-            markedFor(meta, machine.uid) ||
-            (configRef?.kind !== undefined &&
-              (meta?.ownerReferences ?? []).some(
-                (r) => r.controller && r.kind === configRef.kind && r.name === configRef.name,
-              )),
-          why:
-            'spec.bootstrap.dataSecretName names it, but no bootstrap provider made it for this ' +
-            'Machine (no ownerReference to the Machine or to its spec.bootstrap.configRef): a ' +
-            'Secret a person names there is theirs, and other Machines may use it',
-        },
-      );
-    },
-
-    /**
-     * Deletes the HostflowMachine, as Cluster API deletes its infra object, when it is this
-     * Machine's: its controller ownerReference names the Machine. One made before hostflow set
-     * that reference (no controlling Machine) is the Machine's when `madeInfrastructure` says
-     * the Machine's own workflow made infrastructure from it.
-     */
-    async deleteInfrastructure(input: {
-      namespace: string;
-      name: string;
-      machine: MachineRef;
-      madeInfrastructure?: boolean;
-    }): Promise<'deleted' | 'absent' | 'not-ours'> {
-      const { namespace, name, machine } = input;
-      const target = {
-        what: `${HOSTFLOW_MACHINE_KIND} ${namespace}/${name}`,
-        read: () =>
-          custom.getNamespacedCustomObject({
-            ...HOSTFLOW_MACHINE_API,
-            namespace,
-            name,
-          }) as Promise<{
-            metadata?: V1ObjectMeta;
-          }>,
-        delete: (preconditions: { uid?: string }) =>
-          custom.deleteNamespacedCustomObject({
-            ...HOSTFLOW_MACHINE_API,
-            namespace,
-            name,
-            body: { preconditions: { uid: preconditions.uid } },
-          }),
-      };
-      return deleteIfOurs(core, machineOwner(machine), target, {
-        isOurs: (meta) => {
-          const controller = controllingMachine(meta?.ownerReferences as OwnerReference[]);
-          return controller ? controller.uid === machine.uid : input.madeInfrastructure === true;
-        },
-        why: "it is not this Machine's infrastructure (its controller ownerReference names another Machine, or none)",
-      });
-    },
   };
-  return api;
+}
 
-  /**
-   * Makes `machine` the controller owner of its HostflowMachine, as Cluster API's Machine
-   * controller does with its infra object; why not, when another Machine already is.
-   */
-  async function claimInfrastructure(
-    machine: MachineRef,
-    meta: { name: string; resourceVersion?: string; ownerReferences?: OwnerReference[] },
-  ): Promise<string | undefined> {
-    const controller = controllingMachine(meta.ownerReferences);
-    if (controller?.uid === machine.uid) return undefined;
-    if (controller) {
-      return (
-        `${HOSTFLOW_MACHINE_KIND} ${machine.namespace}/${meta.name} is the infrastructure of ` +
-        `Machine ${controller.name}: give this Machine a ${HOSTFLOW_MACHINE_KIND} of its own`
-      );
-    }
-    const ownerReferences = [
-      ...(meta.ownerReferences ?? []),
-      {
-        apiVersion: MACHINE_API_VERSION,
-        kind: 'Machine',
-        name: machine.name,
-        uid: machine.uid,
-        controller: true,
-      },
-    ];
-    try {
-      await custom.patchNamespacedCustomObject(
-        {
-          ...HOSTFLOW_MACHINE_API,
-          namespace: machine.namespace,
-          name: meta.name,
-          // The resourceVersion read: a claim by another Machine meanwhile is a conflict.
-          body: { metadata: { resourceVersion: meta.resourceVersion, ownerReferences } },
-        },
-        MERGE_PATCH,
-      );
-    } catch (err) {
-      if (isConflict(err)) {
-        throw ApplicationFailure.retryable(
-          `${HOSTFLOW_MACHINE_KIND} ${meta.name} changed: read again`,
-        );
-      }
-      rethrowKube(
-        `set the owner of ${HOSTFLOW_MACHINE_KIND} ${machine.namespace}/${meta.name}`,
-        err,
-      );
-    }
-    return undefined;
+async function readOrUndefined<T>(what: string, read: () => Promise<unknown>) {
+  try {
+    return (await read()) as T;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    rethrowKube(`read ${what}`, err);
   }
 }
 

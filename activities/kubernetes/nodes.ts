@@ -1,15 +1,9 @@
-// Kubernetes adapter for a Machine's Node: found by spec.providerID, cordoned, drained through
-// the Eviction API (so PodDisruptionBudgets and Locks are respected: a refused eviction is
-// reported, never forced), its VolumeAttachments listed, and deleted. One pass per call: the
-// workflow loops.
-import type { CoreV1Api, StorageV1Api, V1Pod } from '@kubernetes/client-node';
+// Kubernetes adapter for a node a rollout updates: cordoned, drained through the Eviction API (so
+// PodDisruptionBudgets and Locks are respected: a refused eviction is reported, never forced),
+// and uncordoned. One pass per call: the workflow loops.
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { apiMessage, isNotFound, rethrowKube, statusCode } from './errors.js';
 import { MERGE_PATCH } from '../../shared/merge-patch.js';
-
-export interface NodeSummary {
-  name: string;
-  ready: boolean;
-}
 
 export interface DrainPass {
   /** Pods still to go (evicted ones count until they are gone). */
@@ -31,28 +25,8 @@ function leftAlone(pod: V1Pod): boolean {
   return phase === 'Succeeded' || phase === 'Failed';
 }
 
-export function createNodeActivities({
-  core,
-  storage,
-}: {
-  core: CoreV1Api;
-  storage?: StorageV1Api;
-}) {
+export function createNodeActivities({ core }: { core: CoreV1Api }) {
   return {
-    /** The Node whose spec.providerID is `providerID` (there is no field selector for it). */
-    async findNodeByProviderId(input: { providerID: string }): Promise<NodeSummary | undefined> {
-      let nodes;
-      try {
-        nodes = await core.listNode();
-      } catch (err) {
-        rethrowKube('list Nodes', err);
-      }
-      const node = nodes.items.find((n) => n.spec?.providerID === input.providerID);
-      if (!node?.metadata?.name) return undefined;
-      const ready = node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-      return { name: node.metadata.name, ready };
-    },
-
     async cordonNode(input: { name: string }): Promise<'cordoned' | 'gone'> {
       return (await setUnschedulable(core, input.name, true)) ? 'cordoned' : 'gone';
     },
@@ -101,30 +75,6 @@ export function createNodeActivities({
         }
       }
       return pass;
-    },
-
-    /** Names of the VolumeAttachments still on the Node. */
-    async volumeAttachmentsOf(input: { node: string }): Promise<string[]> {
-      if (!storage) return [];
-      try {
-        const list = await storage.listVolumeAttachment();
-        return list.items
-          .filter((v) => v.spec?.nodeName === input.node)
-          .map((v) => v.metadata!.name!)
-          .sort();
-      } catch (err) {
-        rethrowKube(`list the VolumeAttachments of Node ${input.node}`, err);
-      }
-    },
-
-    async deleteNode(input: { name: string }): Promise<'deleted' | 'gone'> {
-      try {
-        await core.deleteNode({ name: input.name });
-        return 'deleted';
-      } catch (err) {
-        if (isNotFound(err)) return 'gone';
-        rethrowKube(`delete Node ${input.name}`, err);
-      }
     },
   };
 }

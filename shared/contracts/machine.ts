@@ -1,12 +1,12 @@
-// The Machine workflow's contract (`machine/<ns>/<name>`): what starters pass, what the bridge
-// tells it, what its activities are asked about, and how it is started.
+// The HostflowMachine workflow's contract (`hostflow-machine/<ns>/<name>`): what starters pass,
+// what the bridge tells it, and how it is started.
 import { defineSignal } from '@temporalio/workflow';
-import type { MachineSpec } from '../machine-api.js';
+import type { HostflowMachineSpec } from '../machine-api.js';
 import { KIND } from '../search-attributes.js';
 import { WORKFLOW_ID } from '../workflow-ids.js';
 import { objectAttributes, type WorkflowStart } from '../workflow-start.js';
 
-/** Which Machine: its uid tells it apart from a same-named successor. */
+/** Which HostflowMachine: its uid tells it apart from a same-named successor. */
 export interface MachineRef {
   namespace: string;
   name: string;
@@ -19,35 +19,38 @@ export interface MachineStartInput {
   name: string;
 }
 
-export type MachineWorkflow = (input: MachineStartInput) => Promise<void>;
+export type HostflowMachineWorkflow = (input: MachineStartInput) => Promise<void>;
 
-/** A Machine as the bridge saw it: what the workflow acts on, never the bootstrap data. */
+/** A HostflowMachine as the bridge saw it: what the workflow acts on. */
 export interface MachineObservation {
   uid: string;
   generation: number;
-  spec: MachineSpec;
-  /** Its deletionTimestamp is set (or it is gone): run the deletion steps, then let it go. */
-  deleting: boolean;
-  /** `cluster.x-k8s.io/paused` is set: no progress until it is removed. */
+  spec: HostflowMachineSpec;
+  /** The Machine that controls it (its controller ownerReference, set by Cluster API core). */
+  owner?: { name: string; uid: string };
+  /** Its Cluster, by Cluster API's label. */
+  clusterName?: string;
+  /** `cluster.x-k8s.io/paused` on the HostflowMachine itself. */
   paused: boolean;
-  /** The pre-drain and pre-terminate hook annotations present, by full name. */
-  preDrainHooks: string[];
-  preTerminateHooks: string[];
-  excludeDraining: boolean;
-  excludeVolumeWait: boolean;
+  /** Its deletionTimestamp is set (or it is gone): give back what it holds, then let it go. */
+  deleting: boolean;
 }
 
-export const machineObserved = defineSignal<[MachineObservation]>('machineObserved');
+export const machineObserved = defineSignal<[MachineObservation]>('hostflowMachineObserved');
 
-export function machineStart(namespace: string, name: string): WorkflowStart<MachineWorkflow> {
+export function machineStart(
+  namespace: string,
+  name: string,
+): WorkflowStart<HostflowMachineWorkflow> {
   return {
-    workflowType: 'machineWorkflow',
-    workflowId: WORKFLOW_ID.machine(namespace, name),
+    workflowType: 'hostflowMachineWorkflow',
+    workflowId: WORKFLOW_ID.hostflowMachine(namespace, name),
     args: [{ namespace, name }],
     typedSearchAttributes: objectAttributes(KIND.machine, { namespace, name }),
-    staticSummary: `Machine ${namespace}/${name}`,
+    staticSummary: `HostflowMachine ${namespace}/${name}`,
     staticDetails:
-      'Runs the Cluster API Machine lifecycle: bootstrap gating, infrastructure, bootstrap, ' +
-      'Node join; on delete, hooks, drain, volumes, terminate, and the finalizer last.',
+      "Gives a Cluster API Machine its VM or host: waits for its owner Machine's bootstrap " +
+      'data, takes one VM or host under a claim, runs the data over SSH, reports it ' +
+      'provisioned, watches it, and gives it back when deleted.',
   };
 }

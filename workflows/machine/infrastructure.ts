@@ -1,8 +1,8 @@
-// Where a Machine's host comes from, through the same allocator as builds: a slot of its
+// Where a HostflowMachine's host comes from, through the same allocator as builds: a slot of its
 // platform (one of max-instances for a dynamic platform, one of a static host's slots), then for
-// a dynamic platform a VM of its own, launched once per Machine (the launch key is its uid,
+// a dynamic platform a VM of its own, launched once per Machine (the launch key is the Machine's uid,
 // claimed before launching so garbage collection spares it) and waited for on timers.
-import { patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { machineProviderId } from '../../platform-config/cloud-providers.js';
 import type { MachineAddress } from '../../shared/machine-api.js';
@@ -13,12 +13,6 @@ import { cloudApi } from './activity-proxies.js';
 import { giveSlotBack, requestSlot, type SlotMail } from '../kit/allocator-slot.js';
 import { launchVm as launchInstance, waitForBoot } from '../kit/vm-launch.js';
 import { terminateUntilGone } from '../kit/vm-terminate.js';
-
-/**
- * v2: a Machine on a static platform asks for a host that serves machines (never a build host:
- * its bootstrap data runs as root there).
- */
-export const PATCH_MACHINE_HOSTS = 'machine-asks-for-a-machine-host';
 
 /** What a Machine holds, carried across continue-as-new. */
 export interface MachineInfra {
@@ -37,6 +31,8 @@ export interface MachineInfra {
   host?: { name: string; address: string; port?: number; user: string; keySecret: string };
   providerID?: string;
   addresses?: MachineAddress[];
+  /** The cloud's zone the VM runs in: the HostflowMachine's failure domain. */
+  zone?: string;
 }
 
 export type Acquired = { ok: true } | { failed: string } | { stopped: true };
@@ -82,7 +78,8 @@ async function takeSlot(
   workflowId: string,
   stop: () => boolean,
 ): Promise<{ host: Host } | { failed: string } | { stopped: true }> {
-  const machineHost = infra.kind === 'static' && patched(PATCH_MACHINE_HOSTS);
+  // A static host that serves machines, never a build host: its bootstrap data runs as root there.
+  const machineHost = infra.kind === 'static';
   const answer = await requestSlot({
     platform: infra.platform,
     request: {
@@ -133,6 +130,7 @@ async function launchVm(infra: MachineInfra, stop: () => boolean): Promise<Acqui
     infra.host = { ...infra.host!, address: booted.address };
     infra.providerID = machineProviderId(cloud.provider.type, id, vm?.zone);
     infra.addresses = [{ type: 'InternalIP', address: booted.address }];
+    if (vm?.zone) infra.zone = vm.zone;
     return { ok: true };
   }
   if ('stopped' in booted) return { stopped: true };

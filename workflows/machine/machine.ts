@@ -1,9 +1,9 @@
-// One Cluster API Machine's life, as Cluster API's "Machine States & Preboot Bootstrapping"
-// proposal tells it: Pending until its bootstrap data exists, Provisioning while its
-// infrastructure is made, Provisioned once it has a providerID, Running once a Node with that
-// providerID joins; then Deleting: hooks, drain, volumes, hooks, terminate, bootstrap Secret and
-// Node, and only then the finalizer. Nothing is re-created
-// behind anyone's back: an instance that dies is reported, and waits for a person.
+// One HostflowMachine's life, as a Cluster API infrastructure provider lives it beside Cluster API
+// core: Pending until a Machine owns it and its bootstrap data exists, Provisioning while its VM
+// or host is taken and bootstrapped, Provisioned once it says so (Cluster API core then copies
+// its providerID, waits for the Node, and runs the Machine's life: drain, hooks, Node deletion);
+// watched while it lives; and when deleted, its VM terminated or its host given back before its
+// finalizer goes. Nothing is re-created behind anyone's back.
 import {
   condition,
   continueAsNew,
@@ -17,15 +17,16 @@ import { machineObserved, type MachineObservation } from '../../shared/contracts
 import { SA } from '../../shared/search-attributes.js';
 import { machineApi } from './activity-proxies.js';
 import type { SlotMail } from '../kit/allocator-slot.js';
-import { deleteMachine } from './deletion.js';
+import { lookUntilDone } from '../kit/retry.js';
 import type { MachineInfra } from './infrastructure.js';
 import { provision } from './provision.js';
+import { release } from './release.js';
 import { MachineReport, emptyReport, type MachineReportState } from './report.js';
-import type { MachineRun } from './run.js';
-import { watchRunning } from './running.js';
+import type { MachineRun, OwnerInfo } from './run.js';
+import { watchProvisioned } from './running.js';
 import { MAX_HISTORY } from '../history-limit.js';
 
-export interface MachineWorkflowInput {
+export interface HostflowMachineWorkflowInput {
   namespace: string;
   name: string;
   /** State carried across continue-as-new. */
@@ -35,15 +36,16 @@ export interface MachineWorkflowInput {
 export interface CarriedMachine {
   latest: MachineObservation;
   report: MachineReportState;
+  owner?: OwnerInfo;
   infra?: MachineInfra;
-  nodeName?: string;
-  /** Where the life had got to: running (watched), or failed (waiting for deletion). */
-  stage: 'running' | 'failed';
+  /** Where the life had got to: provisioned (watched), or failed (waiting for deletion). */
+  stage: 'provisioned' | 'failed';
 }
 
-export type { MachineRun };
+/** How often a paused Cluster is looked at again (its pause is not told to the workflow). */
+const PAUSE_LOOK_MS = 15_000;
 
-export async function machineWorkflow(input: MachineWorkflowInput): Promise<void> {
+export async function hostflowMachineWorkflow(input: HostflowMachineWorkflowInput): Promise<void> {
   const { namespace, name, carried } = input;
   let latest = carried?.latest;
   setHandler(machineObserved, (seen) => {
@@ -58,8 +60,8 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     deleting: () => latest!.deleting,
     unpaused: () => waitWhilePaused(run),
     mail,
+    ...(carried?.owner ? { owner: carried.owner } : {}),
     ...(carried?.infra ? { infra: carried.infra } : {}),
-    ...(carried?.nodeName ? { nodeName: carried.nodeName } : {}),
   };
   setHandler(slotGranted, ({ requestId, host }) => {
     if (requestId === run.infra?.requestId) mail.grant = host;
@@ -71,53 +73,85 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
 
   await condition(() => latest !== undefined);
   run.ref = { namespace, name, uid: latest!.uid };
-  run.report = new MachineReport(run.ref, carried?.report ?? emptyReport());
-  if (latest!.spec.clusterName)
-    upsertSearchAttributes([{ key: SA.clusterName, value: latest!.spec.clusterName }]);
+  run.report = new MachineReport(
+    run.ref,
+    carried?.report ?? emptyReport(),
+    () => run.latest().generation,
+  );
+  if (latest!.clusterName)
+    upsertSearchAttributes([{ key: SA.clusterName, value: latest!.clusterName }]);
 
-  // The finalizer comes before anything outside is touched.
-  if (!carried && !(await machineApi.addMachineFinalizer(run.ref))) return;
-
-  let stage: CarriedMachine['stage'] | 'deleting' = carried?.stage ?? (await provision(run));
+  let stage: CarriedMachine['stage'] | 'deleting';
+  if (carried) stage = carried.stage;
+  else {
+    // The finalizer comes before anything is taken for it.
+    if (!(await machineApi.addHostflowMachineFinalizer(run.ref))) return;
+    run.report.condition(CONDITION.paused, 'False', REASON.notPaused);
+    stage = await provision(run);
+  }
   while (stage !== 'deleting') {
-    stage = stage === 'running' ? await watchRunning(run) : await waitForDeletion(run);
+    stage = stage === 'provisioned' ? await watchProvisioned(run) : await waitForDeletion(run);
     if (stage !== 'deleting' && workflowInfo().historyLength > MAX_HISTORY.machine) {
-      await continueAsNew<typeof machineWorkflow>({
+      await continueAsNew<typeof hostflowMachineWorkflow>({
         namespace,
         name,
         carried: {
           latest: latest!,
           report: run.report.state,
+          ...(run.owner ? { owner: run.owner } : {}),
           ...(run.infra ? { infra: run.infra } : {}),
-          ...(run.nodeName ? { nodeName: run.nodeName } : {}),
           stage,
         },
       });
     }
   }
-  await deleteMachine(run);
+  await release(run);
 }
 
-/** A failed Machine stays as it is, for a person to look at, until it is deleted. */
+/** A failed HostflowMachine stays as it is, for a person or a health check, until deleted. */
 async function waitForDeletion(run: MachineRun): Promise<'failed' | 'deleting'> {
-  const left = await condition(run.deleting, '1 hour');
-  return left ? 'deleting' : 'failed';
+  await condition(() => run.deleting() || run.latest().paused, '1 hour');
+  await run.unpaused();
+  return run.deleting() ? 'deleting' : 'failed';
 }
 
+/**
+ * As Cluster API asks of a provider: nothing moves while the HostflowMachine carries the paused
+ * annotation or its Cluster is paused (spec.paused), deletion included.
+ */
 async function waitWhilePaused(run: MachineRun): Promise<void> {
-  // As in Cluster API, a paused Machine is not deleted either until it is unpaused.
-  if (!run.latest().paused) return;
   const { report } = run;
-  const phase = report.phase ?? 'Pending';
-  report.condition(CONDITION.paused, 'True', REASON.paused, 'cluster.x-k8s.io/paused is set');
-  await report.publish(phase, 'paused: remove the annotation cluster.x-k8s.io/paused to go on');
-  await report.event(
-    'Normal',
-    'Paused',
-    'Paused by cluster.x-k8s.io/paused',
-    `paused-${report.state.sent.length}`,
-  );
-  await condition(() => !run.latest().paused);
-  report.condition(CONDITION.paused, 'False');
-  await report.publish(phase, 'resumed');
+  let wasPaused = false;
+  await lookUntilDone<void>(async () => {
+    const why = run.latest().paused
+      ? 'cluster.x-k8s.io/paused is set on it'
+      : run.owner && (await clusterPaused(run))
+        ? `its Cluster ${run.owner.clusterName} is paused`
+        : undefined;
+    if (!why) {
+      if (wasPaused) {
+        report.condition(CONDITION.paused, 'False', REASON.notPaused);
+        await report.publish(report.phase ?? 'Pending', 'resumed');
+      }
+      return { done: undefined };
+    }
+    if (!wasPaused) {
+      wasPaused = true;
+      report.condition(CONDITION.paused, 'True', REASON.paused, why);
+      await report.publish(report.phase ?? 'Pending', `paused: ${why}`);
+      await report.event('Normal', 'Paused', why, `paused-${report.state.sent.length}`);
+    }
+    const annotated = run.latest().paused;
+    return { wakeWhen: () => run.latest().paused !== annotated };
+  }, PAUSE_LOOK_MS);
+}
+
+async function clusterPaused(run: MachineRun): Promise<boolean> {
+  const owner = run.owner!;
+  const machine = await machineApi.readOwnerMachine({
+    namespace: run.ref.namespace,
+    hostflowMachine: run.ref.name,
+    owner: { name: owner.machineName, uid: owner.machineUid },
+  });
+  return machine.found && machine.clusterPaused;
 }

@@ -1,23 +1,20 @@
-// What a Machine workflow tells people, in Cluster API's words: the phase (Failed while a failure
-// stands), the v1beta1 conditions (Ready first, a False one of severity Info), lastUpdated when
-// the phase moves, failureReason and failureMessage. The kit's resource status writes them, sends
-// each Event once, and keeps the Phase search attribute. Its HostflowMachine's status too.
+// What a HostflowMachine workflow tells people, by Cluster API's v1beta2 InfraMachine contract:
+// `status.initialization.provisioned`, the addresses and failure domain, and the Ready and Paused
+// conditions (metav1 conditions: a reason always), which Cluster API core mirrors onto the Machine
+// and a MachineHealthCheck can act on. The kit's resource status writes them, sends each Event
+// once, and keeps the Phase search attribute (hostflow's own word for where it is; not written).
 import type { Condition, ConditionStatus } from '../../shared/conditions.js';
 import type { MachineRef } from '../../shared/contracts/machine.js';
-import {
-  CONDITION,
-  type MachineFailureReason,
-  type MachinePhase,
-  type MachineStatus,
-} from '../../shared/machine-api.js';
+import { CONDITION, type HostflowMachineStatus } from '../../shared/machine-api.js';
 import { machineApi } from './activity-proxies.js';
 import { ResourceStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
+export type MachinePhase = 'Pending' | 'Provisioning' | 'Provisioned' | 'Failed' | 'Deleting';
+
 /** The report's state, carried across continue-as-new as plain JSON. */
 export interface MachineReportState extends ResourceStatusState {
-  phase?: MachinePhase;
-  lastUpdated?: string;
-  failure?: { reason: MachineFailureReason; message: string };
+  /** What was written besides the conditions, kept so that each write carries all of it. */
+  fields?: Omit<HostflowMachineStatus, 'conditions'>;
 }
 
 export const emptyReport = (): MachineReportState => ({ conditions: [], sent: [] });
@@ -31,17 +28,19 @@ export class MachineReport {
   constructor(
     private readonly ref: MachineRef,
     readonly state: MachineReportState,
+    private readonly generation: () => number,
   ) {
     this.status = new ResourceStatus(
       {
-        where: `Machine ${ref.namespace}/${ref.name}`,
-        writeStatus: (status) => machineApi.writeMachineStatus({ ref, status }),
-        recordEvent: (event) => machineApi.recordMachineEvent({ ref, ...event }),
+        where: `HostflowMachine ${ref.namespace}/${ref.name}`,
+        writeStatus: (status) => machineApi.writeHostflowMachineStatus({ ref, status }),
+        recordEvent: (event) => machineApi.recordHostflowMachineEvent({ ref, ...event }),
       },
       {
         failedWrite: 'wait-out',
         failedEvent: 'log',
         eventsOnce: true,
+        skipUnchanged: true,
         phaseAttribute: 'always',
         order: readyFirst,
       },
@@ -50,47 +49,36 @@ export class MachineReport {
   }
 
   get phase(): MachinePhase | undefined {
-    return this.state.phase;
+    return this.state.phase as MachinePhase | undefined;
   }
 
-  /** Sets a condition; its transition time moves only when its status does. */
-  condition(type: string, status: ConditionStatus, reason?: string, message?: string): void {
+  /** Sets a condition (a reason always); its transition time moves only when its status does. */
+  condition(type: string, status: ConditionStatus, reason: string, message?: string): void {
     this.status.condition({
       type,
       status,
-      ...(status === 'False' ? { severity: 'Info' as const } : {}),
-      ...(reason ? { reason } : {}),
+      reason,
+      observedGeneration: this.generation(),
       ...(message ? { message } : {}),
     });
   }
 
-  /** The HostflowMachine `name`'s status: ready, and what was made (providerID, addresses). */
-  async infrastructureReady(name: string, status: Record<string, unknown>): Promise<void> {
-    await machineApi.writeInfrastructureStatus({ namespace: this.ref.namespace, name, status });
+  /** The cluster it is about, where operators search for it. */
+  about(clusterName: string): void {
+    this.status.about('clusterName', clusterName);
   }
 
-  fail(reason: MachineFailureReason, message: string): void {
-    this.state.failure = { reason, message };
-  }
-
-  /** Writes phase, conditions and `extra` to the Machine; the phase also where operators search. */
+  /** Records `phase`, merges `fields` into what the status says, and writes it all. */
   async publish(
     phase: MachinePhase,
     details: string,
-    extra: Partial<MachineStatus> = {},
+    fields: Omit<HostflowMachineStatus, 'conditions'> = {},
   ): Promise<void> {
-    if (this.status.enter(phase)) this.state.lastUpdated = new Date().toISOString();
-    const failure = this.state.failure;
+    this.status.enter(phase);
+    this.state.fields = { ...this.state.fields, ...fields };
     await this.status.publish(
-      `**Machine ${this.ref.namespace}/${this.ref.name}** (${phase}): ${details}`,
-      {
-        phase: failure && phase !== 'Deleting' && phase !== 'Deleted' ? 'Failed' : phase,
-        lastUpdated: this.state.lastUpdated,
-        conditions: this.state.conditions,
-        failureReason: failure?.reason ?? null,
-        failureMessage: failure?.message ?? null,
-        ...extra,
-      },
+      `**HostflowMachine ${this.ref.namespace}/${this.ref.name}** (${phase}): ${details}`,
+      { ...this.state.fields, conditions: this.state.conditions },
     );
   }
 

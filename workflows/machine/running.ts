@@ -1,57 +1,38 @@
-// A Running Machine is watched: its instance (a VM that terminates or fails out of band makes the
-// Machine Failed, with Cluster API's reason and an Event, and is never re-created) and its Node
-// (gone, or back). Only changes are written. Returns when deleted, or when it failed.
+// A provisioned HostflowMachine is watched: a VM terminated or stopped out of band is said on it
+// (Ready False, reason InstanceTerminated, and an Event), which Cluster API core mirrors onto the
+// Machine, where a MachineHealthCheck can remediate it. hostflow never re-creates it behind
+// anyone's back. Returns when deleted, or when its VM is gone.
 import { condition } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
-import { cloudCheck, machineApi } from './activity-proxies.js';
+import { cloudCheck } from './activity-proxies.js';
 import type { MachineRun } from './run.js';
 
 const WATCH_MS = 30_000;
 /** States a running instance never comes back from by itself. */
 const DEAD_STATES = ['terminated', 'failed', 'stopped', 'stopping'];
 
-export async function watchRunning(run: MachineRun): Promise<'running' | 'failed' | 'deleting'> {
+export async function watchProvisioned(
+  run: MachineRun,
+): Promise<'provisioned' | 'failed' | 'deleting'> {
   const { report, infra } = run;
-  if (await condition(run.deleting, WATCH_MS)) return 'deleting';
-  if (infra?.kind === 'dynamic' && infra.instanceId) {
-    let state: string | undefined;
-    try {
-      const vm = await cloudCheck.describeInstance({ cloud: infra.cloud!, id: infra.instanceId });
-      state = vm ? vm.state : 'terminated';
-    } catch {
-      state = undefined; // the cloud did not answer: ask again next time
-    }
-    if (state && DEAD_STATES.includes(state)) {
-      const message = `${infra.cloud!.provider.type} instance ${infra.instanceId} state ${state} is unexpected`;
-      report.fail('UpdateError', message);
-      report.condition(
-        CONDITION.infrastructureReady,
-        'False',
-        REASON.instanceStateUnexpected,
-        message,
-      );
-      report.condition(CONDITION.ready, 'False', REASON.instanceStateUnexpected, message);
-      await report.publish('Running', `${message}; it is not re-created: delete the Machine`, {
-        infrastructureReady: false,
-      });
-      await report.event('Warning', 'InstanceStateUnexpected', message);
-      return 'failed';
-    }
+  // Paused (its annotation, at once; its Cluster, when looked at): said, and nothing watched.
+  await condition(() => run.deleting() || run.latest().paused, WATCH_MS);
+  await run.unpaused();
+  if (run.deleting()) return 'deleting';
+  if (infra?.kind !== 'dynamic' || !infra.instanceId) return 'provisioned';
+  let state: string | undefined;
+  try {
+    const vm = await cloudCheck.describeInstance({ cloud: infra.cloud!, id: infra.instanceId });
+    state = vm ? vm.state : 'terminated';
+  } catch {
+    state = undefined; // the cloud did not answer: ask again next time
   }
-  if (run.nodeName && run.infra?.providerID) {
-    const node = await machineApi.findNodeByProviderId({ providerID: run.infra.providerID });
-    const healthy = report.state.conditions.find((c) => c.type === CONDITION.nodeHealthy);
-    const now = node ? (node.ready ? 'True' : 'False') : 'False';
-    const reason = node ? (node.ready ? undefined : REASON.nodeProvisioning) : REASON.nodeNotFound;
-    if (healthy?.status !== now || healthy.reason !== reason) {
-      report.condition(
-        CONDITION.nodeHealthy,
-        now,
-        reason,
-        node ? undefined : `Node ${run.nodeName} is gone`,
-      );
-      await report.publish('Running', node ? `Node ${node.name}` : `Node ${run.nodeName} is gone`);
-    }
-  }
-  return 'running';
+  if (!state || !DEAD_STATES.includes(state)) return 'provisioned';
+  const message =
+    `${infra.cloud!.provider.type} instance ${infra.instanceId} is ${state}, not by hostflow: ` +
+    'it is not re-created; a MachineHealthCheck or a person deleting the Machine replaces it';
+  report.condition(CONDITION.ready, 'False', REASON.instanceTerminated, message);
+  await report.publish('Failed', message);
+  await report.event('Warning', REASON.instanceTerminated, message);
+  return 'failed';
 }
