@@ -38,10 +38,11 @@ Try an OS image rollout over the demo pool ${DEMO_POOL} (three Nodes; rpm-ostree
   kubectl apply -f ${examples}/rollout.yaml && kubectl get mcp -w
   kubectl delete mc 99-demo-worker-os-image            # reverts the pool to its base image
 
-Try a Cluster API Machine on the demo cloud (no kubelet there: node-join.sh plays its part):
-  kubectl apply -f ${examples}/machine.yaml && kubectl -n demo get ma -w
-  bash ${examples}/node-join.sh demo demo-machine    # once it is Provisioned
-  kubectl -n demo delete machine demo-machine        # drains, terminates the VM, deletes the Node
+Try a MachineDeployment of HostflowMachines under Cluster API core, on the demo cloud
+(no kubelet there: node-join.sh plays its part):
+  kubectl apply -f ${examples}/machine-deployment.yaml && kubectl -n demo get ma -w
+  bash ${examples}/node-join.sh demo --all            # once they are Provisioned
+  kubectl -n demo scale md demo-workers --replicas=1  # Cluster API core drains; hostflow terminates
 `
     : '';
   console.log(`

@@ -16,6 +16,8 @@ import { engineCommand } from '../local-stack/engine.js';
 import { LOCAL_ENGINE_USER, startKubeApiServer } from '../local-stack/kube-apiserver.js';
 import { nodeAddress } from '../local-stack/kubelet.js';
 import { startLocalRunner } from '../local-stack/runner.js';
+import { startCapiCore } from '../local-stack/capi-core.js';
+import { ensureWorkloadCluster } from '../local-stack/workload-cluster.js';
 import { localKubespray } from '../local-stack/kubespray-overlay.js';
 import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR } from '../local-stack/paths.js';
@@ -66,6 +68,8 @@ const whatToDo = (stateDir: string) =>
   `nothing it started is left running, and ${stateDir} is as it was: fix what the line above ` +
   `names (the components' logs are in ${join(stateDir, 'logs')}) and start again; or remove ` +
   `${stateDir} to start from a clean slate, losing the local cluster and the workflow histories`;
+/** The Cluster API Cluster the examples' Machines join: the local cluster itself. */
+const DEMO_CLUSTER = { namespace: 'demo', name: 'demo' };
 const DEMO_HOST_CONFIG = { 'local-platforms': 'linux/amd64' };
 /** The processes' names line up in the log lines shown (otp-server and lock-audit are longest). */
 const NAME_WIDTH = 'otp-server'.length;
@@ -228,6 +232,18 @@ export async function runStart(options: StartOptions): Promise<number> {
       });
       started(cloud.stop);
       env.HOSTFLOW_AWS_ENDPOINT = cloud.endpoint;
+      console.log(
+        'hostflow: starting Cluster API core and the Cluster demo (the first start builds it: about 5 min)…',
+      );
+      const capi = await startCapiCore({
+        kc,
+        kubeconfigPath,
+        stateDir: join(stateDir, 'capi-core'),
+        logFile: join(logDir, 'capi-core.log'),
+      });
+      started(capi.stop);
+      await ensureNamespace(kc, DEMO_CLUSTER.namespace);
+      await ensureWorkloadCluster(kc, { ...DEMO_CLUSTER, kubeconfigPath });
       // Every ansible run is a Job: the local node runs them, unless this stack is told to send
       // them to a cluster that already has the machine's one kubelet (the tests' own).
       if (!env.HOSTFLOW_RUNNER_KUBECONFIG) {

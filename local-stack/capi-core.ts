@@ -16,6 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { installCrdObject } from './cluster-setup.js';
 import { ensureCa, ensureCert } from './pki.js';
+import { REPO_ROOT } from './paths.js';
 import { freePort } from './ports.js';
 import { spawnManaged, waitFor, type ManagedProcess } from './process.js';
 import { upsert } from './upsert.js';
@@ -50,6 +51,16 @@ export async function startCapiCore(options: CapiCoreOptions): Promise<ManagedPr
     caBundle: Buffer.from(ca.certPem()).toString('base64'),
   };
   await installCrds(options.kc, dir, endpoint);
+  // The stand-ins of the local cluster's own infrastructure and control plane (workload-cluster.ts).
+  const standIns = readFileSync(
+    join(REPO_ROOT, 'local-stack/capi-core/local-cluster.yaml'),
+    'utf8',
+  );
+  await Promise.all(
+    (loadAllYaml(standIns) as V1CustomResourceDefinition[]).map((crd) =>
+      installCrdObject(options.kc, crd),
+    ),
+  );
   await installWebhooks(options.kc, dir, endpoint);
   const manager = spawnManaged(
     'capi-core',

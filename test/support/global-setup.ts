@@ -1,5 +1,5 @@
 // Starts the shared real components once for the whole suite: Temporal dev server (in memory),
-// kube-apiserver + etcd with the TaskRun CRD, and moto. Test files start their own workers,
+// kube-apiserver + etcd with the TaskRun CRD, Cluster API core, and moto. Test files start their own workers,
 // bridges and SSH hosts. A component that cannot start fails the run, naming it.
 import { KubeConfig } from '@kubernetes/client-node';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { ensureNamespace, waitForLockPolicy } from '../../local-stack/cluster-se
 import { LOCAL_ADMIN_USER, startKubeApiServer } from '../../local-stack/kube-apiserver.js';
 import { planLockAudit, startLockAudit } from '../../local-stack/lock-audit.js';
 import { freePort } from '../../local-stack/ports.js';
+import { startCapiCore } from '../../local-stack/capi-core.js';
 import { startMoto } from '../../local-stack/moto.js';
 import { startLocalRunner } from '../../local-stack/runner.js';
 import { startTemporalDevServer } from '../../local-stack/temporal.js';
@@ -77,6 +78,15 @@ export default async function globalSetup(): Promise<void> {
       }),
     );
     process.env[TEST_ENV.runnerEnv] = JSON.stringify(runner.env);
+    // Cluster API core, whose Machines HostflowMachines serve (test/machine*.test.ts).
+    track(
+      await startCapiCore({
+        kc,
+        kubeconfigPath: kube.kubeconfigPath,
+        stateDir: join(stateDir, 'capi-core'),
+        logFile: join(logDir, 'capi-core.log'),
+      }),
+    );
     process.env[TEST_ENV.buildStepImage] = runner.buildStepImage;
     // Until the Lock policy applies, writes in lockable namespaces are refused (fail closed).
     await ensureNamespace(kc, 'hostflow-lock-probe', { engineNamespace: true });
