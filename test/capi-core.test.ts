@@ -8,11 +8,7 @@
 // does not run on this cluster: this is the neighbour its Machine family is to live beside
 // (docs/machines.md).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  type V1CustomResourceDefinition,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { startCapiCore } from '../local-stack/capi-core.js';
 import { installCrdObject } from '../local-stack/cluster-setup.js';
@@ -20,6 +16,7 @@ import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { waitFor, type ManagedProcess } from '../local-stack/process.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
 import { startOtherCluster, type OtherCluster } from './support/other-cluster.js';
+import { OTHER_PROVIDER_GROUP, otherProviderCrd } from './support/other-provider.js';
 
 const namespace = `capi-${uniqueSuffix()}`;
 const GROUP = 'cluster.x-k8s.io';
@@ -53,42 +50,13 @@ const machine = (name: string, spec: object = {}) => ({
   },
 });
 
-const INFRA_GROUP = 'infrastructure.cluster.x-k8s.io';
+const INFRA_GROUP = OTHER_PROVIDER_GROUP;
 const dockerMachines = {
   group: INFRA_GROUP,
   version: 'v1beta2',
   plural: 'dockermachines',
   namespace,
 };
-
-/** Another provider's kind, as small as CAPI's contract lets it be: its label says the contract. */
-function otherProviderCrd(kind: string): V1CustomResourceDefinition {
-  const plural = `${kind.toLowerCase()}s`;
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: {
-      name: `${plural}.${INFRA_GROUP}`,
-      labels: { 'cluster.x-k8s.io/v1beta2': 'v1beta2' },
-    },
-    spec: {
-      group: INFRA_GROUP,
-      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
-      scope: 'Namespaced',
-      versions: [
-        {
-          name: 'v1beta2',
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          schema: {
-            openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
-          },
-        },
-      ],
-    },
-  };
-}
 
 const read = async (name: string, version = 'v1beta2') =>
   (await custom.getNamespacedCustomObject({ ...machines, version, name })) as Machine;

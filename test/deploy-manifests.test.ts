@@ -85,6 +85,7 @@ describe('the example overlay', () => {
       'clusteroperations.hostflow.dev',
       'clusters.bpa.akraino.org',
       'hostflowmachines.infrastructure.hostflow.dev',
+      'hostflowmachinetemplates.infrastructure.hostflow.dev',
       'locks.kotas.tech',
       'provisionings.bpa.akraino.org',
       'softwares.bpa.akraino.org',

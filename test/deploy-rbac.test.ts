@@ -153,7 +153,11 @@ describe('the engine as its manifests deploy it', () => {
       // Every account may review its own rights; that is all it may create.
       .filter((g) => !g.resource.startsWith('selfsubject'));
     expect(grants.map((g) => g.resource)).toEqual(
-      expect.arrayContaining(['taskruns.tekton.dev', 'configmaps', 'machines.cluster.x-k8s.io']),
+      expect.arrayContaining([
+        'taskruns.tekton.dev',
+        'configmaps',
+        'hostflowmachines.infrastructure.hostflow.dev',
+      ]),
     );
     for (const { resource, verbs } of grants)
       expect({

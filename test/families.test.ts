@@ -152,13 +152,12 @@ describe('an install that runs a family whose CRD is missing', () => {
         },
         { timeoutMs: 60_000, intervalMs: 500 },
       );
-      expect(text).toBe(
-        'not yet listed: ' +
-          `Machine watch (${missing('cluster.x-k8s.io/v1beta1/machines', 'Cluster API installs it')})\n`,
+      const hostflowMachines = missing(
+        'infrastructure.hostflow.dev/v1alpha1/hostflowmachines',
+        'deploy/families/machines in your overlay',
       );
-      expect(machines.tail(200)).toContain(
-        missing('cluster.x-k8s.io/v1beta1/machines', 'Cluster API installs it'),
-      );
+      expect(text).toBe(`not yet listed: HostflowMachine watch (${hostflowMachines})\n`);
+      expect(machines.tail(200)).toContain(hostflowMachines);
     } finally {
       await machines.stop();
     }

@@ -17,7 +17,7 @@ describe('workflowIdFields', () => {
       WORKFLOW_ID.provisioning('ns', 'p'),
       WORKFLOW_ID.software('ns', 'p'),
       WORKFLOW_ID.bpaCluster('ns', 'p'),
-      WORKFLOW_ID.machine('ns', 'p'),
+      WORKFLOW_ID.hostflowMachine('ns', 'p'),
     ]) {
       expect(workflowIdFields(id)).toEqual({ k8sNamespace: 'ns', k8sName: 'p' });
     }

@@ -1,5 +1,5 @@
-// What a Machine's spec and bootstrap data become (pure): Go durations as Cluster API writes
-// them, the spec problems refused before anything is made, and bootstrap data as a host without
+// What a Machine's bootstrap data becomes (pure): Go durations as Cluster API writes them,
+// which Machines are hostflow's, and bootstrap data as a host without
 // cloud-init runs it, with nothing from the data reaching the shell's parser unquoted.
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { bootstrapScript } from '../activities/ssh/bootstrap-script.js';
 import { parseGoDuration } from '../shared/go-duration.js';
 import { isHostflowInfrastructure } from '../shared/machine-api.js';
-import { checkMachineSpec } from '../workflows/machine/spec-check.js';
 
 describe('Go durations', () => {
   it('reads what metav1.Duration writes, and 0', () => {
@@ -29,34 +28,6 @@ describe('Go durations', () => {
   });
 });
 
-describe('a Machine spec', () => {
-  const ref = {
-    apiVersion: 'infrastructure.hostflow.dev/v1alpha1',
-    kind: 'HostflowMachine',
-    name: 'm',
-  };
-
-  it('is usable with a HostflowMachine and valid durations', () => {
-    expect(checkMachineSpec({ infrastructureRef: ref, nodeDrainTimeout: '5m' })).toEqual([]);
-  });
-
-  it('names every problem: another provider, no name, a duration that is not one', () => {
-    expect(
-      checkMachineSpec({
-        infrastructureRef: {
-          apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
-          kind: 'AWSMachine',
-        },
-        nodeVolumeDetachTimeout: 'soon',
-      }),
-    ).toEqual([
-      'spec.infrastructureRef.name is not set',
-      'spec.infrastructureRef names infrastructure.cluster.x-k8s.io/v1beta2 AWSMachine: hostflow provides infrastructure.hostflow.dev/v1alpha1 HostflowMachine',
-      'spec.nodeVolumeDetachTimeout: "soon" is not a duration: write a number and a unit (h, m, s, ms), e.g. 10m or 1h30m',
-    ]);
-  });
-});
-
 describe("a Machine's infrastructure", () => {
   it("is hostflow's only when it is a HostflowMachine of hostflow's group, whatever its version", () => {
     const served = (apiVersion: string | undefined, kind: string) =>
@@ -68,6 +39,19 @@ describe("a Machine's infrastructure", () => {
     expect(served('infrastructure.cluster.x-k8s.io/v1beta2', 'HostflowMachine')).toBe(false);
     expect(served('v1', 'HostflowMachine')).toBe(false);
     expect(isHostflowInfrastructure(undefined)).toBe(false);
+    // Cluster API v1beta2 names it by group, with no version.
+    expect(
+      isHostflowInfrastructure({
+        apiGroup: 'infrastructure.hostflow.dev',
+        kind: 'HostflowMachine',
+      }),
+    ).toBe(true);
+    expect(
+      isHostflowInfrastructure({
+        apiGroup: 'infrastructure.cluster.x-k8s.io',
+        kind: 'HostflowMachine',
+      }),
+    ).toBe(false);
   });
 });
 

@@ -1,9 +1,12 @@
-// Cluster API Machines on dynamic platforms, end to end: moto's EC2 and the IBM VPC double, whose
-// instances boot into real sshd hosts, with real bridge and worker processes. The bootstrap data
-// registers the Node (test/support/node-join.ts stands in for kubeadm join and a kubelet).
+// HostflowMachines on dynamic platforms under the real Cluster API core, end to end: moto's EC2
+// and the IBM VPC double, whose instances boot into real sshd hosts, with real bridge and worker
+// processes. Cluster API core runs the Machines, MachineSets, MachineDeployments and
+// MachineHealthChecks; hostflow gives each Machine its VM. The bootstrap data registers the Node
+// (test/support/node-join.ts stands in for kubeadm join and a kubelet).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { waitFor } from '../local-stack/process.js';
-import { CONDITION } from '../shared/machine-api.js';
+import { CONDITION, MACHINE_API } from '../shared/machine-api.js';
+import { MERGE_PATCH } from '../shared/merge-patch.js';
 import { startWorker, tearDown, type EngineProcess } from './support/engine.js';
 import { uniqueSuffix } from './support/env.js';
 import {
@@ -19,8 +22,15 @@ import { startVmCloud, type VmCloud } from './support/vm-cloud.js';
 const sfx = uniqueSuffix();
 const AWS = `linux/mawsd-${sfx}`;
 const AWS_SLOW = `linux/mawss-${sfx}`;
+/** For MachineDeployments: room for five VMs. */
+const AWS_FLEET = `linux/mawsf-${sfx}`;
 const IBMZ = `linux/mibmz-${sfx}`;
-const tags = { aws: `hfmaws-${sfx}`, slow: `hfmawss-${sfx}`, ibmz: `hfmibmz-${sfx}` };
+const tags = {
+  aws: `hfmaws-${sfx}`,
+  slow: `hfmawss-${sfx}`,
+  fleet: `hfmawsf-${sfx}`,
+  ibmz: `hfmibmz-${sfx}`,
+};
 let scope: TestScope;
 let aws: VmCloud;
 let ibmz: VmCloud;
@@ -43,9 +53,10 @@ beforeAll(async () => {
   ]);
   for (const cloud of [aws, ibmz]) await storeCloudSecrets(scope, cloud);
   await scope.setHostConfig({
-    'dynamic-platforms': [AWS, AWS_SLOW, IBMZ].join(','),
+    'dynamic-platforms': [AWS, AWS_SLOW, AWS_FLEET, IBMZ].join(','),
     ...machinePlatformKeys(aws, AWS, tags.aws),
     ...machinePlatformKeys(aws, AWS_SLOW, tags.slow, { 'allocation-timeout': '6' }),
+    ...machinePlatformKeys(aws, AWS_FLEET, tags.fleet, { 'max-instances': '6' }),
     ...machinePlatformKeys(ibmz, IBMZ, tags.ibmz),
   });
   ({ worker, bridge, machines, joiner } = await startMachineEngine(scope, workerEnv()));
@@ -67,24 +78,30 @@ const noneLive = (tag: string, cloud: () => VmCloud) =>
     },
   );
 
-describe('a Machine on a dynamic platform', () => {
-  it('runs on an EC2 VM of its own, named aws:///<zone>/<id>; a VM that dies makes it Failed, never re-created', async () => {
+describe('a HostflowMachine on a dynamic platform', () => {
+  it('runs on an EC2 VM of its own, aws:///<zone>/<id> in its failure domain; a VM terminated out of band is said, never re-created', async () => {
     const { running, phases } = await machines.createRunning('a1', AWS, joiner.script());
-    expect(phases).toEqual(['Pending', 'Provisioning', 'Provisioned', 'Running']);
+    expect(phases.at(-1)).toBe('Running');
     const [id] = await aws.liveInstances(tags.aws);
-    expect(running.spec.providerID).toMatch(new RegExp(`^aws:///[a-z0-9-]+/${id}$`));
+    const zone = /^aws:\/\/\/([a-z0-9-]+)\//.exec(running.spec.providerID ?? '')?.[1];
+    expect(running.spec.providerID).toBe(`aws:///${zone}/${id}`);
+    expect((await machines.infrastructure('a1'))?.status).toMatchObject({
+      failureDomain: zone,
+      instanceID: id,
+    });
 
     await aws.failInstance(id!);
-    const failed = await machines.phase('a1', 'Failed', 60_000);
-    expect(failed.status?.failureReason).toBe('UpdateError');
-    expect(failed.status?.failureMessage).toMatch(
-      new RegExp(`instance ${id} state \\w+ is unexpected`),
+    const failed = await machines.readyReason('a1', 'InstanceTerminated', 60_000);
+    expect(machines.condition(failed, CONDITION.ready)?.message).toMatch(
+      new RegExp(`aws instance ${id} is \\w+, not by hostflow: it is not re-created`),
     );
-    expect(machines.condition(failed, CONDITION.infrastructureReady)).toMatchObject({
-      status: 'False',
-      reason: 'InstanceStateUnexpected',
-    });
-    await machines.eventsInclude('a1', 'InstanceStateUnexpected');
+    // Cluster API core says so on the Machine, where a MachineHealthCheck looks.
+    await machines.until(
+      'a1',
+      'to mirror InstanceTerminated',
+      (m) => machines.condition(m, 'InfrastructureReady')?.reason === 'InstanceTerminated',
+    );
+    await machines.eventsInclude('a1', 'InstanceTerminated');
     await new Promise((r) => setTimeout(r, 3_000));
     // Nothing launched in its place; the stopped VM is kept for a look until the Machine goes.
     expect(await aws.liveInstances(tags.aws)).toEqual([id]);
@@ -92,7 +109,7 @@ describe('a Machine on a dynamic platform', () => {
     await machines.delete('a1');
     await machines.gone('a1');
     await noneLive(tags.aws, () => aws);
-  }, 180_000);
+  }, 240_000);
 
   it('launches exactly one VM when its worker is killed mid-launch, and terminates it on delete', async () => {
     await machines.bootstrapSecret('a2-bootstrap', joiner.script());
@@ -104,20 +121,19 @@ describe('a Machine on a dynamic platform', () => {
       timeoutMs: 60_000,
     });
     worker = await startWorker(scope, workerEnv());
-    await machines.phase('a2', 'Running', 120_000);
+    await machines.phase('a2', 'Running', 150_000);
     expect(await aws.liveInstances(tags.aws)).toHaveLength(1);
     await machines.delete('a2');
     await machines.gone('a2');
     await noneLive(tags.aws, () => aws);
-  }, 180_000);
+  }, 240_000);
 
-  it('fails with CreateError when its VM never boots, and leaves no VM behind', async () => {
+  it('says why when its VM never boots, and leaves no VM behind', async () => {
     await machines.bootstrapSecret('a3-bootstrap', joiner.script());
     aws.hangBoots(1);
     await machines.create('a3', { platform: AWS_SLOW });
-    const failed = await machines.phase('a3', 'Failed', 60_000);
-    expect(failed.status?.failureReason).toBe('CreateError');
-    expect(failed.status?.failureMessage).toMatch(
+    const failed = await machines.readyReason('a3', 'InfrastructureFailed', 60_000);
+    expect(machines.condition(failed, CONDITION.ready)?.message).toMatch(
       /did not answer SSH within allocation-timeout \(6s\)/,
     );
     await machines.eventsInclude('a3', 'FailedCreate');
@@ -129,11 +145,161 @@ describe('a Machine on a dynamic platform', () => {
   it('runs on an IBM VPC VM named ibm:///<zone>/<id>, terminated on delete', async () => {
     await machines.bootstrapSecret('z1-bootstrap', joiner.script());
     await machines.create('z1', { platform: IBMZ });
-    const running = await machines.phase('z1', 'Running', 120_000);
+    const running = await machines.phase('z1', 'Running', 150_000);
     const [id] = await ibmz.liveInstances(tags.ibmz);
     expect(running.spec.providerID).toBe(`ibm:///${ibmz.providerKeys.region}/${id}`);
     await machines.delete('z1');
     await machines.gone('z1');
     await noneLive(tags.ibmz, () => ibmz);
-  }, 180_000);
+  }, 240_000);
+});
+
+describe('a MachineDeployment of HostflowMachines, run by Cluster API core', () => {
+  /** Waits until the deployment has `count` Machines, every one Running on a live VM of its own. */
+  async function runningFleet(name: string, count: number) {
+    return waitFor(
+      `MachineDeployment ${name} to run ${count} Machines`,
+      async () => {
+        const all = await machines.ofDeployment(name);
+        const live = await aws.liveInstances(tags.fleet);
+        const running = all.filter((m) => m.status?.phase === 'Running');
+        return all.length === count && running.length === count && live.length === count
+          ? running
+          : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 500 },
+    );
+  }
+  const providerIds = (fleet: Array<{ spec: { providerID?: string } }>) =>
+    fleet.map((m) => m.spec.providerID!).sort();
+
+  it('scales 3 to 5 to 2: one VM per Machine, each terminated with its Machine', async () => {
+    await machines.bootstrapSecret('fleet-bootstrap', joiner.script());
+    await machines.createDeployment('fleet', {
+      platform: AWS_FLEET,
+      replicas: 3,
+      secret: 'fleet-bootstrap',
+    });
+    const three = await runningFleet('fleet', 3);
+    expect(new Set(providerIds(three)).size).toBe(3);
+    // Each HostflowMachine was cloned from the template, and is its Machine's.
+    const infra = (await machines.infrastructure(three[0]!.spec.infrastructureRef!.name!))!;
+    expect(infra.metadata.annotations).toMatchObject({
+      'cluster.x-k8s.io/cloned-from-name': 'fleet',
+    });
+
+    await machines.scaleDeployment('fleet', 5);
+    const five = await runningFleet('fleet', 5);
+    expect(providerIds(five)).toEqual(expect.arrayContaining(providerIds(three)));
+
+    await machines.scaleDeployment('fleet', 2);
+    const two = await runningFleet('fleet', 2);
+    expect(providerIds(five)).toEqual(expect.arrayContaining(providerIds(two)));
+    const ids = await aws.liveInstances(tags.fleet);
+    expect(
+      providerIds(two)
+        .map((p) => p.split('/').pop())
+        .sort(),
+    ).toEqual([...ids].sort());
+  }, 600_000);
+
+  it('rolls every Machine onto a new template, one VM at a time', async () => {
+    const before = providerIds(await runningFleet('fleet', 2));
+    await scope.kube.custom.createNamespacedCustomObject({
+      group: 'infrastructure.hostflow.dev',
+      version: 'v1alpha1',
+      plural: 'hostflowmachinetemplates',
+      namespace: scope.namespace,
+      body: {
+        apiVersion: 'infrastructure.hostflow.dev/v1alpha1',
+        kind: 'HostflowMachineTemplate',
+        metadata: { name: 'fleet-v2' },
+        spec: { template: { spec: { platform: AWS_FLEET } } },
+      },
+    });
+    await scope.kube.custom.patchNamespacedCustomObject(
+      {
+        ...MACHINE_API,
+        plural: 'machinedeployments',
+        namespace: scope.namespace,
+        name: 'fleet',
+        body: {
+          spec: {
+            template: {
+              spec: {
+                infrastructureRef: {
+                  apiGroup: 'infrastructure.hostflow.dev',
+                  kind: 'HostflowMachineTemplate',
+                  name: 'fleet-v2',
+                },
+              },
+            },
+          },
+        },
+      },
+      MERGE_PATCH,
+    );
+    const after = await waitFor(
+      'every Machine of fleet to be on fleet-v2',
+      async () => {
+        const all = await runningFleet('fleet', 2);
+        const infras = await Promise.all(
+          all.map((m) => machines.infrastructure(m.spec.infrastructureRef!.name!)),
+        );
+        return infras.every(
+          (i) => i?.metadata.annotations?.['cluster.x-k8s.io/cloned-from-name'] === 'fleet-v2',
+        )
+          ? all
+          : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 1000 },
+    );
+    // New VMs, and no VM of the old ones left.
+    expect(providerIds(after).filter((id) => before.includes(id))).toEqual([]);
+  }, 420_000);
+
+  it('is healed by a MachineHealthCheck when a VM is terminated out of band', async () => {
+    await scope.kube.custom.createNamespacedCustomObject({
+      ...MACHINE_API,
+      plural: 'machinehealthchecks',
+      namespace: scope.namespace,
+      body: {
+        apiVersion: `${MACHINE_API.group}/${MACHINE_API.version}`,
+        kind: 'MachineHealthCheck',
+        metadata: { name: 'fleet' },
+        spec: {
+          clusterName: 'workload',
+          selector: { matchLabels: { deployment: 'fleet' } },
+          checks: {
+            unhealthyMachineConditions: [
+              { type: 'InfrastructureReady', status: 'False', timeoutSeconds: 5 },
+            ],
+          },
+        },
+      },
+    });
+    const [victim, survivor] = await runningFleet('fleet', 2);
+    const victimId = victim!.spec.providerID!.split('/').pop()!;
+    await aws.failInstance(victimId);
+    const healed = await waitFor(
+      'the MachineHealthCheck to have the Machine replaced',
+      async () => {
+        const all = await machines.ofDeployment('fleet');
+        const names = all.map((m) => m.metadata.name);
+        const running = all.filter((m) => m.status?.phase === 'Running');
+        return !names.includes(victim!.metadata.name) && running.length === 2 ? all : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 1000 },
+    );
+    expect(healed.map((m) => m.metadata.name)).toContain(survivor!.metadata.name);
+    // Its VM went with it; the new Machine has a VM of its own.
+    await waitFor('the terminated VM to be gone and two live', async () => {
+      const live = await aws.liveInstances(tags.fleet);
+      return live.length === 2 && !live.includes(victimId) ? true : undefined;
+    });
+
+    await machines.scaleDeployment('fleet', 0);
+    await runningFleet('fleet', 0);
+    await noneLive(tags.fleet, () => aws);
+  }, 420_000);
 });

@@ -110,7 +110,9 @@ if ! api -o /dev/null https://${o.apiHostPort}/api/v1/nodes/"$MACHINE_NAME" 2>/d
   api -o /dev/null -H 'Content-Type: application/json' -X POST -d "$node" https://${o.apiHostPort}/api/v1/nodes
 fi
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-ready="{\\"status\\":{\\"conditions\\":[{\\"type\\":\\"Ready\\",\\"status\\":\\"True\\",\\"reason\\":\\"KubeletReady\\",\\"message\\":\\"stand-in kubelet\\",\\"lastHeartbeatTime\\":\\"$now\\",\\"lastTransitionTime\\":\\"$now\\"}]}}"
+# The conditions a kubelet reports: Cluster API core's NodeHealthy waits for every one of them.
+cond() { printf '{"type":"%s","status":"%s","reason":"%s","message":"stand-in kubelet","lastHeartbeatTime":"%s","lastTransitionTime":"%s"}' "$1" "$2" "$3" "$now" "$now"; }
+ready="{\\"status\\":{\\"conditions\\":[$(cond Ready True KubeletReady),$(cond MemoryPressure False KubeletHasSufficientMemory),$(cond DiskPressure False KubeletHasNoDiskPressure),$(cond PIDPressure False KubeletHasSufficientPID)]}}"
 api -o /dev/null -H 'Content-Type: application/merge-patch+json' -X PATCH -d "$ready" \\
   https://${o.apiHostPort}/api/v1/nodes/"$MACHINE_NAME"/status
 mkdir -p "$(dirname ${BOOTSTRAP_SENTINEL})"
