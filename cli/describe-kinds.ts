@@ -167,7 +167,7 @@ export const DESCRIBED_KINDS: readonly DescribedKind[] = [
   },
   {
     kind: 'HostflowMachine',
-    names: ['hostflowmachine', 'hostflowmachines', 'hfm', 'machine', 'machines'],
+    names: ['machine', 'machines', 'hostflowmachine', 'hostflowmachines', 'hfm'],
     sample: 'worker-0',
     workflowId: WORKFLOW_ID.hostflowMachine,
     searchKind: KIND.machine,

@@ -33,7 +33,7 @@ describe options:
   hostflow describe pool NAME [-o json] [--kubeconfig PATH] [--context NAME]
       KIND is one of ${KIND_LIST}; a pool (MachineConfigPool) is cluster-scoped.
       The object's workflow (ID, run, status), phase, what it waits for now, the kind's facts
-      (a Provisioning's cluster and hosts, a Machine's host, providerID and node, a pool's nodes
+      (a Provisioning's cluster and hosts, a HostflowMachine's Machine, host and providerID, a pool's nodes
       and target image, an operation's Provisioning, action, steps and failure), where a running
       activity last said it was (a playbook's play and task), its steps from the workflow
       history, and the last error. Workflows on HOSTFLOW_TASK_QUEUE; the object is read with the

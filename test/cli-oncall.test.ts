@@ -244,7 +244,7 @@ describe('bad arguments', () => {
       /cannot describe "pod": the kinds are taskrun, provisioning, software, cluster, machine, pool/,
     ],
     [['describe', 'bpa', 'Demo/x'], 2, /"Demo\/x" is not NAMESPACE\/NAME of a Provisioning/],
-    [['describe', 'machine', 'demo/'], 2, /"demo\/" is not NAMESPACE\/NAME of a Machine/],
+    [['describe', 'machine', 'demo/'], 2, /"demo\/" is not NAMESPACE\/NAME of a HostflowMachine/],
     [['describe', 'pool', 'ns/worker'], 2, /"ns\/worker" is not NAME of a MachineConfigPool/],
     [['describe', 'software', 'a/b', 'c'], 2, /unexpected arguments: c/],
     [['describe', 'cluster', 'a/b', '-o', 'yaml'], 2, /unknown output format "yaml"/],
@@ -288,7 +288,7 @@ describe('bad arguments', () => {
     ['provisioning', 'NS/ghost', 'provisioning/NS/ghost', 'Provisioning NS/ghost'],
     ['software', 'NS/ghost', 'software/NS/ghost', 'Software NS/ghost'],
     ['cluster', 'NS/ghost', 'bpa-cluster/NS/ghost', 'Cluster NS/ghost'],
-    ['machine', 'NS/ghost', 'machine/NS/ghost', 'Machine NS/ghost'],
+    ['machine', 'NS/ghost', 'hostflow-machine/NS/ghost', 'HostflowMachine NS/ghost'],
     ['pool', 'ghost', 'rollout/ghost', 'MachineConfigPool ghost'],
   ])('says which workflow ID it looked for when a %s has none', async (kind, target, id, what) => {
     const result = await hostflow('describe', kind, target.replace('NS', ns));
