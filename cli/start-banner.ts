@@ -42,7 +42,7 @@ Try a MachineDeployment of HostflowMachines under Cluster API core, on the demo 
 (no kubelet there: node-join.sh plays its part):
   kubectl apply -f ${examples}/machine-deployment.yaml && kubectl -n demo get ma -w
   bash ${examples}/node-join.sh demo --all            # once they are Provisioned
-  kubectl -n demo scale md demo-workers --replicas=1  # Cluster API core drains; hostflow terminates
+  kubectl -n demo scale md demo-machines --replicas=1  # Cluster API core drains; hostflow terminates
 `
     : '';
   console.log(`
