@@ -57,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
         'temporal-tls-cert': { type: 'string' },
         'temporal-tls-key': { type: 'string' },
         'temporal-tls-ca': { type: 'string' },
+        'temporal-server': { type: 'boolean' },
         'state-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -64,6 +65,11 @@ export async function main(argv: string[]): Promise<number> {
     if (values.help) {
       console.log(USAGE);
       return 0;
+    }
+    if (values['temporal-server'] && values['temporal-address']) {
+      throw new Error(
+        '--temporal-server runs a local Temporal server and --temporal-address uses another: give one',
+      );
     }
     options = {
       kubeconfig: values.kubeconfig,
@@ -75,6 +81,7 @@ export async function main(argv: string[]): Promise<number> {
       temporalTlsCert: values['temporal-tls-cert'],
       temporalTlsKey: values['temporal-tls-key'],
       temporalTlsCa: values['temporal-tls-ca'],
+      temporalServer: values['temporal-server'],
       stateDir: values['state-dir'],
     };
   } catch (err) {

@@ -23,6 +23,7 @@ import { planLockAudit, startLockAudit } from '../local-stack/lock-audit.js';
 import { LOCAL_STATE_DIR } from '../local-stack/paths.js';
 import { assertPortsFree } from '../local-stack/ports.js';
 import { startTemporalDevServer, loadTemporalDevConfig } from '../local-stack/temporal.js';
+import { startTemporalServer } from '../local-stack/temporal-server.js';
 import { planOtpService } from '../local-stack/otp-service.js';
 import { APT_STAND_IN_ON_HOST } from '../local-stack/ssh-hosts.js';
 import { startDemoCloud } from './demo-cloud.js';
@@ -43,6 +44,8 @@ export interface StartOptions {
   temporalTlsCert?: string;
   temporalTlsKey?: string;
   temporalTlsCa?: string;
+  /** A production-shaped local Temporal (server on PostgreSQL, four services), not the dev server. */
+  temporalServer?: boolean;
   stateDir?: string;
 }
 
@@ -57,6 +60,9 @@ start options (each defaults to a local component started and stopped by hostflo
   --temporal-tls-cert PATH     mTLS client certificate (with --temporal-tls-key)
   --temporal-tls-key PATH      mTLS client key
   --temporal-tls-ca PATH       CA of the Temporal server certificate
+  --temporal-server            run a production-shaped local Temporal instead of the dev server:
+                               the Temporal server on PostgreSQL, frontend, history, matching and
+                               worker as separate processes (the first start builds it: 5-15 min)
   --state-dir DIR              where local state persists (default: .hostflow/)
 
 environment: TEMPORAL_* and KUBECONFIG as for the temporal CLI and kubectl;
@@ -143,6 +149,24 @@ export async function runStart(options: StartOptions): Promise<number> {
         TEMPORAL_TLS_CLIENT_KEY_PATH: options.temporalTlsKey ?? env.TEMPORAL_TLS_CLIENT_KEY_PATH,
         TEMPORAL_TLS_SERVER_CA_CERT_PATH:
           options.temporalTlsCa ?? env.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+      });
+    } else if (options.temporalServer) {
+      await assertPortsFree('Temporal server', [loadTemporalDevConfig().port]);
+      console.log(
+        'hostflow: starting PostgreSQL and the Temporal server (the first start builds it: 5-15 min)…',
+      );
+      const temporal = await startTemporalServer({
+        persist: true,
+        stateDir: join(stateDir, 'temporal-server'),
+        fixedPorts: true,
+        logDir,
+        restart: true,
+      });
+      started(temporal.stop);
+      uiUrl = `none beside the Temporal server ${temporal.version}: \`temporal workflow list --address ${temporal.address}\``;
+      Object.assign(env, {
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
       });
     } else {
       const config = loadTemporalDevConfig();

@@ -19,6 +19,8 @@ declare -A need=(
 )
 # Debian's Chromium, which the UI test drives headless (playwright-core downloads no browser).
 need[/usr/bin/chromium]=chromium
+# PostgreSQL, the store of the production-shaped Temporal (local-stack/temporal-server.ts).
+need[/usr/lib/postgresql/15/bin/postgres]=postgresql-15
 missing=()
 for cmd in "${!need[@]}"; do command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}"); done
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then missing+=(python3-venv); fi

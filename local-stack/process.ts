@@ -31,6 +31,9 @@ export interface SpawnOptions {
    * reported without repeating its last lines.
    */
   echo?: (line: string) => void;
+  /** Run as this user and group (a database server that refuses to run as root). */
+  uid?: number;
+  gid?: number;
 }
 
 const TAIL_LINES = 200;
@@ -90,6 +93,8 @@ function spawnOnce(
   const child: ChildProcess = spawn(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
+    uid: options.uid,
+    gid: options.gid,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // own process group, so stop() reaches grandchildren too
   });

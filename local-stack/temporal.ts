@@ -159,7 +159,7 @@ export async function registerNamespace(address: string, namespace: string): Pro
   await registerSearchAttributes(address, namespace, loadTemporalDevConfig().searchAttributes);
 }
 
-async function registerSearchAttributes(
+export async function registerSearchAttributes(
   address: string,
   namespace: string,
   wanted: Record<string, string>,
@@ -199,7 +199,7 @@ async function namespaceReady(address: string, namespace: string): Promise<true 
   }
 }
 
-function tcpOpen(host: string, port: number): Promise<true | undefined> {
+export function tcpOpen(host: string, port: number): Promise<true | undefined> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     socket.once('connect', () => {

@@ -1,0 +1,169 @@
+// hostflow on a production-shaped Temporal (local-stack/temporal-server.ts): the real Temporal
+// server on PostgreSQL with SQL visibility, frontend, history, matching and worker as separate
+// processes, as a platform team runs it. This file starts its own (the rest of the suite shares
+// the dev server) and runs two engines on it: the chaos stack's (local, static sshd hosts, dynamic
+// moto EC2 VMs and a pool) and one that installs a cluster on BareMetalHosts and runs a
+// ClusterOperation on it (the kubespray stand-in, in real runner Jobs). The history service and
+// then the matching service die by `kill -9` in the midst of it all and start again, as a crashed
+// pod does.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Connection } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
+import { runChaos } from '../bench/chaos-run.js';
+import { startChaosStack, type ChaosStack } from '../bench/chaos-stack.js';
+import { loadTemporalDevConfig } from '../local-stack/temporal.js';
+import {
+  startTemporalServer,
+  type TemporalServer,
+  type TemporalService,
+} from '../local-stack/temporal-server.js';
+import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
+import { clusterOperations, installCluster } from './support/cluster-operations.js';
+import { startBridge, startWorker, tearDown, type EngineProcess } from './support/engine.js';
+import { testEnv, uniqueSuffix } from './support/env.js';
+import { kubesprayWorkerEnv } from './support/kubespray.js';
+import { createScope, type TestScope } from './support/scope.js';
+
+let scope: TestScope;
+let server: TemporalServer;
+let stack: ChaosStack;
+/** The Provisioning's engine: its own scope, worker and bridge on the same Temporal. */
+const sfx = uniqueSuffix();
+let opsScope: TestScope;
+let metal: BareMetalHosts;
+let opsEngine: EngineProcess[] = [];
+
+beforeAll(async () => {
+  const logDir = join(testEnv('stateDir'), 'logs', 'temporal-server');
+  server = await startTemporalServer({
+    stateDir: join(testEnv('stateDir'), 'temporal-server'),
+    persist: false,
+    fixedPorts: false,
+    logDir,
+  });
+  scope = await createScope('tsrv');
+  stack = await startChaosStack({
+    kubeconfigPath: testEnv('kubeconfig'),
+    temporalAddress: server.address,
+    temporalNamespace: server.namespace,
+    motoEndpoint: testEnv('motoEndpoint'),
+    namespace: scope.namespace,
+    engineNamespace: scope.engineNamespace,
+    taskQueue: scope.taskQueue,
+    stateDir: join(testEnv('stateDir'), `tsrv-${scope.namespace}`),
+    logDir: join(testEnv('stateDir'), 'logs'),
+    subnetCidr: '10.231.144.0/20',
+    workflowBundle: testEnv('workflowBundle'),
+    staticHosts: 2,
+    concurrency: 2,
+    maxInstances: 2,
+  });
+  opsScope = await createScope('tsrvop');
+  metal = await registerBareMetalHosts(opsScope, { count: 2, sfx });
+  const onServer = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+  opsEngine = [
+    await startWorker(opsScope, {
+      ...kubesprayWorkerEnv(sfx),
+      HOSTFLOW_BAREMETAL_NAMESPACES: metal.namespace,
+      ...onServer,
+    }),
+    await startBridge(opsScope, onServer),
+  ];
+}, 300_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await tearDown(opsEngine, metal, opsScope);
+  await scope?.dispose();
+  await server?.stop();
+});
+
+describe('a production-shaped Temporal: the server on PostgreSQL, four services apart', () => {
+  it('serves the namespace with hostflow’s search attributes, each of its declared type', async () => {
+    expect(server.version).toMatch(/^1\.\d+\.\d+/);
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      const { customAttributes } = await connection.operatorService.listSearchAttributes({
+        namespace: server.namespace,
+      });
+      const { searchAttributes } = loadTemporalDevConfig();
+      const declared = Object.fromEntries(
+        Object.entries(searchAttributes).map(([name, type]) => [name, INDEXED_VALUE_TYPE[type]]),
+      );
+      const served = Object.fromEntries(
+        Object.keys(declared).map((name) => [name, customAttributes?.[name]]),
+      );
+      expect(served).toEqual(declared);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('serves every build of a burst and runs a ClusterOperation while history and then matching die by kill -9, and leaves nothing behind', async () => {
+    // The chaos run kills what it is given: here the Temporal services, one after the other, each
+    // started again a few seconds later (a pod's restart), while the engine's processes live.
+    const order: TemporalService[] = ['history', 'matching'];
+    let killed = 0;
+    stack.target.processes = [
+      {
+        get name() {
+          return `temporal ${order[killed % order.length]}`;
+        },
+        kill: async () => {
+          const service = server.service(order[killed++ % order.length]!);
+          await service.kill();
+          await sleep(3_000);
+          await service.start();
+        },
+      },
+    ];
+    // A cluster installed and upgraded on the BareMetalHosts, from the start of the burst.
+    const ops = clusterOperations(opsScope, metal, { name: 'ops', cluster: 'tsrv' });
+    const operation = (async () => {
+      await installCluster(opsScope, metal, { name: 'ops', cluster: 'tsrv', workers: [1] });
+      await ops.operate('upgrade', {
+        action: 'upgrade-cluster.yml',
+        extraVars: { kube_version: '1.35.1' },
+      });
+      return ops.ended('upgrade', 240_000);
+    })();
+    const report = await runChaos(stack.target, {
+      taskRuns: 24,
+      kills: 2,
+      seed: 7,
+      buildMs: [1_000, 6_000],
+      spreadMs: 20_000,
+      timeoutMs: 420_000,
+      log: (line) => console.log(line),
+    });
+    console.log(JSON.stringify(report));
+    expect(await operation).toMatchObject({ phase: 'Succeeded' });
+    expect(await ops.versions()).toEqual(['1.35.1', '1.35.1']);
+    expect(await ops.noted('upgrade')).toMatchObject({ phase: 'Ready', kubeVersion: '1.35.1' });
+    expect(report.kills).toBe(2);
+    expect(report).toMatchObject({
+      taskRuns: 24,
+      served: 24,
+      errors: 0,
+      lost: 0,
+      leakedUsers: 0,
+      leakedVms: 0,
+      leakedSlots: 0,
+      leakedSecrets: 0,
+      runningWorkflows: 0,
+      unhealthyHosts: 0,
+    });
+  }, 480_000);
+});
+
+/** temporal.api.enums.v1.IndexedValueType, by the names temporal-dev.yaml declares types in. */
+const INDEXED_VALUE_TYPE: Record<string, number> = {
+  Text: 1,
+  Keyword: 2,
+  Int: 3,
+  Double: 4,
+  Bool: 5,
+  Datetime: 6,
+  KeywordList: 7,
+};
