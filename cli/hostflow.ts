@@ -7,6 +7,7 @@ import { DESCRIBE_USAGE, describeCommand } from './describe.js';
 import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { RETRY_USAGE, runRetry } from './retry.js';
 import { runStart, START_USAGE, type StartOptions } from './start.js';
+import { SETUP_USAGE, setupCommand } from './setup-temporal.js';
 import { STATUS_USAGE, statusCommand } from './status.js';
 
 const USAGE = `usage: hostflow <command> [options]
@@ -20,12 +21,14 @@ commands:
   retry    resume a Failed Provisioning or ClusterOperation at the step that failed, or a
            Failed Software (or TaskRun)
   host     drain a static host for maintenance, or undrain it
+  setup    ready a Temporal namespace for hostflow: its search attributes, its server's version
 ${START_USAGE}
 ${STATUS_USAGE}
 ${DESCRIBE_USAGE}
 ${REPLAY_USAGE}
 ${RETRY_USAGE}
-${HOST_USAGE}`;
+${HOST_USAGE}
+${SETUP_USAGE}`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -38,6 +41,7 @@ export async function main(argv: string[]): Promise<number> {
   if (command === 'replay') return replayCommand(rest);
   if (command === 'retry') return retry(rest);
   if (command === 'host') return host(rest);
+  if (command === 'setup') return setupCommand(rest);
   if (command !== 'start') {
     console.error(`hostflow: unknown command "${command}"\n\n${USAGE}`);
     return 2;

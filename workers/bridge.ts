@@ -14,6 +14,7 @@ import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
 import { runsAny, type Family } from '../shared/families.js';
 import { serveHealth } from '../runtime/health-server.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
+import { checkTemporalServer } from '../runtime/temporal-requirements.js';
 import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
 import { createRegistry, serveMetrics } from '../runtime/metrics-server.js';
 import { kubeConfig, loadSettings, temporalConnection } from '../runtime/settings.js';
@@ -24,6 +25,10 @@ async function main(logger: Logger): Promise<void> {
   const kc = kubeConfig(settings);
   const connection = await Connection.connect(temporalConnection(settings));
   const temporal = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  // It starts workflows with their search attributes, and TaskRuns with update-with-start.
+  await checkTemporalServer(connection, settings.TEMPORAL_NAMESPACE, (m) =>
+    log(`hostflow bridge: ${m}`, 'warn'),
+  );
   const core = kc.makeApiClient(CoreV1Api);
   // Its namespace serves this cluster alone: refused at once when another cluster's engine has it.
   await claimNamespaceForEngine(temporal, { kc, core }, settings);

@@ -9,9 +9,9 @@ import { OtpClient } from '../activities/otp-client.js';
 import { closeSshConnections } from '../activities/ssh/connection-pool.js';
 import { cloudGcStart, collectNow, leftoversGcStart } from '../shared/contracts/gc.js';
 import { runsAny, runsEvery } from '../shared/families.js';
-import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { activityLogFields } from './activity-log-fields.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
+import { checkTemporalServer } from '../runtime/temporal-requirements.js';
 import { serveHealth, type HealthChecks } from '../runtime/health-server.js';
 import { createLogger, type Logger } from '../runtime/logger.js';
 import {
@@ -117,7 +117,11 @@ export async function createWorker(
     // Only the workflows of the families the install runs (workers/workflow-code.ts).
     ...workflowCodeFor(settings.HOSTFLOW_FAMILIES, settings.HOSTFLOW_WORKFLOW_BUNDLE),
   });
-  await checkSearchAttributes(client, settings.TEMPORAL_NAMESPACE, log);
+  // Workflows upsert search attributes and ask with update-with-start: refused here, at once,
+  // rather than failing workflow tasks over and over later.
+  await checkTemporalServer(clientConnection, settings.TEMPORAL_NAMESPACE, (m) =>
+    log.warn(`hostflow worker: ${m}`),
+  );
   await startGarbageCollection(client, settings);
   return {
     worker,
@@ -128,36 +132,6 @@ export async function createWorker(
       await Promise.all([connection.close(), clientConnection.close()]);
     },
   };
-}
-
-/**
- * Workflows upsert these search attributes: a missing one would fail their workflow tasks over
- * and over, so the worker refuses to start and says how to register it. Where the namespace's
- * attributes cannot be listed (no permission), it goes on with a warning.
- */
-async function checkSearchAttributes(
-  client: Client,
-  namespace: string,
-  log: Logger,
-): Promise<void> {
-  let present: string[];
-  try {
-    const listed = await client.connection.operatorService.listSearchAttributes({ namespace });
-    present = Object.keys(listed.customAttributes ?? {});
-  } catch (err) {
-    log.warn(`hostflow worker: cannot list search attributes: ${(err as Error).message}`);
-    return;
-  }
-  const missing = Object.values(SA).filter((key) => !present.includes(key.name));
-  if (missing.length === 0) return;
-  const commands = missing.map(
-    (key) =>
-      `temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type ${SA_TYPE_NAMES[key.type]}`,
-  );
-  throw new Error(
-    `search attributes missing in Temporal namespace ${namespace}: ${missing.map((k) => k.name).join(', ')}. ` +
-      `Register them:\n  ${commands.join('\n  ')}`,
-  );
 }
 
 /**
