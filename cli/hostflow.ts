@@ -6,7 +6,7 @@ import { HOST_USAGE, runHost } from './host.js';
 import { DESCRIBE_USAGE, describeCommand } from './describe.js';
 import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { RETRY_USAGE, runRetry } from './retry.js';
-import { runStart, START_USAGE, type StartOptions } from './start.js';
+import { START_USAGE, type StartOptions } from './start-options.js';
 import { SETUP_USAGE, setupCommand } from './setup-temporal.js';
 import { STATUS_USAGE, statusCommand } from './status.js';
 
@@ -92,6 +92,8 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`hostflow start: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
   }
+  // Loaded only to start: it brings the local stack, which the image does not ship.
+  const { runStart } = await import('./start.js');
   return runStart(options);
 }
 

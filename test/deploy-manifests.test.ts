@@ -10,6 +10,7 @@ import type {
   V1Deployment,
   V1NetworkPolicy,
   V1PodDisruptionBudget,
+  V1PodSpec,
   V1Role,
   V1RoleBinding,
   V1Service,
@@ -93,6 +94,27 @@ describe('the example overlay', () => {
     expect(deployments().map((d) => d.spec!.template.spec!.containers[0]!.image)).toEqual(
       Array(3).fill('registry.example.com/platform/hostflow:0.1.0'),
     );
+  });
+
+  it('has a Temporal setup Job beside it: accepted by the API server, the engine’s Temporal Secret, no cluster token, non-root', async () => {
+    const setup = await renderManifests('deploy/setup-temporal');
+    const { stdout } = await kubectl(['apply', '--dry-run=server', '-f', manifestFile(setup)]);
+    expect(stdout.trim()).toBe('job.batch/hostflow-setup-temporal created (server dry run)');
+    const job = setup[0] as Manifest & {
+      spec: { ttlSecondsAfterFinished?: number; template: { spec: V1PodSpec } };
+    };
+    expect(job.metadata.namespace).toBe(ENGINE_NAMESPACE);
+    expect(job.spec.ttlSecondsAfterFinished).toBeGreaterThan(0);
+    const pod = job.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext?.runAsNonRoot).toBe(true);
+    const [container] = pod.containers;
+    expect(container!.args).toEqual(['dist/cli/hostflow.js', 'setup', 'temporal']);
+    expect(container!.envFrom).toEqual([{ secretRef: { name: 'hostflow-temporal' } }]);
+    expect(container!.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
   });
 
   it('has a TaskRun-only sibling that applies the taskruns family and nothing of the others', async () => {

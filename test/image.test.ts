@@ -16,6 +16,11 @@ import { LABELS } from '../platform-config/contract.js';
 import { PROVISIONING_API } from '../shared/bpa-api.js';
 import { statusCode } from '../shared/kube-errors.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
+import { SA } from '../shared/search-attributes.js';
+import { indexedType } from '../runtime/temporal-requirements.js';
+import { temporalCli } from '../local-stack/temporal.js';
+import { Connection } from '@temporalio/client';
+import { execFileSync } from 'node:child_process';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { runnerEnv, testEnv, uniqueSuffix } from './support/env.js';
 import {
@@ -284,6 +289,40 @@ describe('the image', () => {
       await jobs.stop();
     }
   }, 360_000);
+
+  it('readies a fresh Temporal namespace with the setup Job (deploy/setup-temporal): each search attribute of its type', async () => {
+    const namespace = `image-setup-${sfx}`;
+    execFileSync(temporalCli(), [
+      'operator',
+      'namespace',
+      'create',
+      '--namespace',
+      namespace,
+      '--address',
+      testEnv('temporalAddress'),
+    ]);
+    const job = (await deployedWorkloads('deploy/setup-temporal'))['hostflow-setup-temporal'];
+    if (!job) throw new Error('deploy/setup-temporal has no Job hostflow-setup-temporal');
+    const setup = await runWorkload(job, {
+      container: `hostflow-setup-${sfx}`,
+      env: { TEMPORAL_ADDRESS: testEnv('temporalAddress'), TEMPORAL_NAMESPACE: namespace },
+      mounts: {},
+      readyLine: 'ready for hostflow',
+      logFile: join(testEnv('stateDir'), 'logs', `image-setup-${sfx}.log`),
+    });
+    expect(await setup.exited).toBe(0);
+    const connection = await Connection.connect({ address: testEnv('temporalAddress') });
+    try {
+      const { customAttributes } = await connection.operatorService.listSearchAttributes({
+        namespace,
+      });
+      for (const key of Object.values(SA)) {
+        expect([key.name, customAttributes?.[key.name]]).toEqual([key.name, indexedType(key.type)]);
+      }
+    } finally {
+      await connection.close();
+    }
+  });
 
   it('serves a local TaskRun and cleans up when it completes', async () => {
     const { taskRuns } = scope;

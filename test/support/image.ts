@@ -71,7 +71,8 @@ interface DeploymentSpec {
 
 /** How a Deployment of deploy/base runs its one container. */
 export interface Workload {
-  deployment: string;
+  /** The Deployment's or the Job's name. */
+  name: string;
   args: string[];
   /** Its env and the ConfigMaps it takes env from (Secrets' come from the test). */
   env: Record<string, string>;
@@ -83,11 +84,12 @@ export interface Workload {
   dropsAll: boolean;
 }
 
-export async function deployedWorkloads(): Promise<Record<string, Workload>> {
-  const objects = await renderManifests('deploy/base');
+/** The Deployments and Jobs of a kustomization under deploy/, as the image runs their pods. */
+export async function deployedWorkloads(dir = 'deploy/base'): Promise<Record<string, Workload>> {
+  const objects = await renderManifests(dir);
   const configMaps = ofKind(objects, 'ConfigMap');
   const workloads: Record<string, Workload> = {};
-  for (const deployment of ofKind(objects, 'Deployment')) {
+  for (const deployment of [...ofKind(objects, 'Deployment'), ...ofKind(objects, 'Job')]) {
     const pod = (deployment as Manifest & DeploymentSpec).spec.template.spec;
     const [container] = pod.containers;
     if (!container || pod.containers.length !== 1)
@@ -124,7 +126,7 @@ export async function deployedWorkloads(): Promise<Record<string, Workload>> {
     }
     const sc = pod.securityContext ?? {};
     workloads[deployment.metadata.name] = {
-      deployment: deployment.metadata.name,
+      name: deployment.metadata.name,
       args: container.args ?? [],
       env,
       emptyDirs,
