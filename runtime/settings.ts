@@ -74,6 +74,11 @@ const EnvSchema = z.object({
   TEMPORAL_ADDRESS: hostPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_API_KEY: z.string().optional(),
+  /**
+   * A file holding the API key (a mounted Secret), read again whenever it changes: a rotated key
+   * is taken up without a restart. Instead of TEMPORAL_API_KEY.
+   */
+  TEMPORAL_API_KEY_FILE: z.string().optional(),
   TEMPORAL_TLS: flag.optional(),
   TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().optional(),
   TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
@@ -123,6 +128,8 @@ const EnvSchema = z.object({
     .startsWith('https://', 'must be an https:// URL')
     .optional(),
   HOSTFLOW_RESYNC_SECONDS: z.coerce.number().int().min(5).max(86_400).default(300),
+  /** How often the Temporal credentials' files are looked at for a change. */
+  HOSTFLOW_TEMPORAL_RELOAD_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   HOSTFLOW_WORKFLOW_BUNDLE: z.string().optional(),
   /** EC2 API endpoint override, e.g. moto's in the local stack and tests. */
   HOSTFLOW_AWS_ENDPOINT: z.string().url().optional(),
@@ -266,6 +273,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       'invalid hostflow settings: TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together',
     );
   }
+  if (settings.TEMPORAL_API_KEY && settings.TEMPORAL_API_KEY_FILE) {
+    throw new Error(
+      'invalid hostflow settings: give TEMPORAL_API_KEY or TEMPORAL_API_KEY_FILE, not both',
+    );
+  }
   return settings;
 }
 
@@ -285,12 +297,17 @@ export function temporalConnection(settings: Settings): TemporalConnectionOption
     }
   };
   const mtls = settings.TEMPORAL_TLS_CLIENT_CERT_PATH && settings.TEMPORAL_TLS_CLIENT_KEY_PATH;
+  const apiKey = settings.TEMPORAL_API_KEY_FILE
+    ? apiKeyOf(
+        read(settings.TEMPORAL_API_KEY_FILE, 'TEMPORAL_API_KEY_FILE'),
+        'TEMPORAL_API_KEY_FILE',
+      )
+    : settings.TEMPORAL_API_KEY;
   const useTls =
-    settings.TEMPORAL_TLS ??
-    Boolean(mtls || settings.TEMPORAL_API_KEY || settings.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
+    settings.TEMPORAL_TLS ?? Boolean(mtls || apiKey || settings.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
   return {
     address: settings.TEMPORAL_ADDRESS,
-    apiKey: settings.TEMPORAL_API_KEY,
+    apiKey,
     tls: useTls
       ? {
           serverNameOverride: settings.TEMPORAL_TLS_SERVER_NAME,
@@ -306,6 +323,13 @@ export function temporalConnection(settings: Settings): TemporalConnectionOption
         }
       : false,
   };
+}
+
+/** An API key file's key: its text without surrounding whitespace, never empty. */
+export function apiKeyOf(contents: Buffer, what: string): string {
+  const key = contents.toString('utf8').trim();
+  if (!key) throw new Error(`${what} holds no API key`);
+  return key;
 }
 
 /** The runner's settings, when an image is set (without one, no ansible can run). */

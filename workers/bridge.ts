@@ -14,6 +14,7 @@ import { unsyncedListWatches } from '../k8s-bridge/list-watch.js';
 import { runsAny, type Family } from '../shared/families.js';
 import { serveHealth } from '../runtime/health-server.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
+import { watchTemporalCredentials } from '../runtime/temporal-credentials.js';
 import { checkTemporalServer } from '../runtime/temporal-requirements.js';
 import { createLogger, lineLog, type Logger } from '../runtime/logger.js';
 import { createRegistry, serveMetrics } from '../runtime/metrics-server.js';
@@ -107,10 +108,22 @@ async function main(logger: Logger): Promise<void> {
   logger.info(
     `hostflow bridge watching for ${families.join(', ')} on ${kc.getCurrentCluster()?.server}`,
   );
+  const credentials = watchTemporalCredentials(settings, {
+    apiKey: async (key) => {
+      connection.setApiKey(key);
+      log('hostflow bridge: Temporal API key reloaded');
+    },
+    restart: (reason) => {
+      log(`hostflow bridge: ${reason}: stopping, to be started again with them`);
+      process.kill(process.pid, 'SIGTERM');
+    },
+    warn: (m) => log(`hostflow bridge: ${m}`, 'warn'),
+  });
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  credentials.stop();
   await Promise.all(ingests.map((ingest) => ingest.stop()));
   metricsServer?.close();
   health?.close();

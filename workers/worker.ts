@@ -11,6 +11,7 @@ import { cloudGcStart, collectNow, leftoversGcStart } from '../shared/contracts/
 import { runsAny, runsEvery } from '../shared/families.js';
 import { activityLogFields } from './activity-log-fields.js';
 import { claimNamespaceForEngine } from '../runtime/namespace-claim.js';
+import { watchTemporalCredentials } from '../runtime/temporal-credentials.js';
 import { checkTemporalServer } from '../runtime/temporal-requirements.js';
 import { serveHealth, type HealthChecks } from '../runtime/health-server.js';
 import { createLogger, type Logger } from '../runtime/logger.js';
@@ -44,7 +45,13 @@ const HISTOGRAM_BUCKETS_SECONDS: Record<string, number[]> = {
 export async function createWorker(
   settings: Settings,
   log: Logger,
-): Promise<{ worker: Worker; client: Client; close(): Promise<void> }> {
+): Promise<{
+  worker: Worker;
+  client: Client;
+  /** Sets a rotated API key on both connections. */
+  setApiKey(key: string): Promise<void>;
+  close(): Promise<void>;
+}> {
   const kc = kubeConfig(settings);
   const options = temporalConnection(settings);
   const [connection, clientConnection] = await Promise.all([
@@ -126,6 +133,10 @@ export async function createWorker(
   return {
     worker,
     client,
+    setApiKey: async (key) => {
+      clientConnection.setApiKey(key);
+      await connection.setApiKey(key);
+    },
     close: async () => {
       // pooled SSH connections would otherwise keep the process up until they idle out
       closeSshConnections();
@@ -222,7 +233,19 @@ async function main(log: Logger): Promise<void> {
         : {}),
     },
   });
-  const { worker, client, close } = await createWorker(settings, log);
+  const { worker, client, setApiKey, close } = await createWorker(settings, log);
+  const credentials = watchTemporalCredentials(settings, {
+    apiKey: async (key) => {
+      await setApiKey(key);
+      log.info('hostflow worker: Temporal API key reloaded');
+    },
+    restart: (reason) => {
+      // The worker drains on SIGTERM: in-flight tasks finish, and it is started again.
+      log.info(`hostflow worker: ${reason}: draining, to be started again with them`);
+      process.kill(process.pid, 'SIGTERM');
+    },
+    warn: (m) => log.warn(`hostflow worker: ${m}`),
+  });
   const health = settings.HOSTFLOW_HEALTH_ADDRESS
     ? await serveHealth(workerHealth(worker, client), settings.HOSTFLOW_HEALTH_ADDRESS)
     : undefined;
@@ -230,6 +253,7 @@ async function main(log: Logger): Promise<void> {
     `hostflow worker polling ${settings.TEMPORAL_ADDRESS} namespace ${settings.TEMPORAL_NAMESPACE} task queue ${settings.HOSTFLOW_TASK_QUEUE}`,
   );
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
+  credentials.stop();
   health?.close();
   await close();
 }
