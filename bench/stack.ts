@@ -14,7 +14,7 @@ import { nodeAddress } from '../local-stack/kubelet.js';
 import { startOtpService, type OtpService } from '../local-stack/otp-service.js';
 import { startLocalRunner } from '../local-stack/runner.js';
 import { startSshHosts, type SshHost } from '../local-stack/ssh-hosts.js';
-import { startTemporalDevServer } from '../local-stack/temporal.js';
+import { startBenchTemporal } from './temporal.js';
 import { HOST_CONFIG_NAME, LABELS } from '../platform-config/contract.js';
 import { bundleWorkflows } from '../workers/bundle-workflows.js';
 import { awsPlatformConfig } from './aws-platform-config.js';
@@ -140,7 +140,7 @@ export async function startBenchStack(
             resourcesFor: LOCAL_ADMIN_USER,
           }),
         ),
-        track(INFRA, startTemporalDevServer({ persist: false, fixedPorts: false, logDir })),
+        track(INFRA, startBenchTemporal(logDir)),
       ),
     );
     const kc = new KubeConfig();

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import pLimit from 'p-limit';
 import { ENGINE_ENV, ENGINE_NODE_FLAGS } from '../local-stack/defaults.js';
 import { spawnManaged, waitFor } from '../local-stack/process.js';
-import { startTemporalDevServer } from '../local-stack/temporal.js';
+import { startBenchTemporal } from './temporal.js';
 import { cpuByProcess, cpuSpent } from './cpu.js';
 import { parseFloorLine } from './floor/lines.js';
 import { observed } from './floor/workflow.js';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const dir = mkdtempSync(join(tmpdir(), 'hostflow-floor-'));
-  const temporal = await startTemporalDevServer({ persist: false, fixedPorts: false });
+  const temporal = await startBenchTemporal();
   try {
     const bundle = join(dir, 'floor-workflow-bundle.js');
     const workflowsPath = fileURLToPath(new URL('./floor/workflow.js', import.meta.url));
@@ -129,11 +129,19 @@ async function main(): Promise<void> {
       const startedPerSec = perSecond(COUNT, startedBy - start);
       const burst = cpuSpent(cpuAtStart, cpuAtServed);
       const cleanup = cpuSpent(cpuAtServed, cpuAtEnded);
-      const perWorkflowMs = (name: string) =>
-        Math.round((((burst[name] ?? 0) + (cleanup[name] ?? 0)) * 1000) / COUNT);
+      const perWorkflowMs = (names: string[]) =>
+        Math.round(
+          (names.reduce((sum, name) => sum + (burst[name] ?? 0) + (cleanup[name] ?? 0), 0) * 1000) /
+            COUNT,
+        );
+      // Temporal is the dev server's one process, or the server's services and PostgreSQL.
+      const temporalProcesses = [
+        ...new Set([...Object.keys(burst), ...Object.keys(cleanup)]),
+      ].filter((name) => name !== 'worker' && name !== 'bench');
       console.log(
         JSON.stringify({
           bench: 'temporal-floor',
+          temporal: temporal.kind,
           workflows: COUNT,
           startToServedMs: summarize(ids.map((id) => served.get(id)! - startedAt.get(id)!)),
           startedPerSec,
@@ -141,8 +149,8 @@ async function main(): Promise<void> {
           signalToEndedMs: summarize(ids.map((id) => ended.get(id)! - completedAt.get(id)!)),
           cpuSeconds: { burst, cleanup },
           cpuMsPerWorkflow: {
-            temporal: perWorkflowMs('temporal'),
-            worker: perWorkflowMs('worker'),
+            temporal: perWorkflowMs(temporalProcesses),
+            worker: perWorkflowMs(['worker']),
           },
           workerRssMb: { idle: workerIdleRssMb, peak: peakRssMb(worker.pid) },
           // The local burst's targets (issue 14), which this floor bounds from below.
