@@ -148,6 +148,12 @@ export async function startTemporalDevServer(options: {
  * does for each install (docs/deploy.md): for a second engine beside the first one.
  */
 export async function registerNamespace(address: string, namespace: string): Promise<void> {
+  await createNamespace(address, namespace);
+  await registerSearchAttributes(address, namespace, loadTemporalDevConfig().searchAttributes);
+}
+
+/** Creates `namespace`, bare (no search attributes of hostflow's), and waits until it is served. */
+export async function createNamespace(address: string, namespace: string): Promise<void> {
   execFileSync(
     temporalCli(),
     ['operator', 'namespace', 'create', '--namespace', namespace, '--address', address],
@@ -156,7 +162,6 @@ export async function registerNamespace(address: string, namespace: string): Pro
   await waitFor('temporal namespace ' + namespace, () => namespaceReady(address, namespace), {
     timeoutMs: 30_000,
   });
-  await registerSearchAttributes(address, namespace, loadTemporalDevConfig().searchAttributes);
 }
 
 export async function registerSearchAttributes(

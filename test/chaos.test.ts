@@ -3,10 +3,9 @@
 // under `hostflow start` or a Deployment), and builds complete meanwhile. Every build is served
 // (capacity exists for all, in turn), and nothing is left behind. bench/chaos.ts runs 200.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
 import { runChaos } from '../bench/chaos-run.js';
-import { startChaosStack, type ChaosStack } from '../bench/chaos-stack.js';
-import { testEnv } from './support/env.js';
+import type { ChaosStack } from '../bench/chaos-stack.js';
+import { expectServedAndNothingLeft, startTestChaosStack } from './support/chaos.js';
 import { createScope, type TestScope } from './support/scope.js';
 
 let scope: TestScope;
@@ -14,22 +13,7 @@ let stack: ChaosStack;
 
 beforeAll(async () => {
   scope = await createScope('chaos');
-  stack = await startChaosStack({
-    kubeconfigPath: testEnv('kubeconfig'),
-    temporalAddress: testEnv('temporalAddress'),
-    temporalNamespace: testEnv('temporalNamespace'),
-    motoEndpoint: testEnv('motoEndpoint'),
-    namespace: scope.namespace,
-    engineNamespace: scope.engineNamespace,
-    taskQueue: scope.taskQueue,
-    stateDir: join(testEnv('stateDir'), `chaos-${scope.namespace}`),
-    logDir: join(testEnv('stateDir'), 'logs'),
-    subnetCidr: '10.231.192.0/20',
-    workflowBundle: testEnv('workflowBundle'),
-    staticHosts: 2,
-    concurrency: 2,
-    maxInstances: 2,
-  });
+  stack = await startTestChaosStack(scope, { subnetCidr: '10.231.192.0/20' });
 }, 120_000);
 
 afterAll(async () => {
@@ -50,17 +34,6 @@ describe('kill -9 of every hostflow process during a run', () => {
     });
     console.log(JSON.stringify(report));
     expect(report.kills).toBe(6);
-    expect(report).toMatchObject({
-      taskRuns: 16,
-      served: 16,
-      errors: 0,
-      lost: 0,
-      leakedUsers: 0,
-      leakedVms: 0,
-      leakedSlots: 0,
-      leakedSecrets: 0,
-      runningWorkflows: 0,
-      unhealthyHosts: 0,
-    });
+    expectServedAndNothingLeft(report, 16);
   }, 420_000);
 });

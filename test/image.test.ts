@@ -18,9 +18,8 @@ import { statusCode } from '../shared/kube-errors.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { SA } from '../shared/search-attributes.js';
 import { indexedType } from '../runtime/temporal-requirements.js';
-import { temporalCli } from '../local-stack/temporal.js';
+import { createNamespace } from '../local-stack/temporal.js';
 import { Connection } from '@temporalio/client';
-import { execFileSync } from 'node:child_process';
 import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal.js';
 import { runnerEnv, testEnv, uniqueSuffix } from './support/env.js';
 import {
@@ -292,15 +291,7 @@ describe('the image', () => {
 
   it('readies a fresh Temporal namespace with the setup Job (deploy/setup-temporal): each search attribute of its type', async () => {
     const namespace = `image-setup-${sfx}`;
-    execFileSync(temporalCli(), [
-      'operator',
-      'namespace',
-      'create',
-      '--namespace',
-      namespace,
-      '--address',
-      testEnv('temporalAddress'),
-    ]);
+    await createNamespace(testEnv('temporalAddress'), namespace);
     const job = (await deployedWorkloads('deploy/setup-temporal'))['hostflow-setup-temporal'];
     if (!job) throw new Error('deploy/setup-temporal has no Job hostflow-setup-temporal');
     const setup = await runWorkload(job, {

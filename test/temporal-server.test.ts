@@ -11,7 +11,8 @@ import { Connection } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { runChaos } from '../bench/chaos-run.js';
-import { startChaosStack, type ChaosStack } from '../bench/chaos-stack.js';
+import type { ChaosStack } from '../bench/chaos-stack.js';
+import { expectServedAndNothingLeft, startTestChaosStack } from './support/chaos.js';
 import { loadTemporalDevConfig } from '../local-stack/temporal.js';
 import {
   startTemporalServer,
@@ -43,22 +44,7 @@ beforeAll(async () => {
     logDir,
   });
   scope = await createScope('tsrv');
-  stack = await startChaosStack({
-    kubeconfigPath: testEnv('kubeconfig'),
-    temporalAddress: server.address,
-    temporalNamespace: server.namespace,
-    motoEndpoint: testEnv('motoEndpoint'),
-    namespace: scope.namespace,
-    engineNamespace: scope.engineNamespace,
-    taskQueue: scope.taskQueue,
-    stateDir: join(testEnv('stateDir'), `tsrv-${scope.namespace}`),
-    logDir: join(testEnv('stateDir'), 'logs'),
-    subnetCidr: '10.231.144.0/20',
-    workflowBundle: testEnv('workflowBundle'),
-    staticHosts: 2,
-    concurrency: 2,
-    maxInstances: 2,
-  });
+  stack = await startTestChaosStack(scope, { subnetCidr: '10.231.144.0/20', temporal: server });
   opsScope = await createScope('tsrvop');
   metal = await registerBareMetalHosts(opsScope, { count: 2, sfx });
   const onServer = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
@@ -142,18 +128,7 @@ describe('a production-shaped Temporal: the server on PostgreSQL, four services 
     expect(await ops.versions()).toEqual(['1.35.1', '1.35.1']);
     expect(await ops.noted('upgrade')).toMatchObject({ phase: 'Ready', kubeVersion: '1.35.1' });
     expect(report.kills).toBe(2);
-    expect(report).toMatchObject({
-      taskRuns: 24,
-      served: 24,
-      errors: 0,
-      lost: 0,
-      leakedUsers: 0,
-      leakedVms: 0,
-      leakedSlots: 0,
-      leakedSecrets: 0,
-      runningWorkflows: 0,
-      unhealthyHosts: 0,
-    });
+    expectServedAndNothingLeft(report, 24);
   }, 480_000);
 });
 

@@ -4,8 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
-import { waitFor } from '../local-stack/process.js';
-import { temporalCli } from '../local-stack/temporal.js';
+import { createNamespace, temporalCli } from '../local-stack/temporal.js';
 import { SA } from '../shared/search-attributes.js';
 import { indexedType } from '../runtime/temporal-requirements.js';
 import { startBridge, startWorker, type EngineProcess } from './support/engine.js';
@@ -22,7 +21,9 @@ const mistyped = `mistyped-${uniqueSuffix()}`;
 beforeAll(async () => {
   scope = await createScope('startup');
   connection = await Connection.connect({ address: testEnv('temporalAddress') });
-  for (const namespace of [bare, mistyped]) await createNamespace(namespace);
+  for (const namespace of [bare, mistyped]) {
+    await createNamespace(testEnv('temporalAddress'), namespace);
+  }
   execFileSync(temporalCli(), [
     'operator',
     'search-attribute',
@@ -37,24 +38,6 @@ beforeAll(async () => {
     testEnv('temporalAddress'),
   ]);
 });
-
-async function createNamespace(namespace: string): Promise<void> {
-  execFileSync(temporalCli(), [
-    'operator',
-    'namespace',
-    'create',
-    '--namespace',
-    namespace,
-    '--address',
-    testEnv('temporalAddress'),
-  ]);
-  await waitFor('the new namespace to be served', async () =>
-    connection.operatorService
-      .listSearchAttributes({ namespace })
-      .then(() => true)
-      .catch(() => undefined),
-  );
-}
 
 /** What a process that refused to start said: its start error, or its last output. */
 async function refusal(started: Promise<EngineProcess>): Promise<string> {
