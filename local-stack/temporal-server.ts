@@ -275,24 +275,36 @@ function dynamicConfigFileOf(values: Record<string, unknown>): object {
 
 /**
  * Registers the namespace once the frontend serves (a fresh cluster answers Unavailable while its
- * services join) and returns the server's version; undefined until then.
+ * services join) and returns the server's version once the frontend reaches the history and the
+ * matching services for it too; undefined until then.
  */
 async function registerNamespace(address: string, namespace: string): Promise<string | undefined> {
   const connection = await Connection.connect({ address, connectTimeout: 2000 });
   try {
-    const { serverVersion } = await connection.workflowService.getSystemInfo({});
+    const service = connection.workflowService;
+    const { serverVersion } = await service.getSystemInfo({});
     try {
-      await connection.workflowService.describeNamespace({ namespace });
+      await service.describeNamespace({ namespace });
     } catch {
-      await connection.workflowService.registerNamespace({
+      await service.registerNamespace({
         namespace,
         workflowExecutionRetentionPeriod: msToTs(RETENTION),
       });
     }
-    // Served once the frontend's namespace registry has it, not only the database.
-    await connection.workflowService.countWorkflowExecutions({ namespace, query: '' });
+    // Visibility, then matching (a task queue's description) and history (a workflow it does not
+    // have: NotFound is its answer, Unavailable is not).
+    await service.countWorkflowExecutions({ namespace, query: '' });
+    await service.describeTaskQueue({ namespace, taskQueue: { name: 'hostflow-readiness' } });
+    await service
+      .describeWorkflowExecution({ namespace, execution: { workflowId: 'hostflow-readiness' } })
+      .catch((err: { code?: number }) => {
+        if (err.code !== NOT_FOUND) throw err;
+      });
     return serverVersion || 'unknown';
   } finally {
     await connection.close();
   }
 }
+
+/** gRPC's NOT_FOUND status code. */
+const NOT_FOUND = 5;
