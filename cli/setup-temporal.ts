@@ -7,7 +7,8 @@ import { SA, SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import {
   checkTemporalServer,
   indexedType,
-  searchAttributeFindings,
+  mistypedRefusal,
+  searchAttributeGaps,
 } from '../runtime/temporal-requirements.js';
 import { loadSettings } from '../runtime/settings.js';
 import { parseCommandArgs, runCommand, UsageError, withTemporal } from './oncall.js';
@@ -55,12 +56,13 @@ async function setUpTemporal(): Promise<number> {
     const { operatorService } = client.connection;
     const listed = await bounded(30_000, () => operatorService.listSearchAttributes({ namespace }));
     const present = (listed.customAttributes ?? {}) as Record<string, number>;
+    const { missing, mistyped } = searchAttributeGaps(present);
     // A wrong type cannot be mended by adding: say so and change nothing.
-    const wrongType = searchAttributeFindings(namespace, present).refusals.filter(
-      (refusal) => !refusal.startsWith('search attributes missing'),
-    );
-    if (wrongType.length > 0) throw new Error(wrongType.join('\n'));
-    const missing = Object.values(SA).filter((key) => present[key.name] === undefined);
+    if (mistyped.length > 0) {
+      throw new Error(
+        mistyped.map(({ key, type }) => mistypedRefusal(namespace, key, type)).join('\n'),
+      );
+    }
     if (missing.length > 0) {
       try {
         await bounded(60_000, () =>

@@ -76,6 +76,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     logFile: log('postgres'),
     restart: options.restart,
   });
+  const configFile = (name: TemporalService) => join(dir, `${name}.yaml`);
   const processes = new Map<TemporalService, ManagedProcess>();
   const stop = async (): Promise<void> => {
     // The frontend first, so clients see it go; then the rest; the database last.
@@ -90,11 +91,13 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     const ports = await servicePorts(options.fixedPorts ? config.port : undefined);
     const dynamicConfigFile = join(dir, 'dynamicconfig.yaml');
     writeFileSync(dynamicConfigFile, stringify(dynamicConfigFileOf(config.dynamicConfig)));
-    const start = (name: TemporalService): void => {
-      const file = join(dir, `${name}.yaml`);
-      writeFileSync(file, stringify(serverConfig(pg, ports, name, dynamicConfigFile)), {
+    for (const name of TEMPORAL_SERVICES) {
+      writeFileSync(configFile(name), stringify(serverConfig(pg, ports, name, dynamicConfigFile)), {
         mode: 0o600, // it holds the database password
       });
+    }
+    const start = (name: TemporalService): void => {
+      const file = configFile(name);
       const args = ['--config-file', file, '--allow-no-auth', 'start', '--service', name];
       const proc = spawnManaged(`temporal ${name}`, join(bin, 'temporal-server'), args, {
         logFile: log(`temporal-${name}`),
@@ -111,7 +114,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     });
     const version = await waitFor(
       'temporal server to serve',
-      () => registerNamespace(address, config.namespace),
+      () => readyNamespace(address, config.namespace),
       { timeoutMs: 120_000, intervalMs: 500, process: frontend },
     );
     await registerSearchAttributes(address, config.namespace, config.searchAttributes);
@@ -278,7 +281,7 @@ function dynamicConfigFileOf(values: Record<string, unknown>): object {
  * services join) and returns the server's version once the frontend reaches the history and the
  * matching services for it too; undefined until then.
  */
-async function registerNamespace(address: string, namespace: string): Promise<string | undefined> {
+async function readyNamespace(address: string, namespace: string): Promise<string | undefined> {
   const connection = await Connection.connect({ address, connectTimeout: 2000 });
   try {
     const service = connection.workflowService;

@@ -54,36 +54,53 @@ export function serverVersionFindings(version: string | undefined): Findings {
   return findings;
 }
 
+type SearchAttributeKey = (typeof SA)[keyof typeof SA];
+
 /**
  * What the namespace's custom search attributes (name to type, as ListSearchAttributes gives
  * them) lack: a missing one, or one of another type, fails every workflow task that upserts it.
  */
+export function searchAttributeGaps(present: Record<string, number | undefined>): {
+  missing: SearchAttributeKey[];
+  mistyped: Array<{ key: SearchAttributeKey; type: number }>;
+} {
+  const wanted = Object.values(SA);
+  return {
+    missing: wanted.filter((key) => present[key.name] === undefined),
+    mistyped: wanted.flatMap((key) => {
+      const type = present[key.name];
+      return type === undefined || indexedType(key.type) === type ? [] : [{ key, type }];
+    }),
+  };
+}
+
+/** The refusals the gaps make, each saying how to mend it. */
 export function searchAttributeFindings(
   namespace: string,
-  present: Record<string, SearchAttributeType | number | undefined>,
+  present: Record<string, number | undefined>,
 ): Findings {
-  const findings: Findings = { refusals: [], warnings: [] };
-  const wanted = Object.values(SA);
-  const missing = wanted.filter((key) => present[key.name] === undefined);
+  const { missing, mistyped } = searchAttributeGaps(present);
+  const refusals: string[] = [];
   if (missing.length > 0) {
-    findings.refusals.push(
+    refusals.push(
       `search attributes missing in Temporal namespace ${namespace}: ` +
         `${missing.map((k) => `${k.name} (${SA_TYPE_NAMES[k.type]})`).join(', ')}. Register them ` +
         `with \`hostflow setup temporal\` (or \`hostflow setup temporal --tcld\` for Temporal Cloud), ` +
         `or one by one:\n  ${missing.map((k) => createCommand(namespace, k)).join('\n  ')}`,
     );
   }
-  for (const key of wanted) {
-    const type = present[key.name];
-    if (type === undefined || indexedType(key.type) === type) continue;
-    findings.refusals.push(
-      `search attribute ${key.name} in Temporal namespace ${namespace} is of type ` +
-        `${typeName(type)}, not ${SA_TYPE_NAMES[key.type]}: a type cannot change, so remove it ` +
-        `(\`temporal operator search-attribute remove --namespace ${namespace} --name ${key.name}\`) ` +
-        'and run `hostflow setup temporal`, or give hostflow a namespace of its own',
-    );
-  }
-  return findings;
+  refusals.push(...mistyped.map(({ key, type }) => mistypedRefusal(namespace, key, type)));
+  return { refusals, warnings: [] };
+}
+
+/** A search attribute of another type: a type cannot change, so it must go first. */
+export function mistypedRefusal(namespace: string, key: SearchAttributeKey, type: number): string {
+  return (
+    `search attribute ${key.name} in Temporal namespace ${namespace} is of type ` +
+    `${typeName(type)}, not ${SA_TYPE_NAMES[key.type]}: a type cannot change, so remove it ` +
+    `(\`temporal operator search-attribute remove --namespace ${namespace} --name ${key.name}\`) ` +
+    'and run `hostflow setup temporal`, or give hostflow a namespace of its own'
+  );
 }
 
 /**
@@ -139,9 +156,9 @@ const INDEXED_VALUE_TYPES: SearchAttributeType[] = [
   SearchAttributeType.KEYWORD_LIST,
 ];
 
-function typeName(type: SearchAttributeType | number): string {
-  const sdk = typeof type === 'number' ? INDEXED_VALUE_TYPES[type - 1] : type;
-  return sdk ? SA_TYPE_NAMES[sdk] : `unknown (${String(type)})`;
+function typeName(type: number): string {
+  const sdk = INDEXED_VALUE_TYPES[type - 1];
+  return sdk ? SA_TYPE_NAMES[sdk] : `unknown (${type})`;
 }
 
 function createCommand(namespace: string, key: { name: string; type: SearchAttributeType }) {

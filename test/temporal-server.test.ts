@@ -23,6 +23,9 @@ import { registerBareMetalHosts, type BareMetalHosts } from './support/baremetal
 import { clusterOperations, installCluster } from './support/cluster-operations.js';
 import { startBridge, startWorker, tearDown, type EngineProcess } from './support/engine.js';
 import { testEnv, uniqueSuffix } from './support/env.js';
+import type { SearchAttributeType } from '@temporalio/common';
+import { SA_TYPE_NAMES } from '../shared/search-attributes.js';
+import { indexedType } from '../runtime/temporal-requirements.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
 import { createScope, type TestScope } from './support/scope.js';
 
@@ -75,7 +78,7 @@ describe('a production-shaped Temporal: the server on PostgreSQL, four services 
       });
       const { searchAttributes } = loadTemporalDevConfig();
       const declared = Object.fromEntries(
-        Object.entries(searchAttributes).map(([name, type]) => [name, INDEXED_VALUE_TYPE[type]]),
+        Object.entries(searchAttributes).map(([name, type]) => [name, indexedTypeNamed(type)]),
       );
       const served = Object.fromEntries(
         Object.keys(declared).map((name) => [name, customAttributes?.[name]]),
@@ -132,13 +135,8 @@ describe('a production-shaped Temporal: the server on PostgreSQL, four services 
   }, 480_000);
 });
 
-/** temporal.api.enums.v1.IndexedValueType, by the names temporal-dev.yaml declares types in. */
-const INDEXED_VALUE_TYPE: Record<string, number> = {
-  Text: 1,
-  Keyword: 2,
-  Int: 3,
-  Double: 4,
-  Bool: 5,
-  Datetime: 6,
-  KeywordList: 7,
-};
+/** The proto type number of a type as temporal-dev.yaml names it (`Keyword`). */
+function indexedTypeNamed(name: string): number | undefined {
+  const type = Object.entries(SA_TYPE_NAMES).find(([, spelled]) => spelled === name)?.[0];
+  return type === undefined ? undefined : indexedType(type as SearchAttributeType);
+}
