@@ -21,7 +21,8 @@ import {
 } from './describe-kinds.js';
 import { describeText } from './describe-text.js';
 import type { Description } from './description.js';
-import { UsageError, duration, quoted, type TemporalContext, reportCommand } from './oncall.js';
+import { UsageError, duration, type TemporalContext, reportCommand } from './oncall.js';
+import { quoted } from '../shared/visibility-query.js';
 import { waitingFor } from './progress.js';
 import { decode, timeline, tsIso } from './timeline.js';
 

@@ -127,11 +127,6 @@ export function reportCommand<Target, Report>(
   });
 }
 
-/** A visibility-query string literal (values here are validated names, quoted all the same). */
-export function quoted(value: string): string {
-  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-}
-
 /** `3 s`, `4 min 5 s`, `2 h 10 min`: how long, for people. */
 export function duration(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));

@@ -41,6 +41,8 @@ export interface TemporalServer {
   metricsUrl: string;
   /** The server's own version, as the frontend reports it. */
   version: string;
+  /** Its PostgreSQL, and the database that holds visibility (what tests make lag). */
+  database: { postgres: Postgres; visibility: string };
   /** One service's process: `kill -9` and start again, as a crashed pod is. */
   service(name: TemporalService): { kill(): Promise<void>; start(): Promise<void> };
   stop(): Promise<void>;
@@ -78,6 +80,8 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   });
   const configFile = (name: TemporalService) => join(dir, `${name}.yaml`);
   const processes = new Map<TemporalService, ManagedProcess>();
+  /** Services whose process ended (without `restart`, for good). */
+  const ended = new Set<TemporalService>();
   const stop = async (): Promise<void> => {
     // The frontend first, so clients see it go; then the rest; the database last.
     for (const name of ['frontend', 'worker', 'matching', 'history'] as const) {
@@ -99,13 +103,22 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     const start = (name: TemporalService): void => {
       const file = configFile(name);
       const args = ['--config-file', file, '--allow-no-auth', 'start', '--service', name];
+      ended.delete(name);
       const proc = spawnManaged(`temporal ${name}`, join(bin, 'temporal-server'), args, {
         logFile: log(`temporal-${name}`),
         restart: options.restart,
       });
       processes.set(name, proc);
+      void proc.exited.then(() => ended.add(name));
     };
-    for (const name of TEMPORAL_SERVICES) start(name);
+    // One process sets up the cluster's metadata in a fresh database; several at once race to
+    // insert it, and the losers exit ("failed to initialize current cluster metadata").
+    start('history');
+    await waitFor('temporal history gRPC port', () => tcpOpen('127.0.0.1', ports.history.grpc), {
+      timeoutMs: 120_000,
+      process: processes.get('history'),
+    });
+    for (const name of TEMPORAL_SERVICES) if (name !== 'history') start(name);
     const address = `127.0.0.1:${ports.frontend.grpc}`;
     const frontend = processes.get('frontend')!;
     await waitFor('temporal frontend gRPC port', () => tcpOpen('127.0.0.1', ports.frontend.grpc), {
@@ -118,11 +131,15 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
       { timeoutMs: 120_000, intervalMs: 500, process: frontend },
     );
     await registerSearchAttributes(address, config.namespace, config.searchAttributes);
+    if (!options.restart && ended.size > 0) {
+      throw new Error(`the ${[...ended].join(', ')} service ended while the server started`);
+    }
     return {
       address,
       namespace: config.namespace,
       metricsUrl: `http://127.0.0.1:${ports.frontend.metrics}/metrics`,
       version,
+      database: { postgres: pg, visibility: DATABASES[1].name },
       service: (name) => ({
         kill: async () => {
           const proc = processes.get(name)!;

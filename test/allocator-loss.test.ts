@@ -1,5 +1,5 @@
-// Entities that cannot be fooled: a static platform's allocator that is terminated rebuilds who
-// holds its slots before it grants any (no over-commit), and asks its waiters to ask again (no
+// Entities that cannot be fooled: a static platform's allocator that is terminated begins from
+// who held its slots before it grants any (no over-commit), and asks its waiters to ask again (no
 // one waits on an allocator that is gone); an allocator that may not read host-config (403)
 // keeps running, says why, and carries on once it may.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -8,6 +8,7 @@ import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { hostConfigChanged } from '../shared/contracts/allocator.js';
 import { createWorkerIdentity, type WorkerIdentity } from './support/service-account.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { loseAllocatorWhileHeld } from './support/allocator-loss.js';
 
 let pool: StaticPool;
 
@@ -23,17 +24,6 @@ afterAll(async () => {
 const allocator = () =>
   pool.scope.temporal.client.workflow.getHandle(WORKFLOW_ID.allocator(pool.platform));
 
-/** The activities a run of the allocator scheduled, by type. */
-async function activitiesOf(runId: string): Promise<string[]> {
-  const { events } = await pool.scope.temporal.client.workflow
-    .getHandle(WORKFLOW_ID.allocator(pool.platform), runId)
-    .fetchHistory();
-  return (events ?? []).flatMap((e) => {
-    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
-    return name ? [name] : [];
-  });
-}
-
 async function currentDetails(): Promise<string> {
   const meta = (await allocator().query('__temporal_workflow_metadata')) as {
     currentDetails?: string;
@@ -42,61 +32,15 @@ async function currentDetails(): Promise<string> {
 }
 
 describe('a static allocator that is lost', () => {
-  it('rebuilds its holders before granting, and serves the TaskRuns that waited on the old one', async () => {
-    const { scope, hosts } = pool;
-    const [host] = hosts;
-    for (const name of ['hold-a', 'hold-b']) {
-      await scope.taskRuns.create({ name, platform: pool.platform });
-      await scope.taskRuns.waitForSecret(name, 30_000);
-    }
-    await scope.taskRuns.create({ name: 'waited', platform: pool.platform });
-    await waitFor('the third TaskRun in line', async () =>
-      (await pool.allocator()).queue.length === 1 ? true : undefined,
-    );
-
-    // The platform's first allocator: no one can hold a slot yet, so it did not look for holders.
-    const first = (await allocator().describe()).runId;
-    expect(await activitiesOf(first)).toContain('hadEarlierRun');
-    expect(await activitiesOf(first)).not.toContain('platformTaskRuns');
-
-    await allocator().terminate('test: the allocator is lost');
-    // The next request starts a new allocator: it must know both slots are taken.
-    await scope.taskRuns.create({ name: 'after-loss', platform: pool.platform });
-    let most = 0;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        most = Math.max(most, (await pool.buildUsers(host!)).length);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    })();
-    try {
-      await waitFor('the new allocator to rebuild its holders', async () => {
-        const view = await pool.allocator().catch(() => undefined);
-        return view && view.inUse === 2 && view.queue.length === 2 ? view : undefined;
-      });
-      expect(await scope.taskRuns.secret('waited')).toBeUndefined();
-      expect(await scope.taskRuns.secret('after-loss')).toBeUndefined();
-
-      await scope.taskRuns.complete('hold-a');
-      await scope.taskRuns.complete('hold-b');
-      await scope.taskRuns.waitForSecret('waited', 30_000);
-      await scope.taskRuns.waitForSecret('after-loss', 30_000);
-    } finally {
-      sampling = false;
-      await sampler;
-    }
-    expect(most).toBeLessThanOrEqual(2); // never more builds on the host than its concurrency
-    const rebuilt = (await allocator().describe()).runId;
-    expect(await activitiesOf(rebuilt)).toContain('platformTaskRuns');
-    for (const name of ['waited', 'after-loss']) await scope.taskRuns.complete(name);
-    for (const name of ['hold-a', 'hold-b', 'waited', 'after-loss']) {
-      await scope.taskRuns.waitForSecretGone(name);
-    }
-    await waitFor('every slot free', async () =>
-      (await pool.allocator()).inUse === 0 ? true : undefined,
-    );
-    expect(await pool.buildUsers(host!)).toEqual([]);
+  it('knows who held its slots before granting, and serves the TaskRuns that waited on the old one', async () => {
+    await loseAllocatorWhileHeld(pool, {
+      // The platform's first allocator: no one could hold a slot, so it looked for no holders.
+      beforeLoss: async (first) => {
+        const activities = await pool.allocatorActivities(first);
+        expect(activities).toContain('lastSlots');
+        expect(activities).not.toContain('platformTaskRuns');
+      },
+    });
   });
 });
 

@@ -5,7 +5,8 @@
 // moto EC2 VMs and a pool) and one that installs a cluster on BareMetalHosts and runs a
 // ClusterOperation on it (the kubespray stand-in, in real runner Jobs). The history service and
 // then the matching service die by `kill -9` in the midst of it all and start again, as a crashed
-// pod does.
+// pod does. Then a static platform's allocator is lost while visibility lags (its table locked in
+// PostgreSQL): the next one must still know who holds its slots.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Connection } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +28,12 @@ import type { SearchAttributeType } from '@temporalio/common';
 import { SA_TYPE_NAMES } from '../shared/search-attributes.js';
 import { indexedType } from '../runtime/temporal-requirements.js';
 import { kubesprayWorkerEnv } from './support/kubespray.js';
+import { waitFor } from '../local-stack/process.js';
+import { KIND, SA } from '../shared/search-attributes.js';
+import { WORKFLOW_ID } from '../shared/workflow-ids.js';
+import { createStaticPool, type StaticPool } from './support/static-pool.js';
+import { holdVisibilityWrites } from './support/visibility-lag.js';
+import { loseAllocatorWhileHeld } from './support/allocator-loss.js';
 import { createScope, type TestScope } from './support/scope.js';
 
 let scope: TestScope;
@@ -133,6 +140,55 @@ describe('a production-shaped Temporal: the server on PostgreSQL, four services 
     expect(report.kills).toBe(2);
     expectServedAndNothingLeft(report, 24);
   }, 480_000);
+});
+
+describe('a static allocator lost while visibility lags', () => {
+  let pool: StaticPool;
+
+  beforeAll(async () => {
+    pool = await createStaticPool('tsvis', 1, { temporal: server });
+    await pool.scope.setHostConfig(pool.hostEntries([{ host: 0, concurrency: 2 }]));
+  }, 120_000);
+
+  afterAll(async () => {
+    await pool?.dispose();
+  });
+
+  it('resumes exactly who holds its slots and who waits from its last run, not from visibility', async () => {
+    const { scope, platform } = pool;
+    const { client } = scope.temporal;
+    const visible = async (query: string): Promise<number> => {
+      let count = 0;
+      for await (const execution of client.workflow.list({ query })) if (execution) count++;
+      return count;
+    };
+    // The platform's allocator has run, and visibility has indexed it.
+    await scope.taskRuns.create({ name: 'first', platform });
+    await scope.taskRuns.waitForSecret('first', 30_000);
+    await scope.taskRuns.complete('first');
+    await scope.taskRuns.waitForSecretGone('first');
+    await waitFor('visibility to index the allocator', async () =>
+      (await visible(`WorkflowId = '${WORKFLOW_ID.allocator(platform)}'`)) > 0 ? true : undefined,
+    );
+
+    // Visibility indexes nothing from here on, until the new allocator has answered.
+    const lag = await holdVisibilityWrites(server);
+    const serving =
+      `${SA.kind.name} = '${KIND.taskRun}' AND ${SA.platform.name} = '${platform}' AND ` +
+      `ExecutionStatus = 'Running'`;
+    try {
+      await loseAllocatorWhileHeld(pool, {
+        // A rebuild from visibility would find no holder, and grant both slots again.
+        beforeLoss: async () => expect(await visible(serving)).toBe(0),
+        afterResume: async () => {
+          expect(await visible(serving)).toBe(0); // still lagging: the slots came from the lost run
+          await lag.release();
+        },
+      });
+    } finally {
+      await lag.release();
+    }
+  }, 240_000);
 });
 
 /** The proto type number of a type as temporal-dev.yaml names it (`Keyword`). */

@@ -21,6 +21,8 @@ import {
   type TurnAnswer,
 } from '../../shared/contracts/cluster-operation.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
+import { createAllocatorRunActivities } from './allocator-runs.js';
+import { quoted } from '../../shared/visibility-query.js';
 
 export interface TemporalDeps {
   client: Client;
@@ -31,6 +33,8 @@ export interface TemporalDeps {
 
 export function createTemporalActivities({ client, taskQueue, resyncSeconds }: TemporalDeps) {
   return {
+    ...createAllocatorRunActivities(client),
+
     /**
      * Asks the platform's allocator for a slot, starting the allocator if it is not running.
      * The update ID is the request ID, so a retried activity gets the same answer.
@@ -292,8 +296,3 @@ export type TemporalActivities = ReturnType<typeof createTemporalActivities>;
 
 /** How a workflow ends without having cleaned up (visibility's ExecutionStatus values). */
 const ENDED_UNFINISHED = ['Terminated', 'Failed', 'TimedOut', 'Canceled'];
-
-/** A string literal of the visibility query language. */
-function quoted(value: string): string {
-  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-}

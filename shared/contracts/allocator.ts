@@ -22,6 +22,30 @@ export interface AllocatorInput {
 
 export type AllocatorWorkflow = (input: AllocatorInput) => Promise<void>;
 
+/**
+ * Who holds the allocator's slots and who waits, as each run keeps it in its memo (under
+ * SLOTS_MEMO) before any answer goes out: what a run that starts after a lost one begins from.
+ */
+export interface SlotsSnapshot {
+  /** Host name → request ids holding one of its slots. */
+  holders: Record<string, string[]>;
+  /** Request ids waiting in line. */
+  waiting: string[];
+}
+
+export const SLOTS_MEMO = 'slots';
+
+/** A snapshot read back from a memo, or undefined when it is not one (a run before v4). */
+export function asSlotsSnapshot(value: unknown): SlotsSnapshot | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { holders, waiting } = value as Record<string, unknown>;
+  const strings = (list: unknown): list is string[] =>
+    Array.isArray(list) && list.every((item) => typeof item === 'string');
+  if (typeof holders !== 'object' || holders === null || !strings(waiting)) return undefined;
+  if (!Object.values(holders).every(strings)) return undefined;
+  return { holders: holders as Record<string, string[]>, waiting };
+}
+
 export interface SlotRequestInput {
   /**
    * Unique per attempt: `<taskrun workflow id>#<run id>.<attempt>` (before v2 without the run

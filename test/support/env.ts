@@ -42,10 +42,22 @@ export function kube() {
   };
 }
 
-export async function temporalClient(): Promise<{ client: Client; close(): Promise<void> }> {
-  const connection = await Connection.connect({ address: testEnv('temporalAddress') });
+/** A Temporal on its own, as a test file may start one (by default the suite's). */
+export interface TemporalTarget {
+  address: string;
+  namespace: string;
+}
+
+export async function temporalClient(
+  temporal?: TemporalTarget,
+): Promise<{ client: Client; close(): Promise<void> }> {
+  const address = temporal?.address ?? testEnv('temporalAddress');
+  const connection = await Connection.connect({ address });
   return {
-    client: new Client({ connection, namespace: testEnv('temporalNamespace') }),
+    client: new Client({
+      connection,
+      namespace: temporal?.namespace ?? testEnv('temporalNamespace'),
+    }),
     close: () => connection.close(),
   };
 }

@@ -3,7 +3,7 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { LOCKABLE_LABEL } from '../../locks/api.js';
 import { HOST_CONFIG_NAME, LABELS } from '../../platform-config/contract.js';
 import type { EngineScope } from './engine.js';
-import { kube, temporalClient, uniqueSuffix } from './env.js';
+import { kube, temporalClient, uniqueSuffix, type TemporalTarget } from './env.js';
 import { TaskRuns } from './taskruns.js';
 import { upsert } from '../../local-stack/upsert.js';
 import { statusCode } from '../../shared/kube-errors.js';
@@ -22,7 +22,7 @@ export interface TestScope extends EngineScope {
 export async function createScope(
   prefix: string,
   hostConfig?: Record<string, string>,
-  options: { longNamespace?: boolean } = {},
+  options: { longNamespace?: boolean; temporal?: TemporalTarget } = {},
 ): Promise<TestScope> {
   const sfx = uniqueSuffix();
   const k = kube();
@@ -69,7 +69,7 @@ export async function createScope(
   await setHostConfig(hostConfig);
   const otpNamespace = `${prefix}-otp-${sfx}`;
   await k.core.createNamespace({ body: { metadata: { name: otpNamespace } } });
-  const temporal = await temporalClient();
+  const temporal = await temporalClient(options.temporal);
   return {
     ...scope,
     otpNamespace,

@@ -1,14 +1,16 @@
 // A static pool on real components: sshd hosts in their own namespaces, their admin keys as
 // Secrets in the engine namespace, the OTP service, and a worker and bridge configured for it.
+import { expect } from '@jest/globals';
 import { join } from 'node:path';
 import { startOtpService, type OtpService } from '../../local-stack/otp-service.js';
 import { freePort } from '../../local-stack/ports.js';
+import { waitFor } from '../../local-stack/process.js';
 import { startSshHosts, type SshHost, type SshHostPool } from '../../local-stack/ssh-hosts.js';
 import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { allocatorState } from '../../shared/contracts/allocator.js';
 import type { AllocationSummary } from '../../shared/contracts/allocator.js';
 import { startBridge, startWorker, type EngineProcess } from './engine.js';
-import { testEnv, uniqueSuffix } from './env.js';
+import { testEnv, uniqueSuffix, type TemporalTarget } from './env.js';
 import { diagnoseWorkflow } from './workflow-diagnosis.js';
 import { createScope, type TestScope } from './scope.js';
 
@@ -54,7 +56,13 @@ export interface StaticPool {
   /** Starts the worker again with these settings added (e.g. short GC periods). */
   restartWorkerWith(env: NodeJS.ProcessEnv): Promise<void>;
   buildUsers(host: SshHost): Promise<string[]>;
+  /** Counts the host's build users every 100 ms; `most` stops and says the most seen at once. */
+  watchBuildUsers(host: SshHost): { most(): Promise<number> };
   allocator(platform?: string): Promise<AllocationSummary>;
+  /** The activities a run of the platform's allocator scheduled, by type. */
+  allocatorActivities(runId: string): Promise<string[]>;
+  /** Completes these TaskRuns and waits until their Secrets, slots and build users are gone. */
+  endTaskRuns(names: string[]): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -75,11 +83,16 @@ export async function createStaticPool(
     otpAddress?: string;
     /** Who each process is in the cluster (kubeconfig files), made once the scope exists. */
     identities?: (scope: TestScope) => Promise<ProcessIdentities>;
+    /** Another Temporal than the suite's (a production-shaped server). */
+    temporal?: TemporalTarget;
   } = {},
 ): Promise<StaticPool> {
   const sfx = uniqueSuffix();
   const platform = `linux/${prefix}-${sfx}`;
-  const scope = await createScope(prefix, undefined, { longNamespace: env.longNamespace });
+  const scope = await createScope(prefix, undefined, {
+    longNamespace: env.longNamespace,
+    temporal: env.temporal,
+  });
   const started: Array<{ stop(): Promise<void> }> = [];
   const undo = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
@@ -107,8 +120,15 @@ export async function createStaticPool(
     address: env.otpAddress,
     port: await freePort(env.otpAddress),
   };
-  let workerExtraEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('worker'), ...env.worker };
-  let bridgeEnv: NodeJS.ProcessEnv = { ...kubeconfigEnv('bridge'), ...env.bridge };
+  const temporalEnv = env.temporal
+    ? { TEMPORAL_ADDRESS: env.temporal.address, TEMPORAL_NAMESPACE: env.temporal.namespace }
+    : {};
+  let workerExtraEnv: NodeJS.ProcessEnv = {
+    ...temporalEnv,
+    ...kubeconfigEnv('worker'),
+    ...env.worker,
+  };
+  let bridgeEnv: NodeJS.ProcessEnv = { ...temporalEnv, ...kubeconfigEnv('bridge'), ...env.bridge };
   try {
     pool = await startSshHosts({
       count: hostCount,
@@ -139,9 +159,10 @@ export async function createStaticPool(
       ...workerExtraEnv,
     });
   }
-  const handle = (p: string) => scope.temporal.client.workflow.getHandle(WORKFLOW_ID.allocator(p));
+  const handle = (p: string, runId?: string) =>
+    scope.temporal.client.workflow.getHandle(WORKFLOW_ID.allocator(p), runId);
 
-  return {
+  const staticPool: StaticPool = {
     scope,
     hosts: pool.hosts,
     platform,
@@ -188,7 +209,7 @@ export async function createStaticPool(
       bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...bridgeEnv });
     },
     async restartWorkerWith(env) {
-      workerExtraEnv = { ...kubeconfigEnv('worker'), ...env };
+      workerExtraEnv = { ...temporalEnv, ...kubeconfigEnv('worker'), ...env };
       await restartWorker();
     },
     async killOtp() {
@@ -208,6 +229,38 @@ export async function createStaticPool(
         .split('\n')
         .map((line) => line.split(':')[0]!)
         .filter((user) => /^u-[0-9a-f]{12}$/.test(user));
+    },
+    watchBuildUsers(host) {
+      let most = 0;
+      let watching = true;
+      const watcher = (async () => {
+        while (watching) {
+          most = Math.max(most, (await staticPool.buildUsers(host)).length);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+      return {
+        async most() {
+          watching = false;
+          await watcher;
+          return most;
+        },
+      };
+    },
+    async allocatorActivities(runId) {
+      const { events } = await handle(platform, runId).fetchHistory();
+      return (events ?? []).flatMap((e) => {
+        const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+        return name ? [name] : [];
+      });
+    },
+    async endTaskRuns(names) {
+      for (const name of names) await scope.taskRuns.complete(name);
+      for (const name of names) await scope.taskRuns.waitForSecretGone(name);
+      await waitFor('every slot free', async () =>
+        (await staticPool.allocator()).inUse === 0 ? true : undefined,
+      );
+      for (const host of pool.hosts) expect(await staticPool.buildUsers(host)).toEqual([]);
     },
     async allocator(p = platform) {
       const allocator = handle(p);
@@ -229,6 +282,7 @@ export async function createStaticPool(
       await scope.dispose();
     },
   };
+  return staticPool;
 }
 
 async function adminSecret(scope: TestScope, name: string, key: string): Promise<void> {

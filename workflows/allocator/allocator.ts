@@ -51,7 +51,13 @@ import {
 import { DependencyLocks } from './dependency-locks.js';
 import { releaseLocks } from '../../locks/hold.js';
 import { handleDrains } from './drain.js';
-import { rebuildHolders, releaseClosedHolders } from './holders.js';
+import {
+  PATCH_SLOTS_KEPT,
+  SlotsMemo,
+  rebuildHolders,
+  releaseClosedHolders,
+  resumeSlots,
+} from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
 import { MAX_HISTORY } from '../history-limit.js';
@@ -95,6 +101,13 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   const state: AllocationState = (input.state as AllocationState | undefined) ?? emptyState();
   const sweepOnItsOwn = patched(PATCH_SWEEP_ON_ITS_OWN);
   const locksDependencies = patched(PATCH_LOCK_DEPENDENCIES);
+  const keepsSlots = patched(PATCH_SLOTS_KEPT);
+  const slotsMemo = new SlotsMemo();
+  /** Whether this run knows its slots: carried across continue-as-new, or resumed once. */
+  let slotsKnown = !fresh;
+  /** Releases that came before the slots were known (a run that starts without state). */
+  const releasedBefore: string[] = [];
+  if (keepsSlots && slotsKnown) slotsMemo.keep(state);
   const sweepMs = (input.sweepSeconds ?? RESYNC_MS / 1000) * 1000;
   let loaded = false;
   let holdersRebuilt = !fresh;
@@ -105,7 +118,10 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let lastSweep = input.lastSweep ?? Date.now();
   let trouble: ConfigTrouble | undefined;
   let turnedAway: Array<{ requestId: string; reason: string }> = [];
-  /** Grants the requestSlot handler made, and how many of them the loop's lock syncs cover. */
+  /**
+   * Answers the requestSlot handler holds back for the loop (grants; places in line too when the
+   * slots are kept in the memo), and how many of them the loop's last pass covers.
+   */
   let grantsMade = 0;
   let grantsLocked = 0;
   const dependencyLocks = new DependencyLocks(platform);
@@ -157,8 +173,12 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         Date.now(),
       );
       dirty = true;
-      // What the build is about to use is locked before it hears it may go.
-      if (outcome.status === 'granted') {
+      // What the build is about to use is locked before it hears it may go, and every answer is
+      // in the memo before it goes out.
+      if (outcome.status === 'queued' && keepsSlots) {
+        const answer = ++grantsMade;
+        await condition(() => grantsLocked >= answer);
+      } else if (outcome.status === 'granted') {
         if (patched(PATCH_LOOP_ALONE_LOCKS)) {
           const grant = ++grantsMade;
           await condition(() => grantsLocked >= grant);
@@ -185,6 +205,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     },
   );
   setHandler(releaseSlot, ({ requestId }) => {
+    if (keepsSlots && !slotsKnown) releasedBefore.push(requestId);
     release(state, requestId);
     dirty = true;
   });
@@ -233,9 +254,12 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           if (!holdersRebuilt) {
             holdersRebuilt = true;
             const dynamic = hosts.length === 1 && hosts[0]!.name === VM_SLOTS_HOST;
-            if (patched(PATCH_REBUILD_HOLDERS)) {
+            if (keepsSlots && (await resumeSlots(state, releasedBefore))) {
+              pools.holdersKnown();
+            } else if (patched(PATCH_REBUILD_HOLDERS)) {
               await rebuildHolders(platform, state, dynamic, [...requesting]);
             }
+            slotsKnown = true;
           }
           loaded = true;
           trouble = undefined;
@@ -267,6 +291,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       await answerWaiters(state, away, async () => {
         const covered = grantsMade;
         await syncLocks();
+        if (keepsSlots && slotsKnown) slotsMemo.keep(state);
         grantsLocked = covered;
       });
       for (const host of hostsDueForProbe(state, Date.now())) {

@@ -1,10 +1,21 @@
 // Who holds the allocator's slots, when the allocator cannot simply remember it: an allocator
-// that starts without state (the previous one was terminated or failed) rebuilds its holders
-// from the running TaskRun workflows of its platform before it grants anything, and asks the
-// ones that were waiting to ask again; and a holder whose run ended without giving its slot
-// back (terminated by hand) is found and freed within the sweep period.
-import { getExternalWorkflowHandle, patched, sleep, workflowInfo } from '@temporalio/workflow';
-import { askForSlotAgain } from '../../shared/contracts/allocator.js';
+// that starts without state (the previous one was terminated or failed) begins from the slots
+// its last run kept in its memo before answering anyone (v4), or, after a run that kept none,
+// rebuilds its holders from the running TaskRun workflows of its platform; either way before it
+// grants anything, and it asks the ones that were waiting to ask again. A holder whose run ended
+// without giving its slot back (terminated by hand) is found and freed within the sweep period.
+import {
+  getExternalWorkflowHandle,
+  patched,
+  sleep,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  SLOTS_MEMO,
+  askForSlotAgain,
+  type SlotsSnapshot,
+} from '../../shared/contracts/allocator.js';
 import {
   VM_SLOTS_HOST,
   rebuiltHolder,
@@ -14,7 +25,7 @@ import {
 import { temporalApi } from './activity-proxies.js';
 import { release, type AllocationState } from './allocation.js';
 
-/** How long a rebuild lets visibility catch up before it trusts what it sees. */
+/** How long a rebuild from visibility (after a run before v4) lets it catch up. */
 const VISIBILITY_SETTLE_MS = 3_000;
 /**
  * v3: a platform's first allocator (its workflow id never ran before) grants at once: nothing
@@ -22,8 +33,63 @@ const VISIBILITY_SETTLE_MS = 3_000;
  * that had not sent their request yet were already visible.
  */
 export const PATCH_FIRST_RUN_REBUILDS_NOTHING = 'allocator-first-run-rebuilds-nothing';
+/**
+ * v4: each run keeps who holds its slots and who waits in its memo, written in the same workflow
+ * task as any answer that changes them, so a run that starts after a lost one begins from exactly
+ * what the asking workflows were told. Before, it rebuilt them from visibility after a fixed
+ * wait, and could miss a grant visibility had not indexed yet (a slower store, a busy server).
+ */
+export const PATCH_SLOTS_KEPT = 'allocator-slots-kept';
 /** Phases in which a TaskRun has asked for a slot but holds none. */
 const NOT_HOLDING = ['Allocating', 'Waiting', 'Done'];
+
+/** The run's slots in its memo, written again only when they changed. */
+export class SlotsMemo {
+  private written: string | undefined;
+
+  /** Call before any answer that changes the slots goes out: both land in one workflow task. */
+  keep(state: AllocationState): void {
+    const snapshot: SlotsSnapshot = {
+      holders: state.holders,
+      waiting: state.queue.map((waiter) => waiter.requestId),
+    };
+    const key = JSON.stringify(snapshot);
+    if (key === this.written) return;
+    upsertMemo({ [SLOTS_MEMO]: JSON.parse(key) as SlotsSnapshot }); // a copy: the state moves on
+    this.written = key;
+  }
+}
+
+/**
+ * A run that starts without state begins from the slots the last run kept: `false` when that run
+ * kept none (it ran code before v4), and the holders are to be rebuilt from visibility instead.
+ * Releases that reached this run before it knew the holders are applied; holders whose runs
+ * ended meanwhile are freed; the waiters, whose requests died with the old run, ask again.
+ */
+export async function resumeSlots(
+  state: AllocationState,
+  releasedBefore: string[],
+): Promise<boolean> {
+  const { workflowId, runId } = workflowInfo();
+  const last = await temporalApi.lastSlots({ workflowId, runId });
+  if (!last.earlierRun) return true; // the platform's first allocator: no one holds a slot
+  if (!last.slots) return false;
+  for (const [host, ids] of Object.entries(last.slots.holders)) {
+    const held = state.holders[host] ?? [];
+    state.holders[host] = [...held, ...ids.filter((id) => !held.includes(id))];
+  }
+  for (const requestId of releasedBefore) release(state, requestId);
+  await releaseClosedHolders(state);
+  await Promise.all(
+    last.slots.waiting.map(
+      (requestId) =>
+        getExternalWorkflowHandle(workflowIdOfRequest(requestId), runIdOfRequest(requestId))
+          .signal(askForSlotAgain)
+          .catch(() => undefined), // it ended meanwhile
+    ),
+  );
+  return true;
+}
 
 /**
  * Rebuilds the holders of a platform whose allocator starts without state. A dynamic platform's

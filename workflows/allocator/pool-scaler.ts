@@ -46,7 +46,7 @@ export interface PoolCarry {
 const REBUILD = 'rebuild';
 /** A cloud call that failed for good (say, credentials missing) is tried again after this. */
 const RETRY_MS = 10_000;
-/** How long a rebuild lets visibility catch up before it asks which builds hold slots. */
+/** How long a rebuild from visibility (holders not kept: a run before v4) lets it catch up. */
 const VISIBILITY_SETTLE_MS = 3_000;
 /** v2: a ready VM whose health circuit opened is retired and replaced rather than probed. */
 export const PATCH_RETIRE_UNHEALTHY_VMS = 'pool-retire-unhealthy-vms';
@@ -72,6 +72,8 @@ export class PoolScaler {
   private readonly retryAt = new Map<string, number>();
   private claims = '';
   private _configured = false;
+  /** The allocator resumed its slots from its last run's memo: the VMs' holders are known. */
+  private knowsHolders = false;
 
   constructor(
     private readonly platform: string,
@@ -96,6 +98,11 @@ export class PoolScaler {
 
   get inFlight(): number {
     return this.busy.size;
+  }
+
+  /** The allocator knows who holds its slots (holders.ts, resumeSlots): none to look for. */
+  holdersKnown(): void {
+    this.knowsHolders = true;
   }
 
   saved(): PoolCarry | undefined {
@@ -188,7 +195,10 @@ export class PoolScaler {
     };
   }
 
-  /** After a crash: the pool's VMs are found by owner tag, their holders by search attribute. */
+  /**
+   * After a crash: the pool's VMs are found by owner tag, their holders kept by the allocator's
+   * last run (or, after a run before v4, found by search attribute).
+   */
   private async rebuild(): Promise<void> {
     const { state, cloud } = this.carry!;
     const found = (
@@ -198,7 +208,7 @@ export class PoolScaler {
       })
     ).filter((vm) => ['pending', 'running'].includes(vm.state));
     let holders: Array<{ workflowId: string; host: string }> = [];
-    if (found.length > 0) {
+    if (found.length > 0 && !this.knowsHolders) {
       // A build granted just before the old allocator was lost may not be visible yet.
       await sleep(VISIBILITY_SETTLE_MS);
       holders = await temporalApi.holdersOfHosts({
