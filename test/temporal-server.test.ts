@@ -33,6 +33,7 @@ import { KIND, SA } from '../shared/search-attributes.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
 import { createStaticPool, type StaticPool } from './support/static-pool.js';
 import { holdVisibilityWrites } from './support/visibility-lag.js';
+import { recordIfAsked } from './support/record-histories.js';
 import { loseAllocatorWhileHeld } from './support/allocator-loss.js';
 import { createScope, type TestScope } from './support/scope.js';
 
@@ -69,6 +70,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
+  if (server) await recordIfAsked(server.address);
   await stack?.stop();
   await tearDown(opsEngine, metal, opsScope);
   await scope?.dispose();
@@ -167,15 +169,18 @@ describe('a static allocator lost while visibility lags', () => {
     await scope.taskRuns.waitForSecret('first', 30_000);
     await scope.taskRuns.complete('first');
     await scope.taskRuns.waitForSecretGone('first');
-    await waitFor('visibility to index the allocator', async () =>
-      (await visible(`WorkflowId = '${WORKFLOW_ID.allocator(platform)}'`)) > 0 ? true : undefined,
+    const serving =
+      `${SA.kind.name} = '${KIND.taskRun}' AND ${SA.platform.name} = '${platform}' AND ` +
+      `ExecutionStatus = 'Running'`;
+    await waitFor('visibility to index the allocator, and the first TaskRun as ended', async () =>
+      (await visible(`WorkflowId = '${WORKFLOW_ID.allocator(platform)}'`)) > 0 &&
+      (await visible(serving)) === 0
+        ? true
+        : undefined,
     );
 
     // Visibility indexes nothing from here on, until the new allocator has answered.
     const lag = await holdVisibilityWrites(server);
-    const serving =
-      `${SA.kind.name} = '${KIND.taskRun}' AND ${SA.platform.name} = '${platform}' AND ` +
-      `ExecutionStatus = 'Running'`;
     try {
       await loseAllocatorWhileHeld(pool, {
         // A rebuild from visibility would find no holder, and grant both slots again.
