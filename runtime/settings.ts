@@ -243,6 +243,19 @@ const EnvSchema = z.object({
       ? undefined
       : `"${url}" is not a registry base URL such as https://quay.io`,
   ),
+  /**
+   * Worker Versioning (docs/deploy.md, "Upgrading and rolling back"): the Worker Deployment the
+   * worker belongs to. Unset, the worker is unversioned and every build polls as one.
+   */
+  HOSTFLOW_WORKER_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,200}$/, 'letters, digits, "_" and "-" only (at most 200)')
+    .optional(),
+  /** This build's id in the deployment; by default a digest of the workflow code it runs. */
+  HOSTFLOW_BUILD_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,200}$/, 'letters, digits, ".", "_" and "-" only (at most 200)')
+    .optional(),
   HOSTFLOW_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(500),
   /**
    * Workflows kept in the worker's memory between their tasks. A TaskRun's workflow has a task

@@ -12,6 +12,9 @@ export const MIN_TEMPORAL_SERVER = {
   because: 'update-with-start, which a TaskRun uses to ask its allocator for a slot',
 } as const;
 
+/** Worker Versioning (HOSTFLOW_WORKER_DEPLOYMENT) as the worker uses it: pinned workflows. */
+export const MIN_WORKER_VERSIONING = '1.29.1';
+
 /** Since this version the matcher that honours task priority is on by default. */
 const PRIORITY_BY_DEFAULT = '1.31.0';
 const PRIORITY_SINCE = '1.28.0';
@@ -24,7 +27,10 @@ export interface Findings {
 }
 
 /** What a server of `version` (GetSystemInfo's serverVersion) lacks. */
-export function serverVersionFindings(version: string | undefined): Findings {
+export function serverVersionFindings(
+  version: string | undefined,
+  { workerVersioning = false }: { workerVersioning?: boolean } = {},
+): Findings {
   const findings: Findings = { refusals: [], warnings: [] };
   const parsed = parseVersion(version);
   if (!parsed) {
@@ -34,6 +40,13 @@ export function serverVersionFindings(version: string | undefined): Findings {
         `it needs Temporal server ${MIN_TEMPORAL_SERVER.version} or later, for ${MIN_TEMPORAL_SERVER.because}`,
     );
     return findings;
+  }
+  if (workerVersioning && compare(parsed, MIN_WORKER_VERSIONING) < 0) {
+    findings.refusals.push(
+      `Temporal server ${version} has no Worker Versioning as hostflow uses it ` +
+        `(HOSTFLOW_WORKER_DEPLOYMENT is set): it needs ${MIN_WORKER_VERSIONING} or later; upgrade ` +
+        'the server, or unset HOSTFLOW_WORKER_DEPLOYMENT',
+    );
   }
   if (compare(parsed, MIN_TEMPORAL_SERVER.version) < 0) {
     findings.refusals.push(
@@ -112,10 +125,11 @@ export async function checkTemporalServer(
   connection: Pick<Connection, 'workflowService' | 'operatorService'>,
   namespace: string,
   warn: (message: string) => void,
+  options: { workerVersioning?: boolean } = {},
 ): Promise<{ version: string | undefined }> {
   const { serverVersion } = await connection.workflowService.getSystemInfo({});
   const version = serverVersion || undefined;
-  const findings = serverVersionFindings(version);
+  const findings = serverVersionFindings(version, options);
   try {
     const { customAttributes } = await connection.operatorService.listSearchAttributes({
       namespace,

@@ -1,8 +1,13 @@
 // What hostflow asks of a Temporal server's version (runtime/temporal-requirements.ts): refused
 // below the minimum with what is missing and the version that has it; warned about task priority
-// where the server may ignore it; not judged where the version cannot be read (Temporal Cloud).
+// where the server may ignore it; Worker Versioning refused below its minimum when a worker asks
+// for it; not judged where the version cannot be read (Temporal Cloud).
 import { describe, expect, it } from '@jest/globals';
-import { MIN_TEMPORAL_SERVER, serverVersionFindings } from '../runtime/temporal-requirements.js';
+import {
+  MIN_TEMPORAL_SERVER,
+  MIN_WORKER_VERSIONING,
+  serverVersionFindings,
+} from '../runtime/temporal-requirements.js';
 
 describe('the Temporal server version hostflow needs', () => {
   it('refuses a server older than the minimum, naming what it lacks and the minimum', () => {
@@ -31,6 +36,16 @@ describe('the Temporal server version hostflow needs', () => {
     for (const version of ['1.31.0', '1.32.1', 'v2.0.0']) {
       expect(serverVersionFindings(version)).toEqual({ refusals: [], warnings: [] });
     }
+  });
+
+  it('refuses Worker Versioning (HOSTFLOW_WORKER_DEPLOYMENT) below 1.29.1, and only when it is asked for', () => {
+    expect(MIN_WORKER_VERSIONING).toBe('1.29.1');
+    expect(serverVersionFindings('1.29.0', { workerVersioning: true }).refusals).toEqual([
+      expect.stringContaining('needs 1.29.1 or later'),
+    ]);
+    expect(serverVersionFindings('1.29.0').refusals).toEqual([]);
+    expect(serverVersionFindings('1.32.1', { workerVersioning: true }).refusals).toEqual([]);
+    expect(serverVersionFindings('cloud-2026-11', { workerVersioning: true }).refusals).toEqual([]);
   });
 
   it('does not judge a version it cannot read, and says what it needs', () => {

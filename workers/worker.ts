@@ -32,6 +32,12 @@ function kubeConfigFile(path: string): KubeConfig {
 }
 import { temporalLogger } from './temporal-logger.js';
 import { workflowCodeFor } from './workflow-code.js';
+import {
+  followDeployment,
+  deploymentVersion,
+  workerDeploymentOptions,
+  type DeploymentVersion,
+} from './worker-deployment.js';
 
 /**
  * Bucket edges for the engine's histograms (workflows/metrics.ts), in seconds. The SDK's
@@ -48,6 +54,8 @@ export async function createWorker(
 ): Promise<{
   worker: Worker;
   client: Client;
+  /** The Worker Deployment version it polls as (HOSTFLOW_WORKER_DEPLOYMENT), if any. */
+  version: DeploymentVersion | undefined;
   /** Sets a rotated API key on both connections. */
   setApiKey(key: string): Promise<void>;
   close(): Promise<void>;
@@ -111,6 +119,11 @@ export async function createWorker(
         (settings.HOSTFLOW_WORKFLOW_BUNDLE ? ' (the prebuilt bundle holds every family)' : ''),
     );
   }
+  const workflowCode = workflowCodeFor(
+    settings.HOSTFLOW_FAMILIES,
+    settings.HOSTFLOW_WORKFLOW_BUNDLE,
+  );
+  const version = deploymentVersion(settings, workflowCode);
   const worker = await Worker.create({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -122,17 +135,22 @@ export async function createWorker(
     maxConcurrentActivityTaskExecutions: settings.HOSTFLOW_MAX_CONCURRENT_ACTIVITIES,
     maxCachedWorkflows: settings.HOSTFLOW_MAX_CACHED_WORKFLOWS,
     // Only the workflows of the families the install runs (workers/workflow-code.ts).
-    ...workflowCodeFor(settings.HOSTFLOW_FAMILIES, settings.HOSTFLOW_WORKFLOW_BUNDLE),
+    ...workflowCode,
+    ...workerDeploymentOptions(version),
   });
   // Workflows upsert search attributes and ask with update-with-start: refused here, at once,
   // rather than failing workflow tasks over and over later.
-  await checkTemporalServer(clientConnection, settings.TEMPORAL_NAMESPACE, (m) =>
-    log.warn(`hostflow worker: ${m}`),
+  await checkTemporalServer(
+    clientConnection,
+    settings.TEMPORAL_NAMESPACE,
+    (m) => log.warn(`hostflow worker: ${m}`),
+    { workerVersioning: version !== undefined },
   );
   await startGarbageCollection(client, settings);
   return {
     worker,
     client,
+    version,
     setApiKey: async (key) => {
       clientConnection.setApiKey(key);
       await connection.setApiKey(key);
@@ -233,7 +251,7 @@ async function main(log: Logger): Promise<void> {
         : {}),
     },
   });
-  const { worker, client, setApiKey, close } = await createWorker(settings, log);
+  const { worker, client, version, setApiKey, close } = await createWorker(settings, log);
   const credentials = watchTemporalCredentials(settings, {
     apiKey: async (key) => {
       await setApiKey(key);
@@ -250,9 +268,18 @@ async function main(log: Logger): Promise<void> {
     ? await serveHealth(workerHealth(worker, client), settings.HOSTFLOW_HEALTH_ADDRESS)
     : undefined;
   log.info(
-    `hostflow worker polling ${settings.TEMPORAL_ADDRESS} namespace ${settings.TEMPORAL_NAMESPACE} task queue ${settings.HOSTFLOW_TASK_QUEUE}`,
+    `hostflow worker polling ${settings.TEMPORAL_ADDRESS} namespace ${settings.TEMPORAL_NAMESPACE} task queue ${settings.HOSTFLOW_TASK_QUEUE}` +
+      (version ? ` as build ${version.buildId} of ${version.deploymentName}` : ''),
   );
+  let running = true;
+  const following = version
+    ? followDeployment(client, version, settings.HOSTFLOW_TASK_QUEUE, log, {
+        stopped: () => !running,
+      })
+    : undefined;
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
+  running = false;
+  await following;
   credentials.stop();
   health?.close();
   await close();

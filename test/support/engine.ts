@@ -34,19 +34,22 @@ function start(
   kind: EngineKind,
   scope: EngineScope,
   extraEnv: NodeJS.ProcessEnv = {},
+  label?: string,
 ): Promise<EngineProcess> {
+  const id = label ? `${scope.namespace}-${label}` : scope.namespace;
   return startEngineProcess(
     kind,
     { ...engineEnv(scope), ...extraEnv },
-    {
-      name: `${kind} (${scope.namespace})`,
-      logFile: join(testEnv('stateDir'), 'logs', `${kind}-${scope.namespace}.log`),
-    },
+    { name: `${kind} (${id})`, logFile: join(testEnv('stateDir'), 'logs', `${kind}-${id}.log`) },
   );
 }
 
-export const startWorker = (scope: EngineScope, env?: NodeJS.ProcessEnv) =>
-  start('worker', scope, env);
+/** `label` tells a second worker of the scope apart (its name and log file). */
+export const startWorker = (
+  scope: EngineScope,
+  env?: NodeJS.ProcessEnv,
+  { label }: { label?: string } = {},
+) => start('worker', scope, env, label);
 export const startBridge = (scope: EngineScope, env?: NodeJS.ProcessEnv) =>
   start('bridge', scope, env);
 

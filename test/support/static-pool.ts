@@ -55,6 +55,8 @@ export interface StaticPool {
   restartBridgeWith(env: NodeJS.ProcessEnv): Promise<void>;
   /** Starts the worker again with these settings added (e.g. short GC periods). */
   restartWorkerWith(env: NodeJS.ProcessEnv): Promise<void>;
+  /** A second worker beside the first, configured as it is but for these settings (the caller stops it). */
+  startWorkerAlongside(env: NodeJS.ProcessEnv): Promise<EngineProcess>;
   buildUsers(host: SshHost): Promise<string[]>;
   /** Counts the host's build users every 100 ms; `most` stops and says the most seen at once. */
   watchBuildUsers(host: SshHost): { most(): Promise<number> };
@@ -208,6 +210,8 @@ export async function createStaticPool(
       bridgeEnv = { ...bridgeEnv, ...env };
       bridge = await startBridge(scope, { ...metricsEnv(bridgeMetrics), ...bridgeEnv });
     },
+    startWorkerAlongside: (env) =>
+      startWorker(scope, { ...otp.workerEnv, ...workerExtraEnv, ...env }, { label: 'second' }),
     async restartWorkerWith(env) {
       workerExtraEnv = { ...temporalEnv, ...kubeconfigEnv('worker'), ...env };
       await restartWorker();

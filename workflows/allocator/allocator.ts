@@ -6,7 +6,6 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
   patched,
@@ -61,6 +60,7 @@ import {
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
 import { MAX_HISTORY } from '../history-limit.js';
+import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.js';
 
 /** Safety net beside the bridge's push: reload config. */
 const RESYNC_MS = 5 * 60_000;
@@ -312,7 +312,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
 
       if (
         workflowInfo().continueAsNewSuggested ||
-        workflowInfo().historyLength > MAX_HISTORY.allocator
+        workflowInfo().historyLength > MAX_HISTORY.allocator ||
+        newBuildCurrent()
       ) {
         // A grant that came in since this pass's lock sync waits for the next pass, not for this.
         const grantWaits = () => grantsMade > grantsLocked;
@@ -324,7 +325,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           );
         else await condition(() => drained() || grantWaits());
         if (grantWaits()) continue;
-        await continueAsNew<typeof allocatorWorkflow>({
+        await continueAsNewOnCurrentBuild<typeof allocatorWorkflow>({
           platform,
           state,
           pool: pools.saved(),
@@ -342,7 +343,11 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           dependencyLocks.wakeUp() ?? Infinity,
         ) - now;
       // While reads fail, the next one waits for its back-off (trouble.retryAt), not for a signal.
-      await condition(() => dirty || (reloadRequested && !trouble), Math.max(1, wake));
+      // A new current build (workflows/kit/new-build.ts) is moved to at once.
+      await condition(
+        () => dirty || (reloadRequested && !trouble) || newBuildCurrent(),
+        Math.max(1, wake),
+      );
     }
   } catch (err) {
     // Cancelled by an operator: what it locked is let go on the way out, whatever else happens.

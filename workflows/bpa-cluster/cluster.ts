@@ -7,7 +7,6 @@ import {
   ParentClosePolicy,
   allHandlersFinished,
   condition,
-  continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
   log,
@@ -40,6 +39,7 @@ import { BpaStatus } from '../kit/bpa-report.js';
 import { aggregate } from './aggregate.js';
 import { MAX_HISTORY } from '../history-limit.js';
 import { RESOURCE_CALL } from '../kit/activity-options.js';
+import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.js';
 
 /** A BPA Cluster's finalizer and its members' resources. */
 const bpaApi = proxyLocalActivities<BpaResourceActivities>(RESOURCE_CALL);
@@ -75,7 +75,7 @@ export async function bpaClusterWorkflow({
     await condition(() => changes !== handled || historyFull());
     if (changes === handled) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof bpaClusterWorkflow>({
+      await continueAsNewOnCurrentBuild<typeof bpaClusterWorkflow>({
         namespace,
         name,
         carried: { latest: latest!, started: [...started], lastPhase },
@@ -177,4 +177,6 @@ async function tell(workflowId: string, signal: () => Promise<void>): Promise<vo
 }
 
 const historyFull = () =>
-  workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY.bpaCluster;
+  workflowInfo().continueAsNewSuggested ||
+  workflowInfo().historyLength > MAX_HISTORY.bpaCluster ||
+  newBuildCurrent();

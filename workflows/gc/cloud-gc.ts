@@ -3,18 +3,13 @@
 // claims are terminated. Workflows claim a VM's launch key before launching it (CloudLaunches),
 // so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was
 // terminated by hand, or it was launched by a worker that died and never came back for it.
-import {
-  continueAsNew,
-  isCancellation,
-  log,
-  patched,
-  setCurrentDetails,
-} from '@temporalio/workflow';
+import { isCancellation, log, patched, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { CloudGcInput } from '../../shared/contracts/gc.js';
 import { cloudGc, hostConfigApi, temporalApi } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
+import { continueAsNewOnCurrentBuild } from '../kit/new-build.js';
 
 /**
  * v2: a pass is one activity, so the history holds only what was collected (before, it recorded
@@ -30,7 +25,7 @@ export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
         `workflow owns.\n\nLast pass:\n- ${lines.join('\n- ') || 'no cloud platforms configured'}`,
     );
   });
-  await continueAsNew<typeof cloudGcWorkflow>(input);
+  await continueAsNewOnCurrentBuild<typeof cloudGcWorkflow>(input);
 }
 
 async function collectPass(): Promise<string[]> {

@@ -2,6 +2,7 @@
 // one whenever a worker starts (signal collectNow); a run continues as new after PASSES_PER_RUN.
 import { condition, setHandler } from '@temporalio/workflow';
 import { collectNow } from '../../shared/contracts/gc.js';
+import { newBuildCurrent } from '../kit/new-build.js';
 
 const PASSES_PER_RUN = 200;
 
@@ -15,7 +16,8 @@ export async function collectEveryInterval(
     requested = true;
   });
   for (let i = 0; i < PASSES_PER_RUN; i++) {
-    await condition(() => requested, intervalSeconds * 1000);
+    await condition(() => requested || newBuildCurrent(), intervalSeconds * 1000);
+    if (newBuildCurrent()) return; // the caller continues as new, onto the current build
     requested = false;
     await pass();
   }

@@ -3,12 +3,13 @@
 // on static hosts that no running workflow owns, TaskRun Secrets whose TaskRun is gone, and the
 // Locks of workflows that ended without releasing them.
 // Runs at each worker start and every interval (the engine's resync period by default).
-import { continueAsNew, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
+import { isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { LeftoversGcInput } from '../../shared/contracts/gc.js';
 import { leftoversGc } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
+import { continueAsNewOnCurrentBuild } from '../kit/new-build.js';
 
 export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promise<void> {
   await collectEveryInterval(input.intervalSeconds, async () => {
@@ -41,5 +42,5 @@ export async function taskRunLeftoversGcWorkflow(input: LeftoversGcInput): Promi
         (lines.join('\n- ') || 'nothing to collect'),
     );
   });
-  await continueAsNew<typeof taskRunLeftoversGcWorkflow>(input);
+  await continueAsNewOnCurrentBuild<typeof taskRunLeftoversGcWorkflow>(input);
 }

@@ -5,7 +5,6 @@
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -23,6 +22,7 @@ import { metrics } from '../metrics.js';
 import { untilDone } from '../kit/retry.js';
 import { MAX_HISTORY } from '../history-limit.js';
 import { ALLOCATOR_CALL, KUBE_CALL } from '../kit/activity-options.js';
+import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.js';
 
 /** Reading host-config and checking it. */
 const hostConfigApi = proxyLocalActivities<HostConfigActivities>(KUBE_CALL);
@@ -52,7 +52,7 @@ export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promis
       },
     });
   for (;;) {
-    await condition(() => latest !== handled);
+    await condition(() => latest !== handled || newBuildCurrent());
     handled = latest;
     const { problems } = await waitedOut('read and check it', () =>
       hostConfigApi.reportHostConfigProblems(),
@@ -65,12 +65,13 @@ export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promis
           : 'no problems') +
         `\n\n${allocators} allocator(s) reloaded it.`,
     );
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistory) {
+    const { continueAsNewSuggested, historyLength } = workflowInfo();
+    if (continueAsNewSuggested || historyLength > maxHistory || newBuildCurrent()) {
       await condition(allHandlersFinished);
       // A change that arrived meanwhile is handled by this run: continue-as-new carries only
       // what was handled, so it would be lost.
       if (latest !== handled && patched(PATCH_NO_CHANGE_LOST)) continue;
-      await continueAsNew<typeof hostConfigWorkflow>({
+      await continueAsNewOnCurrentBuild<typeof hostConfigWorkflow>({
         engineNamespace: input.engineNamespace,
         handled,
         ...(input.maxHistory ? { maxHistory: input.maxHistory } : {}),

@@ -4,13 +4,7 @@
 // its providerID, waits for the Node, and runs the Machine's life: drain, hooks, Node deletion);
 // watched while it lives; and when deleted, its VM terminated or its host given back before its
 // finalizer goes. Nothing is re-created behind anyone's back.
-import {
-  condition,
-  continueAsNew,
-  setHandler,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { condition, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
 import { askForSlotAgain, slotExhausted, slotGranted } from '../../shared/contracts/allocator.js';
 import { machineObserved, type MachineObservation } from '../../shared/contracts/machine.js';
@@ -25,6 +19,7 @@ import { MachineReport, emptyReport, type MachineReportState } from './report.js
 import type { MachineRun, OwnerInfo } from './run.js';
 import { watchProvisioned } from './running.js';
 import { MAX_HISTORY } from '../history-limit.js';
+import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.js';
 
 export interface HostflowMachineWorkflowInput {
   namespace: string;
@@ -91,8 +86,9 @@ export async function hostflowMachineWorkflow(input: HostflowMachineWorkflowInpu
   }
   while (stage !== 'deleting') {
     stage = stage === 'provisioned' ? await watchProvisioned(run) : await waitForDeletion(run);
-    if (stage !== 'deleting' && workflowInfo().historyLength > MAX_HISTORY.machine) {
-      await continueAsNew<typeof hostflowMachineWorkflow>({
+    const due = workflowInfo().historyLength > MAX_HISTORY.machine || newBuildCurrent();
+    if (stage !== 'deleting' && due) {
+      await continueAsNewOnCurrentBuild<typeof hostflowMachineWorkflow>({
         namespace,
         name,
         carried: {
@@ -110,7 +106,7 @@ export async function hostflowMachineWorkflow(input: HostflowMachineWorkflowInpu
 
 /** A failed HostflowMachine stays as it is, for a person or a health check, until deleted. */
 async function waitForDeletion(run: MachineRun): Promise<'failed' | 'deleting'> {
-  await condition(() => run.deleting() || run.latest().paused, '1 hour');
+  await condition(() => run.deleting() || run.latest().paused || newBuildCurrent(), '1 hour');
   await run.unpaused();
   return run.deleting() ? 'deleting' : 'failed';
 }

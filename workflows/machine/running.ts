@@ -6,6 +6,7 @@ import { condition } from '@temporalio/workflow';
 import { CONDITION, REASON } from '../../shared/machine-api.js';
 import { cloudCheck } from './activity-proxies.js';
 import type { MachineRun } from './run.js';
+import { newBuildCurrent } from '../kit/new-build.js';
 
 const WATCH_MS = 30_000;
 /** States a running instance never comes back from by itself. */
@@ -16,7 +17,7 @@ export async function watchProvisioned(
 ): Promise<'provisioned' | 'failed' | 'deleting'> {
   const { report, infra } = run;
   // Paused (its annotation, at once; its Cluster, when looked at): said, and nothing watched.
-  await condition(() => run.deleting() || run.latest().paused, WATCH_MS);
+  await condition(() => run.deleting() || run.latest().paused || newBuildCurrent(), WATCH_MS);
   await run.unpaused();
   if (run.deleting()) return 'deleting';
   if (infra?.kind !== 'dynamic' || !infra.instanceId) return 'provisioned';

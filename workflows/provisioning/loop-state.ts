@@ -10,6 +10,7 @@ import {
   type ProvisioningObservation,
 } from '../../shared/contracts/provisioning.js';
 import { historyFull } from '../history-limit.js';
+import { newBuildCurrent } from '../kit/new-build.js';
 import { backoffMs } from '../kit/retry.js';
 import { sayHostsFreed } from './notices.js';
 import { operationWait, PATCH_OPERATION_WAITS, type OperationWait } from './operation-wait.js';
@@ -168,7 +169,9 @@ export class LoopState {
 
   /** Its history is near its limit (v3): time to continue as new. */
   full(): boolean {
-    return this.mayContinue && historyFull(this.input.maxHistory, 'provisioning');
+    return (
+      this.mayContinue && (historyFull(this.input.maxHistory, 'provisioning') || newBuildCurrent())
+    );
   }
 
   /** Nothing left to tell the queued operations, nor being told. */

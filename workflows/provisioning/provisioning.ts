@@ -10,7 +10,6 @@ import {
   allHandlersFinished,
   CancellationScope,
   condition,
-  continueAsNew,
   isCancellation,
   patched,
   setCurrentDetails,
@@ -25,6 +24,7 @@ import { PATCH_SAY_HOSTS_FREED } from './patches.js';
 import { planFor } from './planning.js';
 import { provisioningBeforePlans } from './provisioning-v1.js';
 import { tearDown } from './tear-down.js';
+import { continueAsNewOnCurrentBuild } from '../kit/new-build.js';
 
 /** v2: scaling, resuming a failed step, and Locks on the hosts and the spec. */
 export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
@@ -71,7 +71,7 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
         // Nothing to do but wait, or an operation asked a run from before v19 for a turn: the next
         // run waits on (and gives turns), knowing all this one knew.
         await condition(() => allHandlersFinished() && run.told());
-        return await continueAsNew<typeof provisioningWorkflow>({
+        return await continueAsNewOnCurrentBuild<typeof provisioningWorkflow>({
           ...input,
           carried: run.carried(),
         });

@@ -7,7 +7,6 @@
 // once its nodes under way are done; where the MCO runs, the pool is told why first.
 import {
   condition,
-  continueAsNew,
   ParentClosePolicy,
   patched,
   setHandler,
@@ -30,6 +29,7 @@ import { maxUnavailableOf, nextCandidates } from './plan.js';
 import { PoolReport } from './pool-report.js';
 import { preflight } from './preflight.js';
 import { MAX_HISTORY } from '../history-limit.js';
+import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.js';
 
 export interface RolloutInput {
   pool: string;
@@ -118,9 +118,10 @@ export async function rolloutWorkflow(input: RolloutInput): Promise<void> {
       !blocked && !observed.spec.paused && nodes.some((n) => n.currentImage !== target);
     const waitMs = busy.size > 0 || degraded.length > 0 || pending ? POLL_MS : IDLE_MS;
     const before = finished.size;
-    await condition(() => changed || finished.size !== before, waitMs);
-    if (busy.size === 0 && workflowInfo().historyLength > MAX_HISTORY.rollout) {
-      await continueAsNew<typeof rolloutWorkflow>({
+    await condition(() => changed || finished.size !== before || newBuildCurrent(), waitMs);
+    const due = workflowInfo().historyLength > MAX_HISTORY.rollout || newBuildCurrent();
+    if (busy.size === 0 && due) {
+      await continueAsNewOnCurrentBuild<typeof rolloutWorkflow>({
         pool,
         carried: { latest: latest!, retriesSeen, ...(preflightPassed ? { preflightPassed } : {}) },
       });

@@ -6,7 +6,6 @@
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -23,6 +22,7 @@ import {
 import { BpaStatus, type Condition } from '../kit/bpa-report.js';
 import { parseSoftware, wantedOn, type RolePackages } from './packages.js';
 import { MAX_HISTORY } from '../history-limit.js';
+import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.js';
 
 /**
  * Installing a node's packages takes as long as the package manager does; it heartbeats every
@@ -75,7 +75,7 @@ export async function softwareWorkflow({
     if (changes === handled) {
       await condition(allHandlersFinished);
       const state = Object.fromEntries([...installed].map(([node, has]) => [node, [...has]]));
-      await continueAsNew<typeof softwareWorkflow>({
+      await continueAsNewOnCurrentBuild<typeof softwareWorkflow>({
         namespace,
         name,
         carried: { latest: latest!, installed: state },
@@ -207,4 +207,6 @@ async function phase(
 }
 
 const historyFull = () =>
-  workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY.software;
+  workflowInfo().continueAsNewSuggested ||
+  workflowInfo().historyLength > MAX_HISTORY.software ||
+  newBuildCurrent();
