@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import type { Logger } from '../runtime/logger.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { quoted } from '../shared/visibility-query.js';
-import { buildChanged } from '../shared/contracts/build-changed.js';
+import { buildChanged } from '../shared/build-changed.js';
 
 export interface DeploymentVersion {
   deploymentName: string;
@@ -82,7 +82,8 @@ const ENDS_WHERE_STARTED = [KIND.taskRun, KIND.clusterOperation, KIND.rolloutNod
 /**
  * Follows which build of the deployment is current, for as long as the worker runs:
  * - a deployment with none serves nothing, so the install's first build makes itself current,
- *   once Temporal knows it (its pollers have reached it); any later build waits for the operator;
+ *   once Temporal knows it (its pollers have reached it); any later build waits for the operator
+ *   to make it current;
  * - when this build becomes current, the long-lived workflows of its task queue are woken: each
  *   sees another build is current and continues as new onto it (workflows/kit/new-build.ts),
  *   rather than idling on the old build until something else wakes it.

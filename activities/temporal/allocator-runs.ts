@@ -15,7 +15,7 @@ const HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT = 2;
 /** A chain longer than this is not followed further (a run continues-as-new every few hours). */
 const MAX_HOPS = 10_000;
 
-export function createAllocatorRunActivities(client: Client) {
+export function allocatorRunActivities(client: Client) {
   /** The run `runId` continued as, if it did. */
   async function continuedAs(workflowId: string, runId: string): Promise<string | undefined> {
     const { history } = await client.workflowService.getWorkflowExecutionHistory({

@@ -21,7 +21,7 @@ import {
   type TurnAnswer,
 } from '../../shared/contracts/cluster-operation.js';
 import { KIND, SA } from '../../shared/search-attributes.js';
-import { createAllocatorRunActivities } from './allocator-runs.js';
+import { allocatorRunActivities } from './allocator-runs.js';
 import { quoted } from '../../shared/visibility-query.js';
 
 export interface TemporalDeps {
@@ -33,7 +33,7 @@ export interface TemporalDeps {
 
 export function createTemporalActivities({ client, taskQueue, resyncSeconds }: TemporalDeps) {
   return {
-    ...createAllocatorRunActivities(client),
+    ...allocatorRunActivities(client),
 
     /**
      * Asks the platform's allocator for a slot, starting the allocator if it is not running.

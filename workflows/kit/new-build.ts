@@ -2,7 +2,7 @@
 // Worker Versioning every run stays on the build it started on (PINNED), so a build never replays
 // another build's history. A long-lived entity moves to the deployment's current build when it
 // continues as new: at its history limit, or as soon as Temporal says the current build changed,
-// which it sees at its next workflow task (the new build wakes it: shared/contracts/build-changed.ts).
+// which it sees at its next workflow task (the new build wakes it: shared/build-changed.ts).
 import { makeContinueAsNewFunc, patched, workflowInfo, type Workflow } from '@temporalio/workflow';
 
 /** v1: an entity continues as new, onto the current build, once another build became current. */
