@@ -2,7 +2,7 @@
 // the kubectl built alongside the test API server, so both are the same release.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ensureKubeBinaries } from '../../local-stack/kube-apiserver.js';
@@ -33,7 +33,7 @@ export async function kubectl(args: string[]): Promise<{ stdout: string; stderr:
 
 /** `kubectl kustomize <dir>` (relative to the repository), as objects. */
 export async function renderManifests(dir: string): Promise<Manifest[]> {
-  const { stdout } = await kubectl(['kustomize', join(REPO_ROOT, dir)]);
+  const { stdout } = await kubectl(['kustomize', isAbsolute(dir) ? dir : join(REPO_ROOT, dir)]);
   return parseAllDocuments(stdout).map((doc) => {
     if (doc.errors.length > 0) throw new Error(`${dir}: ${doc.errors[0]!.message}`);
     return doc.toJS() as Manifest;
