@@ -93,12 +93,21 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
 
 /** Runs one SQL statement as the role and returns its rows (columns separated by `|`). */
 export async function psql(pg: Postgres, database: string, sql: string): Promise<string[]> {
-  const { stdout } = await run(
-    join(pg.binDir, 'psql'),
-    ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', database, '-AtX', '-c', sql],
-    { env: { ...process.env, PGPASSWORD: pg.password } },
-  );
+  const { command, args, env } = psqlCommand(pg, database);
+  const { stdout } = await run(command, [...args, '-AtX', '-c', sql], { env });
   return String(stdout).split('\n').filter(Boolean);
+}
+
+/** psql connected as the role to `database`, its password in the environment, not the arguments. */
+export function psqlCommand(
+  pg: Postgres,
+  database: string,
+): { command: string; args: string[]; env: NodeJS.ProcessEnv } {
+  return {
+    command: join(pg.binDir, 'psql'),
+    args: ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', database],
+    env: { ...process.env, PGPASSWORD: pg.password },
+  };
 }
 
 /** The newest PostgreSQL major version Debian's packages installed. */

@@ -52,9 +52,8 @@ afterAll(async () => {
 async function versioning(
   workflowId: string,
   runId?: string,
-  on: StaticPool = pool,
 ): Promise<{ buildId?: string; behavior?: string; status: string }> {
-  const handle = on.scope.temporal.client.workflow.getHandle(workflowId, runId);
+  const handle = pool.scope.temporal.client.workflow.getHandle(workflowId, runId);
   const described = await handle.describe();
   const info = described.raw.workflowExecutionInfo?.versioningInfo;
   const behaviors = ['UNSPECIFIED', 'PINNED', 'AUTO_UPGRADE'];
@@ -87,28 +86,25 @@ async function makeCurrent(buildId: string): Promise<void> {
  * The build each long-lived workflow of the engine is on, by kind (host-config, the collectors,
  * the allocator): every one once they all are on one build.
  */
-async function entitiesOn(on: StaticPool): Promise<Record<string, string | undefined>> {
-  const { client } = on.scope.temporal;
+async function entitiesOn(): Promise<Record<string, string | undefined>> {
+  const { client } = pool.scope.temporal;
   const query =
-    `TaskQueue = '${on.scope.taskQueue}' AND ExecutionStatus = 'Running' AND ` +
+    `TaskQueue = '${pool.scope.taskQueue}' AND ExecutionStatus = 'Running' AND ` +
     `${SA.kind.name} != '${KIND.taskRun}'`;
   const builds: Record<string, string | undefined> = {};
   for await (const execution of client.workflow.list({ query })) {
     const kind = execution.typedSearchAttributes.get(SA.kind) ?? execution.workflowId;
-    builds[kind] = (await versioning(execution.workflowId, undefined, on)).buildId; // latest run
+    builds[kind] = (await versioning(execution.workflowId)).buildId; // its latest run
   }
   return builds;
 }
 
 /** Waits until every long-lived workflow is on `buildId`. */
-async function allEntitiesOn(
-  buildId: string,
-  on: StaticPool = pool,
-): Promise<Record<string, string | undefined>> {
+async function allEntitiesOn(buildId: string): Promise<Record<string, string | undefined>> {
   return waitFor(
     `every long-lived workflow on ${buildId}`,
     async () => {
-      const builds = await entitiesOn(on);
+      const builds = await entitiesOn();
       return Object.values(builds).every((b) => b === buildId) ? builds : undefined;
     },
     { timeoutMs: 60_000, intervalMs: 500 },

@@ -6,6 +6,7 @@
 // current is the operator's call, made through Temporal (docs/deploy.md); only a deployment that
 // has none yet (a first install) is given this one, so that it serves at all.
 import type { Client } from '@temporalio/client';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -15,10 +16,7 @@ import { KIND, SA } from '../shared/search-attributes.js';
 import { quoted } from '../shared/visibility-query.js';
 import { buildChanged } from '../shared/build-changed.js';
 
-export interface DeploymentVersion {
-  deploymentName: string;
-  buildId: string;
-}
+export type DeploymentVersion = WorkerDeploymentVersion;
 
 /** The worker's deployment version, or undefined for an unversioned worker. */
 export function deploymentVersion(

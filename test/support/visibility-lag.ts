@@ -4,7 +4,7 @@
 // Nothing is faked: the server simply cannot index, as on a slow or overloaded store.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { join } from 'node:path';
+import { psqlCommand } from '../../local-stack/postgres.js';
 import type { TemporalServer } from '../../local-stack/temporal-server.js';
 
 export interface HeldVisibility {
@@ -13,12 +13,8 @@ export interface HeldVisibility {
 }
 
 export async function holdVisibilityWrites(server: TemporalServer): Promise<HeldVisibility> {
-  const { postgres: pg, visibility } = server.database;
-  const psql = spawn(
-    join(pg.binDir, 'psql'),
-    ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', visibility, '-AtXq'],
-    { env: { ...process.env, PGPASSWORD: pg.password }, stdio: ['pipe', 'pipe', 'pipe'] },
-  );
+  const { command, args, env } = psqlCommand(server.database.postgres, server.database.visibility);
+  const psql = spawn(command, [...args, '-AtXq'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let output = '';
   psql.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   psql.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -80,13 +80,11 @@ export async function resumeSlots(
   }
   for (const requestId of releasedBefore) release(state, requestId);
   await releaseClosedHolders(state);
-  await Promise.all(
-    last.slots.waiting.map(
-      (requestId) =>
-        getExternalWorkflowHandle(workflowIdOfRequest(requestId), runIdOfRequest(requestId))
-          .signal(askForSlotAgain)
-          .catch(() => undefined), // it ended meanwhile
-    ),
+  await askAgain(
+    last.slots.waiting.map((requestId) => ({
+      workflowId: workflowIdOfRequest(requestId),
+      runId: runIdOfRequest(requestId),
+    })),
   );
   return true;
 }
@@ -124,8 +122,13 @@ export async function rebuildHolders(
     }
   }
   // Their requests died with the old allocator: the same request ids ask this one again.
+  await askAgain(waiting);
+}
+
+/** Waiters whose requests died with the old allocator ask this one again, by the same ids. */
+async function askAgain(waiters: Array<{ workflowId: string; runId?: string }>): Promise<void> {
   await Promise.all(
-    waiting.map(
+    waiters.map(
       ({ workflowId, runId }) =>
         getExternalWorkflowHandle(workflowId, runId)
           .signal(askForSlotAgain)
