@@ -7,7 +7,7 @@
 import {
   getCurrentDetails,
   log,
-  patched,
+  deprecatePatch,
   proxyLocalActivities,
   setCurrentDetails,
   sleep,
@@ -80,30 +80,25 @@ export interface ReleaseOptions {
   maxWaitMs?: number;
   /** Told of each failed try it waits after, before the wait. */
   onPending?: (cause: string, attempt: number, waitMs: number) => void;
-  /**
-   * Runs recorded before the patch `patch` gave up after `tries` failed tries (each followed by
-   * its wait); they replay so. Without it, or once patched, the release is tried until it is done.
-   */
-  before?: { patch: string; tries: number };
+  /** The patch (deprecated) that made the release try until it is done: marked at the first failure. */
+  before?: { patch: string };
 }
 
-/** Lets go of every Lock this workflow holds, trying until that succeeds; false if it gave up. */
-export async function releaseLocks(options: ReleaseOptions = {}): Promise<boolean> {
+/** Lets go of every Lock this workflow holds, trying until that succeeds. */
+export async function releaseLocks(options: ReleaseOptions = {}): Promise<true> {
   const { alsoIn, before } = options;
   const holder = workflowInfo().workflowId;
-  let tries = Infinity;
-  for (let attempt = 1; attempt <= tries; attempt++) {
+  for (let attempt = 1; ; attempt++) {
     const err = await failureOf(() =>
       locks.syncLocks({ holder, wanted: [], ...(alsoIn ? { alsoIn } : {}) }),
     );
     if (err === undefined) return true;
-    if (attempt === 1 && before && !patched(before.patch)) tries = before.tries;
+    if (attempt === 1 && before) deprecatePatch(before.patch);
     if (options.waitsOut && !options.waitsOut(err)) throw err;
     const waitMs = backoffMs(attempt, options.maxWaitMs);
     options.onPending?.(innermostMessage(err), attempt, waitMs);
     await sleep(waitMs);
   }
-  return false; // given up, as runs before the patch did
 }
 
 /**

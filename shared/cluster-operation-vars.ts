@@ -161,7 +161,8 @@ function list(names: readonly string[], last: 'and' | 'or'): string {
 
 /**
  * The rule before PATCH_VARIABLES_ALLOW_LIST (workflows/cluster-operation/spec-check.ts): only
- * names hostflow sets were refused. Kept for runs recorded under it; it goes with that patch.
+ * names hostflow sets were refused. Only says where that patch's marker goes (a spec the two rules
+ * judge apart); it goes with the marker's deprecatePatch call.
  */
 const RESERVED_VAR = /^(ansible_|skip_confirmation$|node$|hostflow_)/;
 export function reservedNameProblems(names: readonly string[], where: string): string[] {

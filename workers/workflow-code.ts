@@ -36,9 +36,7 @@ export const FAMILY_WORKFLOWS: Record<Family, string[]> = {
     'taskRunLeftoversGcWorkflow',
   ],
   provisionings: ['provisioningWorkflow', 'softwareWorkflow', 'bpaClusterWorkflow'],
-  // clusterOperationWorkflow: started as a child by Provisioning runs from before v19
-  // (docs/workflow-versioning.md).
-  'cluster-operations': ['clusterOperationLifecycleWorkflow', 'clusterOperationWorkflow'],
+  'cluster-operations': ['clusterOperationLifecycleWorkflow'],
   machines: [
     'hostflowMachineWorkflow',
     'allocatorWorkflow',

@@ -3,11 +3,7 @@ import type { AllocatorWorkflow } from '../shared/contracts/allocator.js';
 import type { allocatorWorkflow } from './allocator/allocator.js';
 import type { BpaClusterWorkflow } from '../shared/contracts/bpa-cluster.js';
 import type { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
-import type {
-  ClusterOperationWorkflow,
-  ClusterOperationLifecycleWorkflow,
-} from '../shared/contracts/cluster-operation.js';
-import type { clusterOperationWorkflow } from './cluster-operation/operation.js';
+import type { ClusterOperationLifecycleWorkflow } from '../shared/contracts/cluster-operation.js';
 import type { clusterOperationLifecycleWorkflow } from './cluster-operation/lifecycle.js';
 import type { CloudGcWorkflow, LeftoversGcWorkflow } from '../shared/contracts/gc.js';
 import type { cloudGcWorkflow } from './gc/cloud-gc.js';
@@ -37,7 +33,6 @@ export { bpaClusterWorkflow } from './bpa-cluster/cluster.js';
 export { hostflowMachineWorkflow } from './machine/machine.js';
 export { rolloutWorkflow } from './rollout/rollout.js';
 export { nodeUpdateWorkflow } from './rollout/node-update.js';
-export { clusterOperationWorkflow } from './cluster-operation/operation.js';
 export { clusterOperationLifecycleWorkflow } from './cluster-operation/lifecycle.js';
 
 /** Compiles only if `Workflow` takes what its contract's `Signature` (and typed start) passes. */
@@ -45,7 +40,6 @@ type Serves<Signature, Workflow extends Signature> = Workflow;
 
 /** Each workflow against its contract: a typed start can never pass what the workflow does not take. */
 export type WorkflowsMatchContracts = [
-  Serves<ClusterOperationWorkflow, typeof clusterOperationWorkflow>,
   Serves<ClusterOperationLifecycleWorkflow, typeof clusterOperationLifecycleWorkflow>,
   Serves<TaskRunWorkflow, typeof taskRunWorkflow>,
   Serves<AllocatorWorkflow, typeof allocatorWorkflow>,

@@ -36,11 +36,6 @@ export interface ClusterOperationObservation {
   specBytes?: number;
 }
 
-/** Sent to the workflow of the Provisioning the operation names (`spec.provisioning`). */
-export const clusterOperationObserved = defineSignal<[ClusterOperationObservation]>(
-  'clusterOperationObserved',
-);
-
 /** Where and how an operation's playbooks reach the cluster: what its Provisioning installed. */
 export interface OperationCluster {
   cluster: string;
@@ -72,31 +67,6 @@ export interface ClusterOperationOutcome {
   failedStep?: string;
   /** The `kube_version` the action set, when it succeeded and set one. */
   kubeVersion?: string;
-}
-
-export type ClusterOperationWorkflow = (
-  input: ClusterOperationInput,
-) => Promise<ClusterOperationOutcome>;
-
-export function clusterOperationStart(
-  input: ClusterOperationInput,
-): WorkflowStart<ClusterOperationWorkflow> {
-  const { namespace, name, spec, target } = input;
-  const action = spec.action ?? '';
-  return {
-    workflowType: 'clusterOperationWorkflow',
-    workflowId: WORKFLOW_ID.clusterOperation(namespace, name),
-    args: [input],
-    typedSearchAttributes: [
-      ...objectAttributes(KIND.clusterOperation, { namespace, name }),
-      { key: SA.clusterName, value: target.cluster },
-      { key: SA.action, value: action },
-    ],
-    staticSummary: `ClusterOperation ${namespace}/${name}: ${action} on cluster ${target.cluster}`,
-    staticDetails:
-      `Runs ${action} on cluster ${target.cluster} (Provisioning ${namespace}/` +
-      `${target.provisioning.name}), with its hooks before and after.`,
-  };
 }
 
 // How a ClusterOperation's own workflow takes its turn on its Provisioning's cluster (v19): the

@@ -6,9 +6,9 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
+  deprecatePatch,
   getExternalWorkflowHandle,
   isCancellation,
-  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -99,15 +99,15 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   const { platform } = input;
   const fresh = input.state === undefined;
   const state: AllocationState = (input.state as AllocationState | undefined) ?? emptyState();
-  const sweepOnItsOwn = patched(PATCH_SWEEP_ON_ITS_OWN);
-  const locksDependencies = patched(PATCH_LOCK_DEPENDENCIES);
-  const keepsSlots = patched(PATCH_SLOTS_KEPT);
+  deprecatePatch(PATCH_SWEEP_ON_ITS_OWN);
+  deprecatePatch(PATCH_LOCK_DEPENDENCIES);
+  deprecatePatch(PATCH_SLOTS_KEPT);
   const slotsMemo = new SlotsMemo();
   /** Whether this run knows its slots: carried across continue-as-new, or resumed once. */
   let slotsKnown = !fresh;
   /** Releases that came before the slots were known (a run that starts without state). */
   const releasedBefore: string[] = [];
-  if (keepsSlots && slotsKnown) slotsMemo.keep(state);
+  if (slotsKnown) slotsMemo.keep(state);
   const sweepMs = (input.sweepSeconds ?? RESYNC_MS / 1000) * 1000;
   let loaded = false;
   let holdersRebuilt = !fresh;
@@ -119,8 +119,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   let trouble: ConfigTrouble | undefined;
   let turnedAway: Array<{ requestId: string; reason: string }> = [];
   /**
-   * Answers the requestSlot handler holds back for the loop (grants; places in line too when the
-   * slots are kept in the memo), and how many of them the loop's last pass covers.
+   * Answers the requestSlot handler holds back for the loop (grants and places in line), and how
+   * many of them the loop's last pass covers.
    */
   let grantsMade = 0;
   let grantsLocked = 0;
@@ -128,7 +128,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   /** Before any grant goes out, what granted builds are about to use is locked. */
   const syncLocks = async (): Promise<void> => {
     // Not before the holders and VMs are known: an empty state would release what is in use.
-    if (!locksDependencies || !loaded || !holdersRebuilt) return;
+    if (!loaded || !holdersRebuilt) return;
     await dependencyLocks.sync(state, pools.mayHaveVms);
   };
   /** Workflows whose requests wait for the first read of the config (and any rebuild). */
@@ -175,18 +175,10 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       dirty = true;
       // What the build is about to use is locked before it hears it may go, and every answer is
       // in the memo before it goes out.
-      if (outcome.status === 'queued' && keepsSlots) {
+      if (outcome.status === 'granted') deprecatePatch(PATCH_LOOP_ALONE_LOCKS);
+      if (outcome.status === 'granted' || outcome.status === 'queued') {
         const answer = ++grantsMade;
         await condition(() => grantsLocked >= answer);
-      } else if (outcome.status === 'granted') {
-        if (patched(PATCH_LOOP_ALONE_LOCKS)) {
-          const grant = ++grantsMade;
-          await condition(() => grantsLocked >= grant);
-        } else {
-          // Runs recorded before v2 replay as they ran, with the handler writing the Locks.
-          // eslint-disable-next-line hostflow/no-await-in-handler
-          await syncLocks();
-        }
       }
       return outcome;
     },
@@ -205,7 +197,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     },
   );
   setHandler(releaseSlot, ({ requestId }) => {
-    if (keepsSlots && !slotsKnown) releasedBefore.push(requestId);
+    if (!slotsKnown) releasedBefore.push(requestId);
     release(state, requestId);
     dirty = true;
   });
@@ -235,28 +227,26 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   try {
     for (;;) {
       // Changes made while this pass awaits (handlers run then) call for another pass.
-      if (locksDependencies) dirty = false;
+      dirty = false;
       const reloadDue = reloadRequested || Date.now() - lastResync >= RESYNC_MS;
       if (reloadDue && (!trouble || Date.now() >= trouble.retryAt)) {
-        const periodic = !reloadRequested;
         reloadRequested = false;
         try {
-          const loadedHosts = await hostConfigApi.loadPlatformHosts({ platform });
-          // Before the patch every host served everything, as the runs recorded then expect.
-          const hosts = patched(PATCH_TENANTS_APART)
-            ? loadedHosts
-            : loadedHosts.map(({ serves: _serves, ...host }) => host);
-          if (patched(PATCH_CLOUD_POOLS)) {
-            await pools.reload();
-            state.elastic = pools.configured;
-          }
+          const hosts = await hostConfigApi.loadPlatformHosts({ platform });
+          deprecatePatch(PATCH_TENANTS_APART);
+          deprecatePatch(PATCH_CLOUD_POOLS);
+          await pools.reload();
+          state.elastic = pools.configured;
           if (!pools.active) applyHosts(state, hosts);
           if (!holdersRebuilt) {
             holdersRebuilt = true;
             const dynamic = hosts.length === 1 && hosts[0]!.name === VM_SLOTS_HOST;
-            if (keepsSlots && (await resumeSlots(state, releasedBefore))) {
+            if (await resumeSlots(state, releasedBefore)) {
               pools.holdersKnown();
-            } else if (patched(PATCH_REBUILD_HOLDERS)) {
+            } else {
+              // The last run ran an older build and kept no slots in its memo: its holders are
+              // found from visibility instead.
+              deprecatePatch(PATCH_REBUILD_HOLDERS);
               await rebuildHolders(platform, state, dynamic, [...requesting]);
             }
             slotsKnown = true;
@@ -264,12 +254,12 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           loaded = true;
           trouble = undefined;
           dependencyLocks.stale();
-          if (periodic && !sweepOnItsOwn) await releaseClosedHolders(state);
           lastResync = Date.now();
         } catch (err) {
           // A failing read (the API server down, a revoked permission) never ends the allocator:
           // it serves with the hosts it last read and tries again with back-off, saying why.
-          if (isCancellation(err) || !patched(PATCH_WAIT_OUT_FAILURES)) throw err;
+          if (isCancellation(err)) throw err;
+          deprecatePatch(PATCH_WAIT_OUT_FAILURES);
           reloadRequested = true;
           const attempt = (trouble?.attempt ?? 0) + 1;
           trouble = {
@@ -280,7 +270,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           metrics.waits.add(1, { platform, dependency: 'kubernetes' });
         }
       }
-      if (sweepOnItsOwn && loaded && Date.now() - lastSweep >= sweepMs) {
+      if (loaded && Date.now() - lastSweep >= sweepMs) {
         await releaseClosedHolders(state);
         lastSweep = Date.now();
       }
@@ -291,7 +281,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       await answerWaiters(state, away, async () => {
         const covered = grantsMade;
         await syncLocks();
-        if (keepsSlots && slotsKnown) slotsMemo.keep(state);
+        if (slotsKnown) slotsMemo.keep(state);
         grantsLocked = covered;
       });
       for (const host of hostsDueForProbe(state, Date.now())) {
@@ -308,7 +298,6 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           });
       }
       report(platform, state, pools.describe(), trouble, dependencyLocks.describe());
-      if (!locksDependencies) dirty = false;
 
       if (
         workflowInfo().continueAsNewSuggested ||
@@ -329,7 +318,8 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           platform,
           state,
           pool: pools.saved(),
-          ...(sweepOnItsOwn ? { lastSweep, sweepSeconds: sweepMs / 1000 } : {}),
+          lastSweep,
+          sweepSeconds: sweepMs / 1000,
         });
       }
       const now = Date.now();
@@ -338,7 +328,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           nextWakeUp(state, now) ?? Infinity,
           pools.wakeUp() ?? Infinity,
           lastResync + RESYNC_MS,
-          sweepOnItsOwn ? lastSweep + sweepMs : Infinity,
+          lastSweep + sweepMs,
           trouble ? trouble.retryAt : Infinity,
           dependencyLocks.wakeUp() ?? Infinity,
         ) - now;
@@ -351,7 +341,7 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
     }
   } catch (err) {
     // Cancelled by an operator: what it locked is let go on the way out, whatever else happens.
-    if (locksDependencies && isCancellation(err)) {
+    if (isCancellation(err)) {
       await CancellationScope.nonCancellable(
         () => releaseLocks({ waitsOut: () => false }).catch(() => false), // else GC does it
       );

@@ -3,7 +3,7 @@
 // host-config: its builds run to the end and clean up there, and nothing new is granted on it;
 // unlike a removed one it stays configured, so undraining serves waiters on it at once. The
 // drain lives in the allocator's state, so it is carried across continue-as-new with the rest.
-import { ApplicationFailure, condition, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, deprecatePatch, setHandler } from '@temporalio/workflow';
 import { setHostDrained, type HostDrainOutcome } from '../../shared/contracts/allocator.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import { isDrained, setDrained, summary, type AllocationState } from './allocation.js';
@@ -27,8 +27,8 @@ export function handleDrains(port: DrainPort): void {
   setHandler(
     setHostDrained,
     async ({ host, drained }): Promise<HostDrainOutcome> => {
-      // Always true when it runs: it marks histories that may hold drains.
-      patched(PATCH_DRAIN_HOSTS);
+      // Marks histories that may hold drains.
+      deprecatePatch(PATCH_DRAIN_HOSTS);
       await condition(port.loaded);
       const refusal = refuse(port, host, drained);
       if (refusal) throw ApplicationFailure.nonRetryable(refusal, 'HostNotDrainable');

@@ -1,12 +1,13 @@
 // Who holds the allocator's slots, when the allocator cannot simply remember it: an allocator
 // that starts without state (the previous one was terminated or failed) begins from the slots
-// its last run kept in its memo before answering anyone (v4), or, after a run that kept none,
-// rebuilds its holders from the running TaskRun workflows of its platform; either way before it
-// grants anything, and it asks the ones that were waiting to ask again. A holder whose run ended
-// without giving its slot back (terminated by hand) is found and freed within the sweep period.
+// its last run kept in its memo before answering anyone, or, after a run of an older build that
+// kept none, rebuilds its holders from the running TaskRun workflows of its platform; either way
+// before it grants anything, and it asks the ones that were waiting to ask again. A holder whose
+// run ended without giving its slot back (terminated by hand) is found and freed within the sweep
+// period.
 import {
+  deprecatePatch,
   getExternalWorkflowHandle,
-  patched,
   sleep,
   upsertMemo,
   workflowInfo,
@@ -25,7 +26,7 @@ import {
 import { temporalApi } from './activity-proxies.js';
 import { release, type AllocationState } from './allocation.js';
 
-/** How long a rebuild from visibility (after a run before v4) lets it catch up. */
+/** How long a rebuild from visibility (after a run that kept no slots) lets it catch up. */
 const VISIBILITY_SETTLE_MS = 3_000;
 /**
  * v3: a platform's first allocator (its workflow id never ran before) grants at once: nothing
@@ -62,7 +63,7 @@ export class SlotsMemo {
 
 /**
  * A run that starts without state begins from the slots the last run kept: `false` when that run
- * kept none (it ran code before v4), and the holders are to be rebuilt from visibility instead.
+ * kept none (it ran an older build), and the holders are to be rebuilt from visibility instead.
  * Releases that reached this run before it knew the holders are applied; holders whose runs
  * ended meanwhile are freed; the waiters, whose requests died with the old run, ask again.
  */
@@ -100,10 +101,9 @@ export async function rebuildHolders(
   /** Workflows whose request is waiting for this rebuild: they hold nothing yet. */
   requesting: string[],
 ): Promise<void> {
-  if (patched(PATCH_FIRST_RUN_REBUILDS_NOTHING)) {
-    const { workflowId, runId } = workflowInfo();
-    if (!(await temporalApi.hadEarlierRun({ workflowId, runId }))) return;
-  }
+  deprecatePatch(PATCH_FIRST_RUN_REBUILDS_NOTHING);
+  const { workflowId, runId } = workflowInfo();
+  if (!(await temporalApi.hadEarlierRun({ workflowId, runId }))) return;
   let found = await temporalApi.platformTaskRuns({ platform });
   // Only the builds asking right now (a platform's first burst): nothing to rebuild, no wait.
   if (found.every((taskRun) => requesting.includes(taskRun.workflowId))) return;

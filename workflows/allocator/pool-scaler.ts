@@ -3,7 +3,7 @@
 // idle (down to zero), and rebuilds all of that from the cloud when it starts without state.
 // Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
-import { log, patched, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { deprecatePatch, log, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_PROVIDERS } from '../../platform-config/cloud-providers.js';
 import type { Host } from '../../platform-config/host.js';
@@ -46,7 +46,10 @@ export interface PoolCarry {
 const REBUILD = 'rebuild';
 /** A cloud call that failed for good (say, credentials missing) is tried again after this. */
 const RETRY_MS = 10_000;
-/** How long a rebuild from visibility (holders not kept: a run before v4) lets it catch up. */
+/**
+ * How long a rebuild from visibility (holders not kept: the last run ran an older build) lets it
+ * catch up.
+ */
 const VISIBILITY_SETTLE_MS = 3_000;
 /** v2: a ready VM whose health circuit opened is retired and replaced rather than probed. */
 export const PATCH_RETIRE_UNHEALTHY_VMS = 'pool-retire-unhealthy-vms';
@@ -132,16 +135,12 @@ export class PoolScaler {
     const due = (key: string) => !this.busy.has(key) && (this.retryAt.get(key) ?? 0) <= now;
     // Nothing is launched before the VMs already in the cloud are known: that would over-launch.
     if (!this.carry.rebuilt && due(REBUILD)) this.run(REBUILD, () => this.rebuild());
+    // Marks the histories in which a ready VM is retired because its health circuit opened.
     const unhealthyReady = state.vms.some(
       (vm) => vm.phase === 'ready' && vm.id && alloc.health[vm.id]?.openUntil !== undefined,
     );
-    const unservable = retire(
-      state,
-      alloc,
-      spec,
-      now,
-      unhealthyReady && patched(PATCH_RETIRE_UNHEALTHY_VMS),
-    );
+    if (unhealthyReady) deprecatePatch(PATCH_RETIRE_UNHEALTHY_VMS);
+    const unservable = retire(state, alloc, spec, now);
     for (const vm of unservable) {
       const reason = recordUnservable(state, vm.id!);
       if (reason) this.allocator.turnAway(reason);
@@ -197,7 +196,7 @@ export class PoolScaler {
 
   /**
    * After a crash: the pool's VMs are found by owner tag, their holders kept by the allocator's
-   * last run (or, after a run before v4, found by search attribute).
+   * last run (or, after a run of an older build that kept none, found by search attribute).
    */
   private async rebuild(): Promise<void> {
     const { state, cloud } = this.carry!;

@@ -86,12 +86,10 @@ export function retire(
   alloc: Readonly<AllocationState>,
   spec: PoolSpec | undefined,
   now: number,
-  retireUnhealthy = true,
 ): PoolVm[] {
   const unservable: PoolVm[] = [];
   for (const vm of pool.vms) {
-    const unhealthy =
-      retireUnhealthy && vm.id !== undefined && alloc.health[vm.id]?.openUntil !== undefined;
+    const unhealthy = vm.id !== undefined && alloc.health[vm.id]?.openUntil !== undefined;
     if (vm.phase === 'ready' && (!spec || unhealthy || now - vm.launchedAt >= spec.maxAgeMs)) {
       vm.phase = 'retiring';
       if (spec && unhealthy) unservable.push(vm);

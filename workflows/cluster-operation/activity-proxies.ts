@@ -14,23 +14,6 @@ import { RESOURCE_CALL } from '../kit/activity-options.js';
 export const operationApi = proxyLocalActivities<ClusterOperationActivities>(RESOURCE_CALL);
 
 /**
- * A queued operation's status and Events, written beside its Provisioning's main loop (v18) as
- * activities, whose results are events in the history. Retried for about a minute and a half: a
- * write that keeps failing is logged, and the operation told again when its place next moves.
- */
-export const operationStatusCalls = proxyActivities<
-  Pick<ClusterOperationActivities, 'writeClusterOperationStatus' | 'recordClusterOperationEvent'>
->({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '10 seconds',
-    maximumAttempts: 10,
-  },
-});
-
-/**
  * A step's playbook. A failed run is the operation's answer (PlaybookFailed is not retried); a
  * lost worker is noticed by the heartbeat and the run starts again on another. A cancel waits
  * until ansible-playbook has been stopped, so the status never says Cancelled while it runs.

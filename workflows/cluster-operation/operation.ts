@@ -2,30 +2,19 @@
 // order, then the action, then the post-hooks. A failed step stops what follows, except post-hooks
 // marked `always`. A cancel (the operation deleted) or its deadline stops the running playbook, and
 // the status says that the hosts are as it left them. A retry runs again from the step that failed.
-// The operation's own workflow runs it when its turn comes (lifecycle.ts); before v19, its
-// Provisioning's workflow started clusterOperationWorkflow as its child, which checks the spec
-// first, and those runs replay here.
-import {
-  CancellationScope,
-  condition,
-  isCancellation,
-  log,
-  setHandler,
-  sleep,
-} from '@temporalio/workflow';
+// The operation's own workflow runs it when its turn comes (lifecycle.ts).
+import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import type { CustomAction } from '../../activities/ansible/custom-action.js';
 import type { BuiltinPlaybook, OperationStep } from '../../shared/cluster-operation-api.js';
-import {
-  clusterOperationSeen,
-  type ClusterOperationInput,
-  type ClusterOperationOutcome,
+import type {
+  ClusterOperationInput,
+  ClusterOperationOutcome,
 } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../kit/playbook-failure.js';
 import { operationPlaybooks } from './activity-proxies.js';
 import { prepareSteps } from './preparation.js';
-import { OperationReport } from './report.js';
-import { checkSpec } from './spec-check.js';
+import type { OperationReport } from './report.js';
 import { stepHosts } from './step-hosts.js';
 
 /** The status fields of a failure, cleared when a retry starts. */
@@ -33,22 +22,6 @@ const FAILURE_FIELDS = ['failedStep', 'failedHost', 'failedTask', 'log'];
 
 /** How a step ended that stops the steps after it. */
 type Stop = { failed: string; step: string; details: Record<string, string> } | { cancelled: true };
-
-export async function clusterOperationWorkflow(
-  input: ClusterOperationInput,
-): Promise<ClusterOperationOutcome> {
-  const { namespace, name, uid, spec, target } = input;
-  const report = new OperationReport({ namespace, name, uid }, target.cluster);
-  // Still running when the bridge starts operations' own workflows (v19), it hears a deletion
-  // from the bridge, not from its parent, which no longer does.
-  let deleting = false;
-  setHandler(clusterOperationSeen, (seen) => {
-    deleting ||= seen.deleting;
-  });
-  const checked = checkSpec(spec);
-  if (!checked.ok) return report.refused(`Nothing was run: ${checked.problems.join('; ')}`);
-  return runOperation(input, report, checked.steps, () => deleting);
-}
 
 /**
  * Runs the steps of an operation whose spec passed its check, from the step a retry resumes at;

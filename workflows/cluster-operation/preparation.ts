@@ -2,7 +2,7 @@
 // custom action, read from its ConfigMap once as the run starts (and so kept in its history); and
 // for a destructive action, the cluster named in spec.confirm and remove-node.yml's nodes among
 // the cluster's workers.
-import { patched } from '@temporalio/workflow';
+import { deprecatePatch } from '@temporalio/workflow';
 import type { CustomAction } from '../../activities/ansible/custom-action.js';
 import { DESTRUCTIVE_PLAYBOOKS, type OperationStep } from '../../shared/cluster-operation-api.js';
 import type { ClusterOperationInput } from '../../shared/contracts/cluster-operation.js';
@@ -24,16 +24,13 @@ export async function prepareSteps(
     (step) => !step.custom && DESTRUCTIVE_PLAYBOOKS.includes(step.action),
   );
   if (destructive) {
-    const refused = patched(PATCH_DESTRUCTIVE_ACTIONS)
-      ? unconfirmed(input, destructive)
-      : 'this run does not take destructive actions';
+    deprecatePatch(PATCH_DESTRUCTIVE_ACTIONS);
+    const refused = unconfirmed(input, destructive);
     if (refused) return { refused: `Nothing was run: ${refused}` };
   }
   const custom = steps.filter((step) => step.custom);
   if (!custom.length) return new Map();
-  if (!patched(PATCH_CUSTOM_ACTIONS)) {
-    return { refused: 'Nothing was run: custom actions are not supported by this run' };
-  }
+  deprecatePatch(PATCH_CUSTOM_ACTIONS);
   try {
     const texts = await operationApi.readCustomActions({
       namespace: input.namespace,

@@ -2,7 +2,7 @@
 // and in a dry run what would change. A recap can name any number of hosts (a tenant's playbook
 // adds its own), so the status lists MAX_STATUS_HOSTS of them, those with changes or failures
 // first, and counts the rest (docs/provisionings.md, "Limits").
-import { patched } from '@temporalio/workflow';
+import { deprecatePatch } from '@temporalio/workflow';
 import type { HostRecap } from '../../activities/ansible/progress.js';
 import { MAX_STATUS_HOSTS } from '../../shared/cluster-operation-limits.js';
 import type { StepReport } from './report.js';
@@ -23,8 +23,9 @@ export function stepHosts(
   let entries = Object.entries(outcome.recap);
   const omitted = outcome.recapOmitted ?? 0;
   let notShown = 0;
-  // Asked only when the list is cut: runs recorded before it replay as they ran.
-  if ((entries.length > MAX_STATUS_HOSTS || omitted) && patched(PATCH_STATUS_HOSTS_BOUNDED)) {
+  if (entries.length > MAX_STATUS_HOSTS || omitted) {
+    // Marked only where the list is cut, as it was recorded.
+    deprecatePatch(PATCH_STATUS_HOSTS_BOUNDED);
     const first = (r: HostRecap) => (r.changed || r.failed || r.unreachable ? 0 : 1);
     const shown = [...entries]
       .sort(([, a], [, b]) => first(a) - first(b))

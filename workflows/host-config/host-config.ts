@@ -5,7 +5,7 @@
 import {
   allHandlersFinished,
   condition,
-  patched,
+  deprecatePatch,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -29,7 +29,7 @@ const hostConfigApi = proxyLocalActivities<HostConfigActivities>(KUBE_CALL);
 /** Telling every allocator to reload. */
 const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
 
-/** v2: a change that arrived while a run was about to continue-as-new is handled first. */
+/** A change that arrived while a run was about to continue-as-new is handled first. */
 export const PATCH_NO_CHANGE_LOST = 'host-config-no-change-lost-at-continue-as-new';
 
 export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promise<void> {
@@ -70,7 +70,10 @@ export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promis
       await condition(allHandlersFinished);
       // A change that arrived meanwhile is handled by this run: continue-as-new carries only
       // what was handled, so it would be lost.
-      if (latest !== handled && patched(PATCH_NO_CHANGE_LOST)) continue;
+      if (latest !== handled) {
+        deprecatePatch(PATCH_NO_CHANGE_LOST);
+        continue;
+      }
       await continueAsNewOnCurrentBuild<typeof hostConfigWorkflow>({
         engineNamespace: input.engineNamespace,
         handled,

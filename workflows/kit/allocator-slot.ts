@@ -4,16 +4,14 @@
 // was lost and rebuilt itself asks its waiters to ask again (same request id), so nobody waits on
 // an allocator that no longer exists. And giving the slot back.
 import type { Host } from '../../platform-config/host.js';
-import { releaseSlot, type SlotRequestInput } from '../../shared/contracts/allocator.js';
+import type { SlotRequestInput } from '../../shared/contracts/allocator.js';
 import {
   condition,
-  getExternalWorkflowHandle,
-  patched,
+  deprecatePatch,
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { TemporalActivities } from '../../activities/temporal/workflows.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { ALLOCATOR_CALL, ALLOCATOR_MAIL } from './activity-options.js';
 
 const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
@@ -21,7 +19,7 @@ const allocatorMail =
   proxyLocalActivities<Pick<TemporalActivities, 'tellAllocator'>>(ALLOCATOR_MAIL);
 
 /**
- * v2: what a workflow tells its allocator (a host's outcome, a slot given back) goes from the
+ * What a workflow tells its allocator (a host's outcome, a slot given back) goes from the
  * worker, as a local activity within the sender's workflow task. A signal command's result comes
  * back in a workflow task of its own: a served static TaskRun ran two tasks that did nothing else.
  */
@@ -52,7 +50,10 @@ export interface SlotRequest {
   ended: () => boolean;
   /** Told each time the allocator puts the request in line (`first`: the first time). */
   inLine: (position: number, first: boolean) => void | Promise<void>;
-  /** Whether a rebuilt allocator's "ask again" is followed (a family's patch); default yes. */
+  /**
+   * Whether a rebuilt allocator's "ask again" is followed; default yes. Asked each time, before
+   * the request is made again (a TaskRun records its deprecated patch marker there).
+   */
   followsAskAgain?: () => boolean;
 }
 
@@ -88,14 +89,8 @@ export async function requestSlot(slot: SlotRequest): Promise<SlotAnswer> {
 
 /** Gives a slot back; best effort: no allocator, no slot held. */
 export async function giveSlotBack(platform: string, requestId: string): Promise<void> {
-  if (tellsAllocatorFromWorker()) return tellAllocator(platform, { releaseSlot: { requestId } });
-  await getExternalWorkflowHandle(WORKFLOW_ID.allocator(platform))
-    .signal(releaseSlot, { requestId })
-    .catch(() => undefined);
+  await tellAllocator(platform, { releaseSlot: { requestId } });
 }
-
-/** Whether this run tells its allocator with tellAllocator (v2), or by signal commands. */
-export const tellsAllocatorFromWorker = () => patched(PATCH_TELL_ALLOCATOR_FROM_WORKER);
 
 /**
  * Tells the platform's allocator a host's outcome or gives a slot back, best effort: an allocator
@@ -105,5 +100,6 @@ export async function tellAllocator(
   platform: string,
   mail: { hostOutcome: { host: string; ok: boolean } } | { releaseSlot: { requestId: string } },
 ): Promise<void> {
+  deprecatePatch(PATCH_TELL_ALLOCATOR_FROM_WORKER);
   await allocatorMail.tellAllocator({ platform, ...mail }).catch(() => undefined);
 }

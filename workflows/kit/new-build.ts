@@ -3,9 +3,14 @@
 // another build's history. A long-lived entity moves to the deployment's current build when it
 // continues as new: at its history limit, or as soon as Temporal says the current build changed,
 // which it sees at its next workflow task (the new build wakes it: shared/build-changed.ts).
-import { makeContinueAsNewFunc, patched, workflowInfo, type Workflow } from '@temporalio/workflow';
+import {
+  deprecatePatch,
+  makeContinueAsNewFunc,
+  workflowInfo,
+  type Workflow,
+} from '@temporalio/workflow';
 
-/** v1: an entity continues as new, onto the current build, once another build became current. */
+/** An entity continues as new, onto the current build, once another build became current. */
 export const PATCH_MOVE_TO_NEW_BUILD = 'entity-moves-to-new-build';
 
 /**
@@ -14,7 +19,9 @@ export const PATCH_MOVE_TO_NEW_BUILD = 'entity-moves-to-new-build';
  * recorded before Worker Versioning.
  */
 export function newBuildCurrent(): boolean {
-  return workflowInfo().targetWorkerDeploymentVersionChanged && patched(PATCH_MOVE_TO_NEW_BUILD);
+  const changed = workflowInfo().targetWorkerDeploymentVersionChanged;
+  if (changed) deprecatePatch(PATCH_MOVE_TO_NEW_BUILD);
+  return changed;
 }
 
 /**

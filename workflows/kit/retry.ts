@@ -2,12 +2,12 @@
 // again on workflow timers, with back-off, and the workflow says in its details what it waits
 // for. Short retries happen inside the activity; this is the long wait, visible in the UI.
 import { ApplicationFailure } from '@temporalio/common';
-import { condition, isCancellation, patched, sleep } from '@temporalio/workflow';
+import { condition, deprecatePatch, isCancellation, sleep } from '@temporalio/workflow';
 import { blameOf, failureType, innermostMessage } from '../../shared/failures.js';
 
-/** v2: a call failing past its activity's own retries is waited out instead of failing the workflow. */
+/** A call failing past its activity's own retries is waited out instead of failing the workflow. */
 export const PATCH_WAIT_OUT_FAILURES = 'wait-out-failing-dependencies';
-/** v2: a wait ends as soon as its object does (see UntilDoneOptions.stillWanted). */
+/** A wait ends as soon as its object does (see UntilDoneOptions.stillWanted). */
 export const PATCH_WAIT_ENDS_WITH_OBJECT = 'wait-ends-with-its-object';
 
 /** The failure `untilDone` throws when what it waited for is no longer wanted. */
@@ -50,14 +50,17 @@ export async function untilDone<T>(call: () => Promise<T>, options: UntilDoneOpt
     try {
       return await call();
     } catch (err) {
-      if (isCancellation(err) || !patched(PATCH_WAIT_OUT_FAILURES)) throw err;
+      if (isCancellation(err)) throw err;
+      deprecatePatch(PATCH_WAIT_OUT_FAILURES);
       if (!options.evenFinal && blameOf(err) === 'final') throw err;
       const { stillWanted } = options;
-      const stops = stillWanted !== undefined && patched(PATCH_WAIT_ENDS_WITH_OBJECT);
-      if (stops && !stillWanted()) throw noLongerWanted(options.what, err);
+      if (stillWanted) {
+        deprecatePatch(PATCH_WAIT_ENDS_WITH_OBJECT);
+        if (!stillWanted()) throw noLongerWanted(options.what, err);
+      }
       const waitMs = backoffMs(attempt);
       options.report({ what: options.what, cause: innermostMessage(err), err, waitMs, attempt });
-      if (!stops) await sleep(waitMs);
+      if (!stillWanted) await sleep(waitMs);
       else if (await condition(() => !stillWanted(), waitMs))
         throw noLongerWanted(options.what, err);
     }

@@ -27,7 +27,7 @@ export interface VmLaunch extends LaunchInput {
   /**
    * Every launch key the workflow claims, this one included: published as its CloudLaunches
    * search attribute before launching, so garbage collection spares the VM. Left out by a caller
-   * that publishes its claims itself (the pool) or launched before claims existed (old histories).
+   * that publishes its claims itself (the pool).
    */
   claims?: readonly string[];
 }
@@ -45,8 +45,6 @@ export interface BootCheckOptions {
   summary: string;
   /** Epoch ms by which sshd must answer (allocation-timeout after the wait began). */
   deadline: number;
-  /** The SSH check waits up to one check-interval for port 22 (false only in old histories). */
-  patient?: boolean;
 }
 
 export type BootCheck =
@@ -70,11 +68,8 @@ export async function checkBoot(
   options: BootCheckOptions,
 ): Promise<BootCheck> {
   const interval = cloud.common.checkIntervalSeconds * 1000;
-  const patient = options.patient ?? true;
   // Waits for sshd up to a check-interval, so a VM is used the moment it is ready.
-  const waitMs = patient
-    ? Math.max(0, Math.min(interval, options.deadline - Date.now()))
-    : undefined;
+  const waitMs = Math.max(0, Math.min(interval, options.deadline - Date.now()));
   let vm;
   try {
     vm = await cloudCheck.describeInstance.executeWithOptions({ summary: options.summary }, [
@@ -93,7 +88,7 @@ export async function checkBoot(
       booting: true,
       state: vm.state,
       address: vm.address,
-      nextCheckMs: patient ? 0 : interval,
+      nextCheckMs: 0,
     };
   }
   return { booting: true, state: vm?.state, address: vm?.address, nextCheckMs: interval };
@@ -112,7 +107,7 @@ export type Booted =
 export interface BootWait extends Omit<BootCheckOptions, 'deadline'> {
   /** The VM's object has ended (the TaskRun, the Machine being deleted): waiting stops. */
   stop: () => boolean;
-  /** Each check that found the VM still booting, before the wait goes on (or ends); may throw. */
+  /** Each check that found the VM still booting, before the wait goes on (or ends). */
   onBooting?: (check: Extract<BootCheck, { booting: true }>) => void;
 }
 

@@ -25,8 +25,6 @@ export function terminateVm(cloud: CloudPlatform, vmId: string, summary = `Termi
 export interface TerminateUntilGone {
   /** Tells people (an Event, a Condition) why it failed and when it is tried again. */
   onFailure: (cause: string, waitMs: number) => Promise<void>;
-  /** True for a failure that is thrown rather than waited out (only in old histories). */
-  givesUp?: () => boolean;
 }
 
 /** Terminates the VM, trying again on a timer after each failure, until the cloud confirms. */
@@ -40,7 +38,6 @@ export async function terminateUntilGone(
       await terminateVm(cloud, vmId);
       return;
     } catch (err) {
-      if (options.givesUp?.()) throw err;
       const waitMs = backoffMs(failures + 1, TERMINATE_MAX_WAIT_MS, TERMINATE_FIRST_WAIT_MS);
       await options.onFailure(innermostMessage(err), waitMs);
       await sleep(waitMs);

@@ -32,16 +32,9 @@ export const installerKey = proxyActivities<InstallerKeyActivities>({
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 6 },
 });
 
-/** A kubespray run takes as long as it takes; a lost worker is noticed by its heartbeat. */
-export const kubespray = proxyActivities<PlaybookActivities>({
-  startToCloseTimeout: '6 hours',
-  heartbeatTimeout: '2 minutes',
-  retry: PLAYBOOK_RETRY,
-});
-
 /**
- * kubespray for runs since plans (provisioning.ts): the run heartbeats every 5 seconds, so a
- * worker lost mid-playbook is noticed in 30 seconds and the run resumes on another.
+ * A kubespray run takes as long as it takes: it heartbeats every 5 seconds, so a worker lost
+ * mid-playbook is noticed in 30 seconds and the run resumes on another.
  */
 export const playbooks = proxyActivities<PlaybookActivities>({
   startToCloseTimeout: '6 hours',
@@ -55,6 +48,6 @@ export const kubesprayCheck = proxyActivities<Pick<PlaybookActivities, 'checkKub
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 5 },
 });
 
-/** Whether the operation that has the turn still has a running workflow (v19). */
+/** Whether the operation that has the turn still has a running workflow. */
 export const operationWorkflows =
   proxyActivities<Pick<TemporalActivities, 'closedWorkflows'>>(ALLOCATOR_CALL);

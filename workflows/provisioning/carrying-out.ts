@@ -1,7 +1,7 @@
 // Carrying out a plan (plans.ts), one step after the other: each step says where it is (status,
 // details), the last one says the cluster is Ready and what changed, and a step that fails says
 // why and leaves the plan resumable from that step once on-call has fixed the cause.
-import { isCancellation, log, patched } from '@temporalio/workflow';
+import { deprecatePatch, isCancellation, log } from '@temporalio/workflow';
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../kit/playbook-failure.js';
@@ -59,10 +59,7 @@ async function runStep(provisioner: Provisioner, plan: Plan, step: PlanStep): Pr
     case 'key': {
       const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster, owner: ref });
       const hosts = plan.keyHosts.filter((host) => labels.includes(host.label));
-      if (!patched(PATCH_INSTALLER_KEY_RECORDED)) {
-        await installerKey.authorizeInstallerKey({ namespace, keySecret, hosts });
-        return;
-      }
+      deprecatePatch(PATCH_INSTALLER_KEY_RECORDED);
       // Recorded before any host is given it, so a step that fails half-way is taken back too.
       const publicKey = await installerKey.installerPublicKey({ namespace, keySecret });
       if (!provisioner.installerKeys.includes(publicKey)) provisioner.installerKeys.push(publicKey);
@@ -108,8 +105,8 @@ async function done(provisioner: Provisioner, plan: Plan): Promise<void> {
     ...(podSubnet ? { podSubnet } : {}),
     ...(plan.kubesprayRelease ? { kubesprayRelease: plan.kubesprayRelease } : {}),
   };
-  const unchanged =
-    !first && !plan.added.length && !plan.removed.length && patched(PATCH_CLEARER_SCALE);
+  const unchanged = !first && !plan.added.length && !plan.removed.length;
+  if (unchanged) deprecatePatch(PATCH_CLEARER_SCALE);
   const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
   const what = first
     ? `cluster ${cluster} is installed; kubeconfig in Secret ${provisioner.kubeconfigSecret}`
@@ -133,8 +130,9 @@ async function failed(provisioner: Provisioner, step: PlanStep, err: unknown): P
   // A kubespray failure names its playbook, host and task; any other says which step it was.
   let message = step.kind.endsWith('.yml') ? cause : `${step.what}: ${cause}`;
   let reason = provisioner.installed ? 'ScaleFailed' : 'InstallFailed';
-  if (forbiddenKindOf(err) && patched(PATCH_FORBIDDEN_ANSWERED)) {
+  if (forbiddenKindOf(err)) {
     // The API server refused what it writes next to the cluster: the tenant's to fix.
+    deprecatePatch(PATCH_FORBIDDEN_ANSWERED);
     reason = 'Forbidden';
     message = `${step.what}: ${cause}. ${FORBIDDEN_ADVICE}`;
   }
@@ -164,6 +162,9 @@ async function failed(provisioner: Provisioner, step: PlanStep, err: unknown): P
   await report.event('Warning', reason, message);
 }
 
-/** `n nodes`; `1 node` since a cluster can be scaled down to its one master again (v13). */
-const nodeCount = (n: number) =>
-  n === 1 && patched(PATCH_SCALE_DOWN_TO_WORKING_MASTERS) ? '1 node' : `${n} nodes`;
+/** `n nodes`, or `1 node`: a cluster can be scaled down to its one master. */
+function nodeCount(n: number): string {
+  if (n !== 1) return `${n} nodes`;
+  deprecatePatch(PATCH_SCALE_DOWN_TO_WORKING_MASTERS);
+  return '1 node';
+}

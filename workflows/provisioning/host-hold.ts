@@ -2,7 +2,7 @@
 // deletion, and its own spec while kubespray or an operation runs; a host it lets go has the
 // installer key taken back first, then goes back to the free ones. A Lock protects, it never
 // gates: one that cannot be written is said in the log and the work goes on.
-import { isCancellation, log, patched } from '@temporalio/workflow';
+import { deprecatePatch, isCancellation, log } from '@temporalio/workflow';
 import {
   BAREMETALHOST_API,
   installerKeySecretName,
@@ -53,7 +53,8 @@ export async function revokeInstallerKey(
   nodes: ProvisioningNode[],
 ): Promise<void> {
   const { ref } = provisioner;
-  if (nodes.length === 0 || !provisioner.cluster || !patched(PATCH_TENANTS_APART)) return;
+  if (nodes.length === 0 || !provisioner.cluster) return;
+  deprecatePatch(PATCH_TENANTS_APART);
   try {
     const inventory = await provisioningApi.listBareMetalHosts({ consumer: { ...ref } });
     const hosts = nodes.flatMap(({ label, ip, user, host, hostKey }) => {
@@ -64,9 +65,11 @@ export async function revokeInstallerKey(
         ? [{ label, address: ip, user: login, sshSecret: found.sshSecret, ...given }]
         : [];
     });
-    // A run that authorized before v17 has no record: the Secret's key is all there is.
+    // A key handed out before v17 was not recorded (carried state has none): the Secret's key is
+    // all there is.
     const keys = provisioner.installerKeys;
-    const recorded = patched(PATCH_INSTALLER_KEY_RECORDED) && keys.length > 0;
+    deprecatePatch(PATCH_INSTALLER_KEY_RECORDED);
+    const recorded = keys.length > 0;
     await installerKey.revokeInstallerKey({
       namespace: ref.namespace,
       keySecret: installerKeySecretName(provisioner.cluster),

@@ -1,8 +1,10 @@
-// What a Provisioning's line of ClusterOperations carries across continue-as-new (v19), and what
-// it takes over from a run from before v19 (the handover): there, the line held what the bridge
-// saw of each operation, its spec and the step a retry resumes at among it. Pure.
-import type { OperationTicket } from '../../shared/contracts/cluster-operation.js';
-import type { OperationsState } from './operations.js';
+// What a Provisioning's line of ClusterOperations carries across continue-as-new, and what it takes
+// over from a 0.x run from before v19 that continued as new into this code: there, the line held
+// what the bridge saw of each operation, its spec and the step a retry resumes at among it. Pure.
+import type {
+  ClusterOperationObservation,
+  OperationTicket,
+} from '../../shared/contracts/cluster-operation.js';
 
 export interface LineState {
   queued: OperationTicket[];
@@ -14,7 +16,15 @@ export interface LineState {
   failedSteps?: Record<string, string>;
 }
 
-/** The line's own last state, or the one a run from before v19 hands over. */
+/** What a run from before v19 carried: the operations it had queued as the bridge saw them. */
+export interface OperationsState {
+  queued: ClusterOperationObservation[];
+  ended: string[];
+  /** The `kube_version` the last upgrade set. */
+  kubeVersion?: string;
+}
+
+/** The line's own last state, or the one a run from before v19 carried over. */
 export function lineStateOf(carried: LineState | OperationsState | undefined): LineState {
   const failedSteps = { ...(carried && 'failedSteps' in carried ? carried.failedSteps : {}) };
   const queued = (carried?.queued ?? []).map((op): OperationTicket => {

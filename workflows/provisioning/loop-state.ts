@@ -1,9 +1,9 @@
 // The small state the Provisioning workflow's loop (provisioning.ts) turns over: what the bridge
 // last saw, why the loop waits (a failed step, a refusal), the spec change it carries out, and its
-// parts: the Provisioner (what it knows of its cluster), its ClusterOperations and their teller.
-// Its methods decide without waiting, or hand back the promise of the one call they make, so
-// the loop awaits each step itself (dropOperations alone waits inside, as it always did).
-import { condition, patched, setHandler } from '@temporalio/workflow';
+// parts: the Provisioner (what it knows of its cluster), the line of its ClusterOperations and
+// their teller. Its methods decide without waiting, or hand back the promise of the one call they
+// make, so the loop awaits each step itself (dropOperations alone waits inside, as it always did).
+import { condition, deprecatePatch, setHandler } from '@temporalio/workflow';
 import {
   provisioningObserved,
   type ProvisioningInput,
@@ -14,10 +14,9 @@ import { newBuildCurrent } from '../kit/new-build.js';
 import { backoffMs } from '../kit/retry.js';
 import { sayHostsFreed } from './notices.js';
 import { operationWait, PATCH_OPERATION_WAITS, type OperationWait } from './operation-wait.js';
-import type { LineState } from './line-state.js';
-import { OperationLine, PATCH_OPERATION_TURNS } from './operation-line.js';
-import { OperationTeller, PATCH_OPERATIONS_TOLD_APART } from './operation-teller.js';
-import { Operations, PATCH_OPERATIONS, type OperationsState } from './operations.js';
+import type { LineState, OperationsState } from './line-state.js';
+import { OperationLine, PATCH_OPERATION_TURNS, PATCH_OPERATIONS } from './operation-line.js';
+import { OperationTeller } from './operation-teller.js';
 import type { Plan } from './plans.js';
 import { Provisioner, type ProvisionerState } from './provisioner.js';
 
@@ -36,7 +35,10 @@ const HOST_LOOK_MAX_MS = 10 * 60_000;
 type Stuck =
   { plan: Plan; at: number; retry?: string } | { refused: true; retry?: string; looks?: number };
 
-/** What the next run picks up: the last observation, why it waits, and what it knows. */
+/**
+ * What the next run picks up: the last observation, why it waits, and what it knows. `operations`
+ * is its line's, or (carried by a 0.x run from before v19) the operations that run had queued.
+ */
 export interface Carried {
   latest: ProvisioningObservation;
   stuck?: Stuck;
@@ -63,46 +65,36 @@ export class Observed {
 
 export class LoopState {
   readonly provisioner: Provisioner;
-  /**
-   * Decided once per run: runs recorded before v9 take no ClusterOperations; before v19, the
-   * Provisioning's workflow runs them as its children (Operations); since, each has its own
-   * workflow, and this keeps their line.
-   */
-  readonly operations: Operations | OperationLine | undefined;
-  /** A run from before v19 was asked for a turn: it continues as new, into one that gives them. */
-  handoverAsked = false;
-  /** v18: the handler records; the teller tells the line, and the loop runs it. */
-  readonly teller: OperationTeller | undefined;
+  /** Each ClusterOperation has its own workflow: this keeps their line. */
+  readonly operations: OperationLine;
+  /** The handlers record; the teller tells the line, and the loop gives turns. */
+  readonly teller: OperationTeller;
   stuck: Stuck | undefined;
   /** The spec change it is carrying out, if any: operations wait for it. */
   changing: string | undefined;
-  /** Decided when first needed: runs recorded before v10 neither say why nor know windows. */
-  private saysWhy: boolean | undefined;
+  /**
+   * Set once it first asks why operations wait, where the marker of v10 lands; until then none
+   * has waited in this run, and there was nothing to say why of.
+   */
+  private saysWhy = false;
 
   constructor(
     private readonly input: ProvisioningInput,
     private readonly observed: Observed,
     carried: Carried | undefined,
-    /** Decided once per run: runs recorded before v3 never continue. */
-    private readonly mayContinue: boolean,
   ) {
     const { namespace, name } = input;
     const ref = { namespace, name, uid: this.latest.uid };
     this.provisioner = new Provisioner(ref, this.latest.cluster ?? '', carried?.provisioner);
     this.stuck = carried?.stuck;
-    const kept = carried?.operations;
-    this.operations = !patched(PATCH_OPERATIONS)
-      ? undefined
-      : patched(PATCH_OPERATION_TURNS)
-        ? new OperationLine(ref, kept)
-        : new Operations(ref, kept as OperationsState, patched(PATCH_OPERATIONS_TOLD_APART));
-    this.teller = this.operations?.toldApart
-      ? new OperationTeller(
-          this.operations,
-          () => this.waitsFor(),
-          () => this.wait(),
-        )
-      : undefined;
+    deprecatePatch(PATCH_OPERATIONS);
+    deprecatePatch(PATCH_OPERATION_TURNS);
+    this.operations = new OperationLine(ref, carried?.operations);
+    this.teller = new OperationTeller(
+      this.operations,
+      () => this.waitsFor(),
+      () => this.wait(),
+    );
   }
 
   /** The newest observation (there is one before the loop starts). */
@@ -114,25 +106,25 @@ export class LoopState {
   looksForHosts(): number | undefined {
     const { stuck } = this;
     if (!stuck || !('refused' in stuck) || stuck.looks === undefined) return undefined;
-    return patched(PATCH_LOOK_AGAIN_FOR_HOSTS) ? stuck.looks : undefined;
+    deprecatePatch(PATCH_LOOK_AGAIN_FOR_HOSTS);
+    return stuck.looks;
   }
 
-  /** Why the queued operations cannot start now, if any wait (v10). */
+  /** Why the waiting operations cannot start now, if any wait. */
   whyOperationsWait(): OperationWait | undefined {
-    return this.operations?.waiting && this.operationWaits() ? this.whyNow() : undefined;
+    return this.operations.waiting ? this.wait() : undefined;
   }
 
   /**
-   * Waits for a change, a full history, an operation due or (v10) the queue to move; with `looks`,
-   * no longer than the next look for free hosts, with `wakeAt`, than the window opening. False
-   * when the time ran out first.
+   * Waits for a change, a full history, an operation due or the line to move; with `looks`, no
+   * longer than the next look for free hosts, with `wakeAt`, than the window opening. False when
+   * the time ran out first.
    */
   change(looks: number | undefined, wakeAt: number | undefined): Promise<boolean> {
     // An operation came or went meanwhile: look again at why they wait, and until when.
-    const waiting = this.operations?.waiting;
-    const queueMoved = () => !!this.saysWhy && this.operations?.waiting !== waiting;
-    const due = () =>
-      this.changed() || this.full() || this.operationDue() || queueMoved() || this.handingOver();
+    const waiting = this.operations.waiting;
+    const queueMoved = () => this.saysWhy && this.operations.waiting !== waiting;
+    const due = () => this.changed() || this.full() || this.operationDue() || queueMoved();
     return looks === undefined && wakeAt === undefined
       ? condition(due).then(() => true)
       : condition(
@@ -151,38 +143,31 @@ export class LoopState {
 
   /**
    * An operation runs on the cluster as installed, not while a failed step waits for on-call,
-   * and (v10) only in the Provisioning's maintenance window.
+   * and only in the Provisioning's maintenance window.
    */
   operationDue(): boolean {
     return (
-      !!this.operations?.waiting &&
+      this.operations.waiting &&
       this.provisioner.isInstalled &&
       !this.stuck &&
       !(this.saysWhy && this.whyNow())
     );
   }
 
-  /** A run from before v19 was asked for a turn, and may continue as new (v3) to give it. */
-  handingOver(): boolean {
-    return this.handoverAsked && this.mayContinue;
-  }
-
-  /** Its history is near its limit (v3): time to continue as new. */
+  /** Its history is near its limit, or another build is current: time to continue as new. */
   full(): boolean {
-    return (
-      this.mayContinue && (historyFull(this.input.maxHistory, 'provisioning') || newBuildCurrent())
-    );
+    return historyFull(this.input.maxHistory, 'provisioning') || newBuildCurrent();
   }
 
-  /** Nothing left to tell the queued operations, nor being told. */
+  /** Nothing left to tell the waiting operations, nor being told. */
   told(): boolean {
-    return this.teller?.idle ?? true;
+    return this.teller.idle;
   }
 
   /** Operations still waiting when the Provisioning goes end unrun, once the teller is done. */
   async dropOperations(why: string): Promise<void> {
-    if (this.teller) await condition(() => this.told());
-    await this.operations?.dropAll(why);
+    await condition(() => this.told());
+    await this.operations.dropAll(why);
   }
 
   /** The plan that failed at a step of this generation, to resume there once on-call asks. */
@@ -209,7 +194,7 @@ export class LoopState {
     if (this.provisioner.waitsForHost) this.stuck.looks = lookAgain ? (looks ?? 0) + 1 : 0;
   }
 
-  /** The hosts it waited for were freed, and `plan` takes them (v15): says so. */
+  /** The hosts it waited for were freed, and `plan` takes them: says so. */
   sayHostsFreed(plan: Plan, looks: number): Promise<void> {
     const { provisioner } = this;
     return sayHostsFreed(provisioner.report, {
@@ -230,22 +215,20 @@ export class LoopState {
   carried(): Carried {
     const next: Carried = { latest: this.latest, provisioner: this.provisioner.state() };
     if (this.stuck) next.stuck = this.stuck;
-    if (this.operations) next.operations = this.operations.state();
+    next.operations = this.operations.state();
     return next;
   }
 
-  /** What queued operations wait for: their turn on the cluster. */
+  /** What waiting operations wait for: their turn on the cluster. */
   waitsFor(): string {
     return `cluster ${this.provisioner.cluster || this.input.name}`;
   }
 
-  /** Why they wait now, once (v10) the run says why at all. */
+  /** Why they wait now. */
   wait(): OperationWait | undefined {
-    return this.operationWaits() ? this.whyNow() : undefined;
-  }
-
-  private operationWaits(): boolean {
-    return (this.saysWhy ??= patched(PATCH_OPERATION_WAITS));
+    if (!this.saysWhy) deprecatePatch(PATCH_OPERATION_WAITS);
+    this.saysWhy = true;
+    return this.whyNow();
   }
 
   private retryAsked(): boolean {

@@ -25,14 +25,13 @@ function givenHostKey(host: HostInventory): GivenHostKey | { problem: string } |
 }
 
 /**
- * Each node's IP (NIC status or DHCP lease) and how the installer key reaches it; with
- * `givenKeys`, the host key its BareMetalHost gives (a malformed one is a problem of that node).
+ * Each node's IP (NIC status or DHCP lease), how the installer key reaches it, and the host key
+ * its BareMetalHost gives (a malformed one is a problem of that node).
  */
 export async function nodeAddresses(
   assigned: AssignedNode[],
   hosts: HostInventory[],
   source: 'nic' | 'dhcp',
-  givenKeys = false,
 ): Promise<{ nodes: ProvisioningNode[]; keyHosts: KeyHost[] } | { problems: string[] }> {
   const problems: string[] = [];
   const leases =
@@ -61,7 +60,7 @@ export async function nodeAddresses(
       );
       continue;
     }
-    const given = givenKeys ? givenHostKey(host) : undefined;
+    const given = givenHostKey(host);
     if (given && 'problem' in given) {
       problems.push(`${where}: ${given.problem}`);
       continue;

@@ -1,6 +1,6 @@
 // What a Provisioning says on its own about what it does without being asked: a label of the
-// original that it does not act on, and hosts it took once they were freed. Each is a patch of
-// the Provisioning workflow (patches.ts), since runs recorded before it said nothing.
+// original that it does not act on, and hosts it took once they were freed (each came with a
+// patch, patches.ts).
 import type { HostNamespaces } from '../../shared/bpa-api.js';
 import { CLUSTER_TYPE_LABEL, VIRTLET_CLUSTER_TYPE } from '../../shared/bpa-api.js';
 import type { Plan } from './plans.js';

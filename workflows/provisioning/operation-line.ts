@@ -1,4 +1,4 @@
-// The line of ClusterOperations waiting for their turn on a Provisioning's cluster (v19). Each
+// The line of ClusterOperations waiting for their turn on a Provisioning's cluster. Each
 // operation has its own workflow from its creation, which asks for a turn (an update) and writes
 // its own status; this keeps only the line: who is in it in creation order, telling each its
 // place when the line moves, giving the first its turn with what its playbooks need, with the
@@ -31,9 +31,31 @@ import { holdForOperation } from './host-hold.js';
 import { operationTarget } from './kubespray.js';
 import { pruneOperations } from './operation-history.js';
 import type { OperationWait } from './operation-wait.js';
-import { lineStateOf, type LineState } from './line-state.js';
-import type { OperationsState } from './operations.js';
+import { lineStateOf, type LineState, type OperationsState } from './line-state.js';
 import type { Provisioner } from './provisioner.js';
+
+/** v9: the Provisioning's workflow runs its ClusterOperations (as its children, until v19). */
+export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
+
+/**
+ * v11: ended operations beyond the Provisioning's operationHistoryLimit go, with their logs. No
+ * call since v19's line, which always prunes them.
+ */
+export const PATCH_OPERATION_HISTORY = 'provisioning-operation-history';
+
+/**
+ * v12: a queued operation's place is said again whenever the line moves (one starts, one joins
+ * ahead of it, one ahead of it is deleted), and its message names the operation running. No call
+ * since v19's line, which always does.
+ */
+export const PATCH_OPERATION_PLACES = 'provisioning-operation-places';
+
+/**
+ * v17: an operation is refused at once, nothing run, when MAX_QUEUED_OPERATIONS already wait or
+ * its spec is too large (shared/cluster-operation-limits.ts). No call since v19's line, which
+ * always refuses so (its spec checked by the operation's own workflow).
+ */
+export const PATCH_OPERATIONS_BOUNDED = 'provisioning-operations-bounded';
 
 /** v19: each operation has its own workflow from creation; the Provisioning keeps the line. */
 export const PATCH_OPERATION_TURNS = 'provisioning-operation-turns';
@@ -63,11 +85,10 @@ export class OperationLine {
   private told: string | undefined;
   /** How many were ahead of each waiting operation (by uid), as it was last told. */
   private placed = new Map<string, number>();
-  readonly toldApart = true;
 
   constructor(
     private readonly ref: ProvisioningRef,
-    /** Its own last run's, or (handed over) that of a run from before v19. */
+    /** Its own last run's, or what a 0.x run from before v19 carried over (line-state.ts). */
     carried?: LineState | OperationsState,
   ) {
     const state = lineStateOf(carried);

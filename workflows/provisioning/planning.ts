@@ -2,7 +2,7 @@
 // (nodes.ts), and the steps from the cluster as it is to the one asked for (plans.ts); or why
 // there can be none, said before anything runs. A plan's hosts are claimed as it is made, and the
 // hosts an earlier try held that it no longer needs are let go.
-import { isCancellation, patched } from '@temporalio/workflow';
+import { deprecatePatch, isCancellation } from '@temporalio/workflow';
 import type { ProvisioningObservation } from '../../shared/contracts/provisioning.js';
 import {
   VIRTLET_CLUSTER_TYPE,
@@ -38,39 +38,29 @@ export async function planFor(
   if (!(await provisioningApi.addProvisioningFinalizer(ref))) return 'gone';
   if (!provisioner.installed)
     await report.step('Assigning', 'Assign roles from the BareMetalHosts');
-  if (seen.clusterType === VIRTLET_CLUSTER_TYPE && patched(PATCH_VIRTLET_WARNED)) {
+  if (seen.clusterType === VIRTLET_CLUSTER_TYPE) {
+    deprecatePatch(PATCH_VIRTLET_WARNED);
     await sayVirtletIgnored(report);
   }
   if (!label) {
     return refuse(provisioner, ['the label `cluster` is missing: it names the cluster to build']);
   }
-  if (patched(PATCH_KUBESPRAY_RELEASE)) {
-    const pinned = seen.spec.kubesprayRelease;
-    const check = await kubesprayCheck.checkKubespray(pinned ? { release: pinned } : {});
-    if (check.problem) return refuse(provisioner, [check.problem]);
-  }
+  deprecatePatch(PATCH_KUBESPRAY_RELEASE);
+  const pinned = seen.spec.kubesprayRelease;
+  const check = await kubesprayCheck.checkKubespray(pinned ? { release: pinned } : {});
+  if (check.problem) return refuse(provisioner, [check.problem]);
   const { hosts, searched } = await listHosts(provisioner);
   const current = provisioner.installed?.nodes ?? provisioner.held;
   const assignment = assignRoles(seen.spec, provisioner.consumer, hosts, current, searched);
   if (!assignment.ok) return refuse(provisioner, assignment.problems, assignment.busy);
-  const found = await nodeAddresses(
-    assignment.nodes,
-    hosts,
-    seen.ipSource,
-    patched(PATCH_GIVEN_HOST_KEYS),
-  );
+  deprecatePatch(PATCH_GIVEN_HOST_KEYS);
+  const found = await nodeAddresses(assignment.nodes, hosts, seen.ipSource);
   if ('problems' in found) return refuse(provisioner, found.problems);
   let plan: Plan;
   if (provisioner.installed) {
-    const scale = planScale(
-      provisioner.installed,
-      { cluster: label, ...found, spec: seen.spec },
-      !patched(PATCH_CLEARER_SCALE)
-        ? 'as-masters'
-        : patched(PATCH_SCALE_DOWN_TO_WORKING_MASTERS)
-          ? 'masters-made-workers'
-          : 'every-worker-goes',
-    );
+    deprecatePatch(PATCH_CLEARER_SCALE);
+    deprecatePatch(PATCH_SCALE_DOWN_TO_WORKING_MASTERS);
+    const scale = planScale(provisioner.installed, { cluster: label, ...found, spec: seen.spec });
     if ('problems' in scale) return refuse(provisioner, scale.problems);
     plan = scale.plan;
   } else {
@@ -95,21 +85,15 @@ export async function planFor(
   return plan;
 }
 
-/** The hosts it may use, and (v14) where they were looked for. */
+/** The hosts it may use, and where they were looked for. */
 async function listHosts(
   provisioner: Provisioner,
-): Promise<{ hosts: HostInventory[]; searched?: HostNamespaces }> {
-  const { ref } = provisioner;
-  const tenantsApart = patched(PATCH_TENANTS_APART);
-  if (tenantsApart && patched(PATCH_SAY_WHERE_HOSTS_SEARCHED)) {
-    const found = await provisioningApi.searchBareMetalHosts({ consumer: { ...ref } });
-    provisioner.searched = found.searched;
-    return found;
-  }
-  const hosts = await provisioningApi.listBareMetalHosts(
-    tenantsApart ? { consumer: { ...ref } } : undefined,
-  );
-  return { hosts };
+): Promise<{ hosts: HostInventory[]; searched: HostNamespaces }> {
+  deprecatePatch(PATCH_TENANTS_APART);
+  deprecatePatch(PATCH_SAY_WHERE_HOSTS_SEARCHED);
+  const found = await provisioningApi.searchBareMetalHosts({ consumer: { ...provisioner.ref } });
+  provisioner.searched = found.searched;
+  return found;
 }
 
 /** `busy`: only hosts that are not free now stand in the way (see `waitsForHost`). */

@@ -88,17 +88,6 @@ const settings = (spec: ProvisioningSpec) => ({
 const release = (pin: string | undefined) => pin?.replace(/^v/, '');
 
 /**
- * How a spec that leaves no worker-only node is judged. With no workers, the masters work too
- * (roles.ts), so such a spec may change the masters' roles:
- * - `as-masters` (before provisioning-clearer-scale): refused as any change of the masters;
- * - `every-worker-goes` (provisioning-clearer-scale): refused as removing every worker, even when
- *   the masters are workers already and nothing about them changes (issue 41);
- * - `masters-made-workers` (provisioning-scale-down-to-working-masters): refused only when masters
- *   that do not work now would, naming them; masters that work already are scaled down to.
- */
-export type NoWorkersRule = 'as-masters' | 'every-worker-goes' | 'masters-made-workers';
-
-/**
  * Takes an installed cluster to `wanted`: workers come and go; what kubespray cannot change on a
  * live cluster (its masters, its name, its pod subnet and plugins) is refused, saying why.
  */
@@ -110,7 +99,6 @@ export function planScale(
     keyHosts: KeyHost[];
     spec: ProvisioningSpec;
   },
-  noWorkers: NoWorkersRule = 'as-masters',
 ): { plan: Plan } | { problems: string[] } {
   const problems: string[] = [];
   if (wanted.cluster !== installed.cluster) {
@@ -123,7 +111,7 @@ export function planScale(
       .filter(isMaster)
       .map((node) => `${nodeKey(node)}:${node.roles.join('+')}`)
       .join(', ');
-  const noWorkersLeft = noWorkersProblem(installed.nodes, wanted.nodes, noWorkers);
+  const noWorkersLeft = noWorkersProblem(installed.nodes, wanted.nodes);
   if (noWorkersLeft) {
     problems.push(noWorkersLeft);
   } else if (masters(installed.nodes) !== masters(wanted.nodes)) {
@@ -177,20 +165,18 @@ export function planScale(
 }
 
 /**
- * Why `wanted`, which removes every worker-only node, cannot be scaled to under `rule`; undefined
- * when it can, or when it is not such a spec (the masters' comparison then says what changed).
+ * Why `wanted`, which removes every worker-only node, cannot be scaled to; undefined when it can,
+ * or when it is not such a spec (the masters' comparison then says what changed). With no workers
+ * the masters work too (roles.ts): refused only when masters that do not work now would, naming
+ * them; masters that work already are scaled down to (issue 41).
  */
 function noWorkersProblem(
   installed: ProvisioningNode[],
   wanted: ProvisioningNode[],
-  rule: NoWorkersRule,
 ): string | undefined {
   const workers = installed.filter((node) => !isMaster(node));
-  if (rule === 'as-masters' || !workers.length || !wanted.every(isMaster)) return undefined;
+  if (!workers.length || !wanted.every(isMaster)) return undefined;
   const fix = 'keep at least one worker, or delete and re-create the Provisioning';
-  if (rule === 'every-worker-goes') {
-    return `removing every worker (${labels(workers)}) makes the masters schedulable, workers too, which an installed cluster cannot change: ${fix}`;
-  }
   // The same masters, all working as none are left to (masters the spec also lists as workers
   // leave the others alone, and then the masters' comparison says what changed).
   const keys = (nodes: ProvisioningNode[]) => nodes.filter(isMaster).map(nodeKey).join(', ');

@@ -75,7 +75,6 @@ export class Provisioner {
         generation: this.generation,
         eventScope: `${this.generation}/${this.tries}`,
       }),
-      true,
       carried?.status,
     );
   }

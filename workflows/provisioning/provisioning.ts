@@ -4,14 +4,14 @@
 // cluster.yml and keep the kubeconfig; later, remove-node.yml and scale.yml for the workers that
 // went and came. What can never work is refused before anything runs. A failed step stays
 // Failed, its hosts kept, until on-call resumes it (the retry annotation) or the spec changes.
-// Between changes it runs the ClusterOperations queued on it (operations.ts). On delete: reset
-// the hosts, release them, remove what was made, then the finalizer.
+// Between changes it gives the ClusterOperations waiting on it their turns (operation-line.ts).
+// On delete: reset the hosts, release them, remove what was made, then the finalizer.
 import {
   allHandlersFinished,
   CancellationScope,
   condition,
+  deprecatePatch,
   isCancellation,
-  patched,
   setCurrentDetails,
 } from '@temporalio/workflow';
 import type { ProvisioningInput } from '../../shared/contracts/provisioning.js';
@@ -22,11 +22,10 @@ import { LoopState, Observed, type Carried } from './loop-state.js';
 import { hearOperations } from './operation-handlers.js';
 import { PATCH_SAY_HOSTS_FREED } from './patches.js';
 import { planFor } from './planning.js';
-import { provisioningBeforePlans } from './provisioning-v1.js';
 import { tearDown } from './tear-down.js';
 import { continueAsNewOnCurrentBuild } from '../kit/new-build.js';
 
-/** v2: scaling, resuming a failed step, and Locks on the hosts and the spec. */
+/** v2: scaling, resuming a failed step, and Locks on the hosts and the spec (v1 only installed). */
 export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
 
 /**
@@ -36,14 +35,12 @@ export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
 export const PATCH_CONTINUE_AS_NEW = 'provisioning-continue-as-new';
 
 export async function provisioningWorkflow(input: ProvisioningInput): Promise<void> {
-  // Runs started before plans go on with the code they started with.
-  if (!patched(PATCH_PLANS)) return provisioningBeforePlans(input);
-  // Decided once per run: runs recorded before v3 never continue.
-  const mayContinue = patched(PATCH_CONTINUE_AS_NEW);
+  deprecatePatch(PATCH_PLANS);
+  deprecatePatch(PATCH_CONTINUE_AS_NEW);
   const carried = input.carried as Carried | undefined;
   const observed = new Observed(carried?.latest);
   await condition(() => observed.latest !== undefined);
-  const run = new LoopState(input, observed, carried, mayContinue);
+  const run = new LoopState(input, observed, carried);
   hearOperations(run);
   const { provisioner, operations, teller } = run;
   // The loop's awaits are where its recorded histories had them: one more or less between two
@@ -51,25 +48,22 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
   try {
     for (;;) {
       const looks = run.looksForHosts();
-      // Queued operations that cannot start are told why; a shut window is waited out (v10).
+      // Waiting operations that cannot start are told why; a shut window is waited out.
       const why = run.whyOperationsWait();
-      if (teller) teller.waiting(why);
-      else await operations?.sayWaiting(run.waitsFor(), why);
+      teller.waiting(why);
       const moved = await run.change(looks, why?.opensAt);
       // Refused for want of a free host, and nothing changed: plan the same spec again.
       const lookAgain = !moved && !run.changed() && looks !== undefined;
       if (!run.changed() && !lookAgain) {
-        // A run from before v19 asked for a turn hands its line over before it runs another.
-        if (run.operationDue() && !run.handingOver()) {
-          // Its place was said before it runs, never over its run (v18).
-          if (teller) await condition(() => run.told());
-          await operations!.runNext(provisioner, run.latest.spec.operationHistoryLimit);
+        if (run.operationDue()) {
+          // Its place was said before its turn, never over it.
+          await condition(() => run.told());
+          await operations.runNext(provisioner, run.latest.spec.operationHistoryLimit);
           continue;
         }
-        // Woken by the window's timer or the queue (v10): look again at why they wait.
-        if (!run.full() && !run.handingOver()) continue;
-        // Nothing to do but wait, or an operation asked a run from before v19 for a turn: the next
-        // run waits on (and gives turns), knowing all this one knew.
+        // Woken by the window's timer or the line: look again at why they wait.
+        if (!run.full()) continue;
+        // Time to continue as new: the next run waits on and gives turns, with all this one knew.
         await condition(() => allHandlersFinished() && run.told());
         return await continueAsNewOnCurrentBuild<typeof provisioningWorkflow>({
           ...input,
@@ -84,8 +78,9 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       if (failed) await run.sayRetrying(failed, seen);
       else provisioner.generation = seen.generation;
       const plan = failed?.plan ?? (await planFor(provisioner, seen));
-      // It looked again by itself and took the hosts it waited for: says so (v15).
-      if (!failed && lookAgain && typeof plan === 'object' && patched(PATCH_SAY_HOSTS_FREED)) {
+      // It looked again by itself and took the hosts it waited for: says so.
+      if (!failed && lookAgain && typeof plan === 'object') {
+        deprecatePatch(PATCH_SAY_HOSTS_FREED);
         await run.sayHostsFreed(plan, looks!);
       }
       run.stuck = undefined;

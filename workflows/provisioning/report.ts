@@ -9,9 +9,6 @@ import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { provisioningApi } from './activity-proxies.js';
 import { ResourceStatus, emptyStatus, type ResourceStatusState } from '../kit/resource-status.js';
 
-// Kept importable from here for provisioning-v1.ts, which stays as its runs started.
-export { failureDetails } from '../kit/playbook-failure.js';
-
 export interface ReportContext {
   cluster: string;
   /** The spec generation being handled: observedGeneration. */
@@ -24,11 +21,10 @@ export class ProvisioningReport {
   readonly consumer: string;
   private readonly status: ResourceStatus;
 
-  /** `waitOut`: a status write that keeps failing is retried on timers, never fails the run. */
+  /** A status write or Event that keeps failing is retried on timers, never fails the run. */
   constructor(
     private readonly ref: ProvisioningRef,
     private readonly context: () => ReportContext,
-    waitOut = false,
     state: ResourceStatusState = emptyStatus(),
   ) {
     this.consumer = `${ref.namespace}/${ref.name}`;
@@ -39,8 +35,8 @@ export class ProvisioningReport {
         recordEvent: (event) => provisioningApi.recordProvisioningEvent({ ref, ...event }),
       },
       {
-        failedWrite: waitOut ? 'wait-out' : 'throw',
-        failedEvent: waitOut ? 'wait-out' : 'throw',
+        failedWrite: 'wait-out',
+        failedEvent: 'wait-out',
         phaseAttribute: 'patched',
       },
       state,

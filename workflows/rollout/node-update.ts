@@ -100,7 +100,7 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
     return { done: false, step: err.step, reason: err.reason };
   } finally {
     await CancellationScope.nonCancellable(() =>
-      unlockNode({ before: { patch: PATCH_UNLOCK_UNTIL_RELEASED, tries: 10 } }),
+      unlockNode({ before: { patch: PATCH_UNLOCK_UNTIL_RELEASED } }),
     );
   }
 }

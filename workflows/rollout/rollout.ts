@@ -7,8 +7,8 @@
 // once its nodes under way are done; where the MCO runs, the pool is told why first.
 import {
   condition,
+  deprecatePatch,
   ParentClosePolicy,
-  patched,
   setHandler,
   startChild,
   workflowInfo,
@@ -69,12 +69,14 @@ export async function rolloutWorkflow(input: RolloutInput): Promise<void> {
     const observed = latest!;
     changed = false;
     if (observed.deleted && busy.size === 0) {
-      if (observed.notServed && patched(PATCH_SAY_NOT_SERVED))
+      if (observed.notServed) {
+        deprecatePatch(PATCH_SAY_NOT_SERVED);
         await poolApi.sayPoolNotServed({
           name: pool,
           uid: observed.uid,
           message: observed.notServed,
         });
+      }
       return;
     }
     const target = observed.target?.image;

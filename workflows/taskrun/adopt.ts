@@ -7,16 +7,16 @@
 //
 // What is trusted: the earlier run's own record in Temporal (its Host), and a Secret naming one
 // of this TaskRun's own build users. A Secret a tenant wrote alone adopts nothing.
-import { patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { deprecatePatch, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { EarlierDelivery, TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { temporalApi } from './activity-proxies.js';
 import { note } from './notes.js';
-import { chooseRequestIds, takeSlot } from './slot.js';
+import { PATCH_RUN_SCOPED_REQUESTS, takeSlot } from './slot.js';
 import type { TaskRun } from './types.js';
 
-/** v2: a new run takes over what a terminated run served instead of delivering again. */
+/** A new run takes over what a terminated run served instead of delivering again. */
 export const PATCH_ADOPT_EARLIER_RUN = 'taskrun-adopt-earlier-run';
 
 /** Run statuses after which the bridge starts a new run (ALLOW_DUPLICATE_FAILED_ONLY). */
@@ -28,7 +28,7 @@ export async function adoptEarlierRun(
   earlier: EarlierDelivery,
   cloud: CloudPlatform | undefined,
 ): Promise<TaskRunOutcome | undefined> {
-  if (!patched(PATCH_ADOPT_EARLIER_RUN)) return undefined;
+  deprecatePatch(PATCH_ADOPT_EARLIER_RUN);
   const { workflowId, runId } = workflowInfo();
   const previous = await temporalApi.earlierRun({ workflowId, runId });
   if (!previous?.host || !ENDED_BY_HAND.includes(previous.status)) return undefined;
@@ -40,7 +40,7 @@ export async function adoptEarlierRun(
       `${previous.status.toLowerCase()}; taking over its build on ${previous.host}.`,
   );
   pool.attempt = 1;
-  chooseRequestIds(run);
+  deprecatePatch(PATCH_RUN_SCOPED_REQUESTS);
   const answer = await takeSlot(run, {
     summary: `Take over the slot of the build running on ${previous.host}`,
     waitingFor: `the slot of its build on ${previous.host}`,

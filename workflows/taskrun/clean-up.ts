@@ -2,7 +2,7 @@
 // remove its build users from every host it touched (the serving host's until it succeeds),
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
-import { patched } from '@temporalio/workflow';
+import { deprecatePatch } from '@temporalio/workflow';
 import { ORIGINAL_FINALIZER } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
@@ -15,13 +15,13 @@ import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
 /**
- * v2: build users on hosts that failed (tried for a while, they may be gone) are removed alongside
+ * Build users on hosts that failed (tried for a while, they may be gone) are removed alongside
  * the rest of the clean-up rather than before it, so the Secret and the slot do not wait for them.
  */
 export const PATCH_FAILED_HOSTS_ALONGSIDE = 'taskrun-clean-failed-hosts-alongside';
 
 /**
- * v3: a TaskRun the original controller served before the move to hostflow loses that
+ * A TaskRun the original controller served before the move to hostflow loses that
  * controller's finalizer once it has ended and is cleaned up, as the original would have done.
  */
 export const PATCH_RELEASE_ORIGINAL_FINALIZER = 'taskrun-release-original-finalizer';
@@ -51,12 +51,11 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
       );
     }
   };
+  // Failed hosts may be gone: their build users do not hold up the Secret and the slot.
   const failedOnly = pool.touched.filter((host) => host.name !== pool.serving?.name);
-  const alongside = failedOnly.length > 0 && patched(PATCH_FAILED_HOSTS_ALONGSIDE);
-  const failedDone = alongside ? Promise.all(failedOnly.map(remove)) : undefined;
-  await Promise.all(
-    pool.touched.filter((host) => !alongside || !failedOnly.includes(host)).map(remove),
-  );
+  if (failedOnly.length > 0) deprecatePatch(PATCH_FAILED_HOSTS_ALONGSIDE);
+  const failedDone = Promise.all(failedOnly.map(remove));
+  await Promise.all(pool.touched.filter((host) => !failedOnly.includes(host)).map(remove));
   await taskRunKube(run).deleteSecret();
   await releaseOriginalFinalizer(run);
   if (pool.requestId) await giveSlotBack(input.platform, pool.requestId);
@@ -78,7 +77,7 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
  */
 async function releaseOriginalFinalizer(run: TaskRun): Promise<void> {
   if (!run.status.originalFinalizer || !run.ended()) return;
-  if (!patched(PATCH_RELEASE_ORIGINAL_FINALIZER)) return;
+  deprecatePatch(PATCH_RELEASE_ORIGINAL_FINALIZER);
   if ((await taskRunKube(run).releaseOriginalFinalizer()) !== 'released') return;
   await note(
     run,

@@ -2,7 +2,7 @@
 // one of the platform's max-instances slots (waiting in line if all are in use), launch a VM, wait
 // for it on workflow timers (never a blocked worker) within allocation-timeout, create the build
 // user, and at the end terminate the VM, retrying until the cloud confirms it.
-import { patched } from '@temporalio/workflow';
+import { deprecatePatch } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { ANNOTATIONS, LABELS, TASKRUN_TAG_KEY } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
@@ -14,20 +14,22 @@ import { deliverTo } from './deliver.js';
 import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
-import { chooseRequestIds, takeSlot } from './slot.js';
+import { PATCH_RUN_SCOPED_REQUESTS, takeSlot } from './slot.js';
 import type { TaskRun } from './types.js';
 
 /** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
 const MAX_LAUNCHES = 3;
-/** v2: every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
+/** Every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
 export const PATCH_CLAIM_LAUNCHES = 'cloud-vm-claim-launches';
+/** Once the VM runs, the SSH check itself waits up to one check-interval for port 22. */
 export const PATCH_PATIENT_SSH_CHECK = 'cloud-vm-patient-ssh-check';
+/** The cloud-address annotation is written while the build user is created, not before. */
 export const PATCH_ANNOTATE_ALONGSIDE = 'cloud-vm-annotate-alongside-delivery';
-/** v2: a terminate failing for good is tried again on a timer instead of failing the workflow. */
+/** A terminate failing for good is tried again on a timer instead of failing the workflow. */
 export const PATCH_TERMINATE_UNTIL_GONE = 'cloud-vm-terminate-until-gone';
-/** v2: the TaskRun carries allocation-start-time, as static ones do. */
+/** The TaskRun carries allocation-start-time, as static ones do. */
 export const PATCH_ALLOCATION_START_TIME = 'cloud-vm-allocation-start-time';
-/** v2: a describe call that keeps failing is a VM that did not come up in time, not a crash. */
+/** A describe call that keeps failing is a VM that did not come up in time, not a crash. */
 export const PATCH_DESCRIBE_FAILURES_WAIT = 'cloud-vm-describe-failures-wait';
 
 export async function serveFromOwnVm(
@@ -41,7 +43,7 @@ export async function serveFromOwnVm(
   const allocationStarted = Date.now();
   pool.vms = [];
   pool.attempt = 1;
-  chooseRequestIds(run);
+  deprecatePatch(PATCH_RUN_SCOPED_REQUESTS);
   const answer = await takeSlot(run, {
     summary: `Ask allocator/${input.platform} for one of ${cloud.common.maxInstances} VM slots`,
     waitingFor: `one of ${cloud.common.maxInstances} ${input.platform} VM slots`,
@@ -65,15 +67,15 @@ export async function serveFromOwnVm(
     let vmId: string;
     let sshUser: string;
     const launchKey = `${ref.uid}-${launch}`;
-    const claims = patched(PATCH_CLAIM_LAUNCHES);
-    if (claims) claimed.push(launchKey);
+    deprecatePatch(PATCH_CLAIM_LAUNCHES);
+    claimed.push(launchKey);
     try {
       const vm = await launchVm({
         cloud,
         launchKey,
         tags: { ...additionalTags, [TASKRUN_TAG_KEY]: `${ref.namespace}:${ref.name}` },
         summary: `Launch a ${input.platform} VM (attempt ${launch})`,
-        ...(claims ? { claims: claimed } : {}),
+        claims: claimed,
       });
       vmId = vm.id;
       sshUser = vm.sshUser;
@@ -86,19 +88,20 @@ export async function serveFromOwnVm(
     }
     pool.vms.push(vmId);
     status.host = vmId;
-    const startTime: Record<string, string> = patched(PATCH_ALLOCATION_START_TIME)
-      ? { [ANNOTATIONS.allocationStartTime]: String(Math.floor(allocationStarted / 1000)) }
-      : {};
+    deprecatePatch(PATCH_ALLOCATION_START_TIME);
     await k8s.patchMetadata({
       labels: { ...labels, [LABELS.waitingForPlatform]: null, [LABELS.assignedHost]: vmId },
-      annotations: { [ANNOTATIONS.cloudInstanceId]: vmId, ...startTime },
+      annotations: {
+        [ANNOTATIONS.cloudInstanceId]: vmId,
+        [ANNOTATIONS.allocationStartTime]: String(Math.floor(allocationStarted / 1000)),
+      },
     });
 
     const address = await waitForSsh(run, cloud, vmId);
     if (address) {
+      // Written while the build user is being created, not before it.
       const annotated = k8s.patchMetadata({ annotations: { [ANNOTATIONS.cloudAddress]: address } });
-      // v2: the annotation is written while the build user is being created, not before.
-      if (!patched(PATCH_ANNOTATE_ALONGSIDE)) await annotated;
+      deprecatePatch(PATCH_ANNOTATE_ALONGSIDE);
       const host = {
         name: vmId,
         address,
@@ -157,14 +160,13 @@ async function waitForSsh(
   cloud: CloudPlatform,
   vmId: string,
 ): Promise<string | undefined> {
+  deprecatePatch(PATCH_PATIENT_SSH_CHECK);
   const booted = await waitForBoot(cloud, vmId, {
     summary: `Check VM ${vmId}`,
-    // v2: once the VM runs, the SSH check itself waits up to one check-interval for port 22.
-    patient: patched(PATCH_PATIENT_SSH_CHECK),
     stop: () => run.ended(),
     onBooting: ({ describeFailure }) => {
       if (describeFailure === undefined) return;
-      if (!patched(PATCH_DESCRIBE_FAILURES_WAIT)) throw describeFailure;
+      deprecatePatch(PATCH_DESCRIBE_FAILURES_WAIT);
       run.pool.lastError = `the cloud did not say how VM ${vmId} is doing: ${innermostMessage(describeFailure)}`;
     },
   });
@@ -182,15 +184,15 @@ async function waitForSsh(
 
 async function terminate(run: TaskRun, cloud: CloudPlatform, vmId: string): Promise<void> {
   await terminateUntilGone(cloud, vmId, {
-    // v2: a failure is waited out; before, it failed the workflow.
-    givesUp: () => !patched(PATCH_TERMINATE_UNTIL_GONE),
-    onFailure: (cause, waitMs) =>
-      noteVm(
+    onFailure: (cause, waitMs) => {
+      deprecatePatch(PATCH_TERMINATE_UNTIL_GONE);
+      return noteVm(
         run,
         'Warning',
         'TerminateFailed',
         `Could not terminate VM ${vmId}: ${cause}. Trying again in ${waitMs / 1000} s.`,
-      ),
+      );
+    },
   });
   run.pool.vms = (run.pool.vms ?? []).filter((id) => id !== vmId);
 }

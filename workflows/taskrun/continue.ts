@@ -2,7 +2,7 @@
 // for its build to end. It continues as new before its history reaches Temporal's limit, which
 // would otherwise end it with nothing cleaned up, carrying what it holds: the host granted, the
 // build users it made, the VMs it launched, its answer and its retries.
-import { allHandlersFinished, condition, continueAsNew, patched } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew } from '@temporalio/workflow';
 import { historyFull as overLimit } from '../history-limit.js';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import type { Host } from '../../platform-config/host.js';
@@ -13,7 +13,10 @@ import type {
 } from '../../shared/contracts/taskrun.js';
 import type { PoolRun, TaskRun } from './types.js';
 
-/** v2: a TaskRun workflow continues as new before its history limit (see Carried). */
+/**
+ * A TaskRun workflow continues as new before its history limit (see Carried). Its marker is
+ * recorded as the workflow starts (taskrun.ts).
+ */
 export const PATCH_CONTINUE_AS_NEW = 'taskrun-continue-as-new';
 
 /** Where the next run picks up. */
@@ -30,14 +33,9 @@ export type Carried = Stage & {
   retries?: { count: number; pending: boolean };
 };
 
-/** Decides, once per run, whether it may continue as new (histories before v2 never do). */
-export function chooseContinuing(run: TaskRun): void {
-  run.mayContinue = patched(PATCH_CONTINUE_AS_NEW);
-}
-
 /** Whether this run's history is long enough to continue as new. Safe in a condition. */
 export function historyFull(run: TaskRun): boolean {
-  return run.mayContinue === true && overLimit(run.input.maxHistory, 'taskRun');
+  return overLimit(run.input.maxHistory, 'taskRun');
 }
 
 /** Ends this run, handing what it holds to the next (the clean-up is the next run's). */

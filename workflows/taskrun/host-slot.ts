@@ -2,11 +2,9 @@
 // the allocator runs): take a slot, create the build user there, and when the host fails try
 // another, as the multi-platform-controller's "Host Pool" section tells it. Hosts are blamed only
 // for their own failures (deliver.ts); clean-up (clean-up.ts) removes the user and frees the slot.
-import { getExternalWorkflowHandle, patched, setCurrentDetails } from '@temporalio/workflow';
+import { deprecatePatch, setCurrentDetails } from '@temporalio/workflow';
 import { ANNOTATIONS, LABELS } from '../../platform-config/contract.js';
-import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import type { Host } from '../../platform-config/host.js';
-import { hostOutcome, releaseSlot } from '../../shared/contracts/allocator.js';
 import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { metrics } from '../metrics.js';
 import { answerWithError } from './answer.js';
@@ -15,15 +13,21 @@ import { deliverTo } from './deliver.js';
 import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
-import { chooseRequestIds, takeSlot } from './slot.js';
-import { tellAllocator, tellsAllocatorFromWorker } from '../kit/allocator-slot.js';
+import { PATCH_RUN_SCOPED_REQUESTS, takeSlot } from './slot.js';
+import { tellAllocator } from '../kit/allocator-slot.js';
 import type { TaskRun } from './types.js';
 
-/** See serveFromHostSlots. */
+/**
+ * The TaskRun's labels and Event are written while the build user is being provisioned rather
+ * than before it, saving a workflow task per TaskRun.
+ */
 export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
-/** v2: a signal to an allocator that is gone is no provisioning failure (see tellAllocatorBySignal). */
+/**
+ * A signal to an allocator that is gone is no provisioning failure. Its code went with those
+ * signals (PATCH_TELL_ALLOCATOR_FROM_WORKER, kit/allocator-slot.ts): no run reaches it any more.
+ */
 export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signals-best-effort';
-/** v2: a build on a dynamic pool tries at most MAX_POOL_VMS_TRIED VMs, then gets its answer. */
+/** A build on a dynamic pool tries at most MAX_POOL_VMS_TRIED VMs, then gets its answer. */
 export const PATCH_POOL_TRIES_BOUNDED = 'pool-taskrun-tries-bounded';
 const MAX_POOL_VMS_TRIED = 3;
 
@@ -34,7 +38,6 @@ export async function serveFromHostSlots(
   resumedOn?: Host,
 ): Promise<TaskRunOutcome> {
   const { input, status, pool } = run;
-  const platformAllocator = getExternalWorkflowHandle(WORKFLOW_ID.allocator(input.platform));
   const waitingSince = Date.now();
   if (!resumedOn) {
     await patch(run, {
@@ -43,16 +46,15 @@ export async function serveFromHostSlots(
     });
   }
 
-  // v2: the TaskRun's labels and Event are written while the build user is being provisioned
-  // rather than before it, saving a workflow task per TaskRun.
-  const v2 = patched(PATCH_FAST_STATIC_PATH);
-  if (!resumedOn) chooseRequestIds(run);
+  deprecatePatch(PATCH_FAST_STATIC_PATH);
+  if (!resumedOn) deprecatePatch(PATCH_RUN_SCOPED_REQUESTS);
   pool.skipped ??= [];
   let granted = resumedOn;
   for (;;) {
     // A pool always has another VM to offer: a build that failed on enough of them gets an answer.
     const failedVms = status.failedHosts.length;
-    if (run.cloud?.pool && failedVms >= MAX_POOL_VMS_TRIED && patched(PATCH_POOL_TRIES_BOUNDED)) {
+    if (run.cloud?.pool && failedVms >= MAX_POOL_VMS_TRIED) {
+      deprecatePatch(PATCH_POOL_TRIES_BOUNDED);
       return exhausted(run, labels, `it failed on ${failedVms} VMs of the pool`);
     }
     const resumed = granted !== undefined; // its allocation was noted by the earlier run
@@ -81,6 +83,7 @@ export async function serveFromHostSlots(
     setCurrentDetails(
       `Creating a build user on ${host.name} (${host.address}) for TaskRun ${input.namespace}/${input.name}.`,
     );
+    // Noted alongside the delivery, not before it: a workflow task fewer per TaskRun.
     const noteAllocation = () =>
       Promise.all([
         patch(run, {
@@ -88,18 +91,15 @@ export async function serveFromHostSlots(
         }),
         event(run, 'Normal', 'HostAllocated', `Allocated host ${host.name} (${host.address})`),
       ]);
-    if (!v2 && !resumed) await noteAllocation();
     if (!pool.touched.some((h) => h.name === host.name)) pool.touched.push(host);
 
     const result = await deliverTo(run, host, {
       summary: `Create a build user on ${host.name} (${host.address}) and deliver its Secret`,
-      alongside: v2 && !resumed ? noteAllocation : undefined,
+      alongside: resumed ? undefined : noteAllocation,
       continueAsNew: () => continueTaskRun(run, { stage: 'delivering', host, labels }),
     });
     if ('delivered' in result) {
-      const outcome = { host: host.name, ok: true };
-      if (tellsAllocatorFromWorker()) await tellAllocator(input.platform, { hostOutcome: outcome });
-      else await tellAllocatorBySignal(() => platformAllocator.signal(hostOutcome, outcome));
+      await tellAllocator(input.platform, { hostOutcome: { host: host.name, ok: true } });
       pool.serving = host;
       status.user = result.delivered.user;
       run.publish('Ready');
@@ -127,18 +127,11 @@ export async function serveFromHostSlots(
     } else {
       pool.skipped.push(host.name);
     }
-    const fromWorker = tellsAllocatorFromWorker();
-    const failed = { host: host.name, ok: false };
-    const release = { requestId: pool.requestId! };
     await Promise.all([
-      !hostFailed
-        ? undefined
-        : fromWorker
-          ? tellAllocator(input.platform, { hostOutcome: failed })
-          : tellAllocatorBySignal(() => platformAllocator.signal(hostOutcome, failed)),
-      fromWorker
-        ? tellAllocator(input.platform, { releaseSlot: release })
-        : tellAllocatorBySignal(() => platformAllocator.signal(releaseSlot, release)),
+      hostFailed
+        ? tellAllocator(input.platform, { hostOutcome: { host: host.name, ok: false } })
+        : undefined,
+      tellAllocator(input.platform, { releaseSlot: { requestId: pool.requestId! } }),
       patch(run, {
         labels: { [LABELS.assignedHost]: null },
         ...(hostFailed
@@ -176,19 +169,6 @@ function exhausted(run: TaskRun, labels: Record<string, string>, reason: string)
       'Retry the build; if it keeps failing, ask the platform operators to check the hosts.',
     { ...labels, [LABELS.waitingForPlatform]: null },
   );
-}
-
-/**
- * The allocator may be gone (terminated by hand, or lost): its slot state went with it, and a
- * new one rebuilds what it needs, so a failed signal changes nothing for this TaskRun. (Before
- * v2 it counted as a provisioning failure of a build user that had in fact been delivered.)
- */
-async function tellAllocatorBySignal(send: () => Promise<void>): Promise<void> {
-  try {
-    await send();
-  } catch (err) {
-    if (!patched(PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT)) throw err;
-  }
 }
 
 function patch(

@@ -3,7 +3,7 @@
 // out on timers, saying so in the workflow's details, instead of failing the TaskRun. Labels
 // and annotations are for dashboards: one that is refused for good is a Warning Event, and the
 // build is served all the same.
-import { patched, setCurrentDetails } from '@temporalio/workflow';
+import { deprecatePatch, setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
 import { taskRunApi } from './activity-proxies.js';
@@ -14,7 +14,7 @@ import type { TaskRun } from './types.js';
 
 type Metadata = Omit<TaskRunMetadataPatch, 'namespace' | 'name' | 'uid'>;
 
-/** v2: labels and annotations refused for good do not stop the build from being served. */
+/** Labels and annotations refused for good do not stop the build from being served. */
 export const PATCH_METADATA_BEST_EFFORT = 'taskrun-metadata-best-effort';
 
 export function taskRunKube(run: TaskRun) {
@@ -32,13 +32,13 @@ export function taskRunKube(run: TaskRun) {
       },
     });
   return {
-    /** Given `answerLocally`, a local platform's answer is written in the same call. */
-    resolvePlatform: (answerLocally?: { labels: Record<string, string> }) =>
-      waitedOut(answerLocally ? 'read host-config and write its Secret' : 'read host-config', () =>
+    /** A local platform's answer (its Secret, these labels) is written in the same call. */
+    resolvePlatform: (answerLocally: { labels: Record<string, string> }) =>
+      waitedOut('read host-config and write its Secret', () =>
         taskRunApi.resolveTaskRunPlatform({
           ...run.ref,
           platform: run.input.platform,
-          ...(answerLocally ? { answerLocally } : {}),
+          answerLocally,
         }),
       ),
     patchMetadata: (metadata: Metadata): Promise<unknown> =>
@@ -46,7 +46,8 @@ export function taskRunKube(run: TaskRun) {
         taskRunApi.patchTaskRunMetadata({ ...run.ref, ...metadata }),
       ).catch((err: unknown) => {
         if (isNoLongerWanted(err)) return undefined; // nobody looks at an ended TaskRun's labels
-        if (blameOf(err) !== 'final' || !patched(PATCH_METADATA_BEST_EFFORT)) throw err;
+        if (blameOf(err) !== 'final') throw err;
+        deprecatePatch(PATCH_METADATA_BEST_EFFORT);
         return noteMetadataNotWritten(run, innermostMessage(err));
       }),
     writeSecret: (data: Record<string, string>) =>

@@ -1,6 +1,6 @@
 // A TaskRun's slot from its platform's allocator, through the kit (kit/allocator-slot.ts): how
 // its requests are named, and how it says it waits in line (label, Event, details).
-import { patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { deprecatePatch, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { LABELS, platformLabel } from '../../platform-config/contract.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import { giveSlotBack, requestSlot, type SlotAnswer } from '../kit/allocator-slot.js';
@@ -8,9 +8,12 @@ import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
-/** v2: request ids carry the run id, so the allocator tells this run from an earlier one. */
+/**
+ * Request ids carry the run id, so the allocator tells this run from an earlier one. Its marker is
+ * recorded where a run starts asking for slots (host-slot.ts, cloud-vm.ts, adopt.ts).
+ */
 export const PATCH_RUN_SCOPED_REQUESTS = 'taskrun-run-scoped-slot-requests';
-/** v2: a waiter asks again when its allocator says it was rebuilt. */
+/** A waiter asks again when its allocator says it was rebuilt. */
 export const PATCH_ASK_AGAIN = 'taskrun-ask-rebuilt-allocator-again';
 
 export interface SlotWanted {
@@ -27,15 +30,10 @@ export interface SlotWanted {
   adopt?: string;
 }
 
-/** Decides, once per run, how this run names its requests (see PATCH_RUN_SCOPED_REQUESTS). */
-export function chooseRequestIds(run: TaskRun): void {
-  run.pool.runScoped = patched(PATCH_RUN_SCOPED_REQUESTS);
-}
-
 export async function takeSlot(run: TaskRun, wanted: SlotWanted): Promise<SlotAnswer> {
   const { input, pool } = run;
   const { workflowId, runId } = workflowInfo();
-  pool.requestId = slotRequestId(workflowId, pool.attempt, pool.runScoped ? runId : undefined);
+  pool.requestId = slotRequestId(workflowId, pool.attempt, runId);
   return requestSlot({
     platform: input.platform,
     request: {
@@ -49,7 +47,10 @@ export async function takeSlot(run: TaskRun, wanted: SlotWanted): Promise<SlotAn
     ended: run.ended,
     // Said once: asking a rebuilt allocator again keeps the TaskRun's place in words.
     inLine: (position, first) => (first ? sayWaiting(run, wanted, position) : undefined),
-    followsAskAgain: () => patched(PATCH_ASK_AGAIN),
+    followsAskAgain: () => {
+      deprecatePatch(PATCH_ASK_AGAIN);
+      return true;
+    },
   });
 }
 

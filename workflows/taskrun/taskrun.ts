@@ -5,8 +5,8 @@ import {
   CancellationScope,
   ContinueAsNew,
   condition,
+  deprecatePatch,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -30,7 +30,7 @@ import { adoptEarlierRun } from './adopt.js';
 import { answerUnexpected, answerWithError, warnUnanswerable } from './answer.js';
 import { cleanUpTaskRun } from './clean-up.js';
 import {
-  chooseContinuing,
+  PATCH_CONTINUE_AS_NEW,
   continueTaskRun,
   historyFull,
   takeOver,
@@ -43,11 +43,11 @@ import { forgetFailure, handleRetries, retryPending } from './retry-failed.js';
 import { isNoLongerWanted } from '../kit/retry.js';
 import type { TaskRun } from './types.js';
 
-/** v2: the TaskRun's own input is checked before anything is allocated for it. */
+/** The TaskRun's own input is checked before anything is allocated for it. */
 export const PATCH_CHECK_INPUT_FIRST = 'taskrun-check-input-first';
-/** v2: a failure nothing else handled still answers the build with an error Secret. */
+/** A failure nothing else handled still answers the build with an error Secret. */
 export const PATCH_ALWAYS_ANSWER = 'taskrun-always-answer';
-/** v3: a local TaskRun is answered in the call that resolves its platform: one local activity. */
+/** A local TaskRun is answered in the call that resolves its platform: one local activity. */
 export const PATCH_LOCAL_ANSWERED_ON_RESOLVE = 'taskrun-local-answered-on-resolve';
 
 export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<TaskRunOutcome> {
@@ -78,7 +78,7 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     run.pool.askAgain = true;
   });
   handleRetries(run);
-  chooseContinuing(run);
+  deprecatePatch(PATCH_CONTINUE_AS_NEW);
   const label = `TaskRun ${input.namespace}/${input.name}`;
 
   let outcome: TaskRunOutcome = {
@@ -124,7 +124,8 @@ async function serveAnswering(run: TaskRun, resumed?: Stage): Promise<TaskRunOut
     return await serve(run, resumed);
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
-    if (isCancellation(err) || !patched(PATCH_ALWAYS_ANSWER)) throw err;
+    if (isCancellation(err)) throw err;
+    deprecatePatch(PATCH_ALWAYS_ANSWER);
     // A wait the TaskRun's end stopped: nobody is left to answer.
     if (isNoLongerWanted(err) && run.ended()) {
       return { served: 'nothing', reason: 'the TaskRun ended before it was served' };
@@ -138,7 +139,8 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
   // An earlier run was delivering to a granted host: this one carries on from there.
   if (resumed?.stage === 'delivering') return serveFromHostSlots(run, resumed.labels, resumed.host);
   const check = checkTaskRunInput(input);
-  if (!check.ok && patched(PATCH_CHECK_INPUT_FIRST)) {
+  if (!check.ok) {
+    deprecatePatch(PATCH_CHECK_INPUT_FIRST);
     if (check.answerable) return answerWithError(run, check.reason, {});
     run.unanswerable = true;
     return warnUnanswerable(run, check.reason);
@@ -150,8 +152,8 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
   const labels: Record<string, string> = {};
   if (checkPlatform(input.platform).ok)
     labels[LABELS.targetPlatform] = platformLabel(input.platform);
-  const answerLocally = patched(PATCH_LOCAL_ANSWERED_ON_RESOLVE) ? { labels } : undefined;
-  const resolution = await k8s.resolvePlatform(answerLocally);
+  deprecatePatch(PATCH_LOCAL_ANSWERED_ON_RESOLVE);
+  const resolution = await k8s.resolvePlatform({ labels });
 
   if (resolution.kind !== 'error' && resolution.kind !== 'local' && resolution.earlier) {
     const cloud = resolution.kind === 'static' ? undefined : resolution.cloud;
@@ -174,13 +176,9 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
       run.cloud = resolution.cloud;
       return serveFromOwnVm(run, resolution.cloud, resolution.additionalTags, labels);
     case 'local':
+      // Answered (Secret, labels) by the call that resolved the platform.
       if (resolution.answered?.labelsNotWritten !== undefined) {
         await noteMetadataNotWritten(run, resolution.answered.labelsNotWritten);
-      } else if (!resolution.answered) {
-        await Promise.all([
-          k8s.writeSecret({ host: LOCALHOST }),
-          k8s.patchMetadata({ labels: { ...labels, [LABELS.assignedHost]: LOCALHOST } }),
-        ]);
       }
       status.host = LOCALHOST;
       publish(status, 'Ready');

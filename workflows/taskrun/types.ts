@@ -28,8 +28,6 @@ export interface PoolRun extends SlotMail {
   vms?: string[];
   /** Deliveries its namespace refused for a reason that may clear, so far (deliver.ts). */
   forbiddenTries?: number;
-  /** v2 request ids carry the workflow run: `<workflow id>#<run id>.<attempt>`. */
-  runScoped?: boolean;
 }
 
 export interface TaskRun {
@@ -47,7 +45,6 @@ export interface TaskRun {
   answered?: boolean;
   /** Retries asked for by hand (`hostflow retry taskrun`); `pending` until serving starts again. */
   retries?: { count: number; pending: boolean };
-  /** This run may continue as new (continue.ts); `continuing` once it does: no clean-up then. */
-  mayContinue?: boolean;
+  /** Set once this run continues as new (continue.ts): no clean-up then. */
   continuing?: boolean;
 }
