@@ -9,6 +9,7 @@ import { RETRY_USAGE, runRetry } from './retry.js';
 import { START_USAGE, type StartOptions } from './start-options.js';
 import { SETUP_USAGE, setupCommand } from './setup-temporal.js';
 import { STATUS_USAGE, statusCommand } from './status.js';
+import { UPGRADE_USAGE, upgradeCommand } from './upgrade.js';
 
 const USAGE = `usage: hostflow <command> [options]
 
@@ -22,13 +23,15 @@ commands:
            Failed Software (or TaskRun)
   host     drain a static host for maintenance, or undrain it
   setup    ready a Temporal namespace for hostflow: its search attributes, its server's version
+  upgrade  whether an install without Worker Versioning may roll out the next release
 ${START_USAGE}
 ${STATUS_USAGE}
 ${DESCRIBE_USAGE}
 ${REPLAY_USAGE}
 ${RETRY_USAGE}
 ${HOST_USAGE}
-${SETUP_USAGE}`;
+${SETUP_USAGE}
+${UPGRADE_USAGE}`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -42,6 +45,7 @@ export async function main(argv: string[]): Promise<number> {
   if (command === 'retry') return retry(rest);
   if (command === 'host') return host(rest);
   if (command === 'setup') return setupCommand(rest);
+  if (command === 'upgrade') return upgradeCommand(rest);
   if (command !== 'start') {
     console.error(`hostflow: unknown command "${command}"\n\n${USAGE}`);
     return 2;

@@ -7,7 +7,6 @@
 import {
   getCurrentDetails,
   log,
-  deprecatePatch,
   proxyLocalActivities,
   setCurrentDetails,
   sleep,
@@ -80,20 +79,17 @@ export interface ReleaseOptions {
   maxWaitMs?: number;
   /** Told of each failed try it waits after, before the wait. */
   onPending?: (cause: string, attempt: number, waitMs: number) => void;
-  /** The patch (deprecated) that made the release try until it is done: marked at the first failure. */
-  before?: { patch: string };
 }
 
 /** Lets go of every Lock this workflow holds, trying until that succeeds. */
 export async function releaseLocks(options: ReleaseOptions = {}): Promise<true> {
-  const { alsoIn, before } = options;
+  const { alsoIn } = options;
   const holder = workflowInfo().workflowId;
   for (let attempt = 1; ; attempt++) {
     const err = await failureOf(() =>
       locks.syncLocks({ holder, wanted: [], ...(alsoIn ? { alsoIn } : {}) }),
     );
     if (err === undefined) return true;
-    if (attempt === 1 && before) deprecatePatch(before.patch);
     if (options.waitsOut && !options.waitsOut(err)) throw err;
     const waitMs = backoffMs(attempt, options.maxWaitMs);
     options.onPending?.(innermostMessage(err), attempt, waitMs);
@@ -123,10 +119,9 @@ export async function lockNode(
 }
 
 /** Lets go of this workflow's Node Locks, trying until that succeeds, saying so in its details. */
-export async function unlockNode(options: Pick<ReleaseOptions, 'before'> = {}): Promise<void> {
+export async function unlockNode(): Promise<void> {
   const details = getCurrentDetails();
   await releaseLocks({
-    ...options,
     alsoIn: [CLUSTER_LOCKS_NAMESPACE],
     maxWaitMs: MAX_NODE_UNLOCK_WAIT_MS,
     onPending: (cause, attempt, waitMs) => {

@@ -2,7 +2,7 @@
 // a day-2 action on the cluster a Provisioning in its namespace installed, after kubean's
 // ClusterOperation. Its coordinates, its spec as hostflow reads it, and the check every spec
 // passes before anything runs (pure, so the workflow and the tests share it).
-import { reservedNameProblems, varNameProblems } from './cluster-operation-vars.js';
+import { varNameProblems } from './cluster-operation-vars.js';
 
 export const CLUSTER_OPERATION_API = {
   group: 'hostflow.dev',
@@ -100,17 +100,9 @@ const NODE_LABEL = /^[A-Za-z0-9]([-_.A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
 const MAX_HOOKS = 10;
 const MAX_DEADLINE_SECONDS = 7 * 24 * 3600;
 
-/**
- * How variable names are checked: by the deny-list and each action's allow-list
- * (shared/cluster-operation-vars.ts), or, for runs recorded before those, by the names hostflow
- * sets alone (`reserved-names`).
- */
-export type VarRules = 'allow-list' | 'reserved-names';
-
 /** The steps of a spec in the order they run; or every problem with it, each actionable. */
 export function checkOperationSpec(
   spec: ClusterOperationSpec,
-  varRules: VarRules = 'allow-list',
 ): { ok: true; steps: OperationStep[] } | { ok: false; problems: string[] } {
   const problems: string[] = [];
   if (!spec.provisioning) {
@@ -130,7 +122,7 @@ export function checkOperationSpec(
     }
     const playbook =
       source === 'configmap' ? undefined : BUILTIN_PLAYBOOKS.find((p) => p === s.action);
-    problems.push(...checkExtraVars(s.extraVars, `${name}.extraVars`, varRules, playbook));
+    problems.push(...checkExtraVars(s.extraVars, `${name}.extraVars`, playbook));
     if (source === 'configmap') {
       const configMap = s.actionSourceRef?.name ?? '';
       if (!DNS_NAME.test(configMap)) {
@@ -224,7 +216,6 @@ function checkDestructive(spec: ClusterOperationSpec): string[] {
 function checkExtraVars(
   vars: unknown,
   where: string,
-  rules: VarRules,
   playbook: BuiltinPlaybook | undefined,
 ): string[] {
   if (vars === undefined) return [];
@@ -236,14 +227,11 @@ function checkExtraVars(
   for (const name of names) {
     if (!VAR_NAME.test(name)) {
       problems.push(`${where}: "${name}" is not a variable name (letters, digits and _)`);
-    } else if (rules === 'reserved-names') {
-      problems.push(...reservedNameProblems([name], where));
     }
   }
-  if (rules === 'allow-list') {
-    const valid = names.filter((name) => VAR_NAME.test(name));
-    problems.push(...varNameProblems(valid, playbook, where));
-  }
+  // Variable names pass the deny-list, then their action's allow-list (cluster-operation-vars.ts).
+  const valid = names.filter((name) => VAR_NAME.test(name));
+  problems.push(...varNameProblems(valid, playbook, where));
   const text = JSON.stringify(vars);
   if (text.length > MAX_EXTRA_VARS_BYTES) {
     problems.push(`${where} is ${text.length} bytes: at most ${MAX_EXTRA_VARS_BYTES}`);

@@ -158,15 +158,3 @@ function list(names: readonly string[], last: 'and' | 'or'): string {
     ? names.join('')
     : `${names.slice(0, -1).join(', ')} ${last} ${names.at(-1)}`;
 }
-
-/**
- * The rule before PATCH_VARIABLES_ALLOW_LIST (workflows/cluster-operation/spec-check.ts): only
- * names hostflow sets were refused. Only says where that patch's marker goes (a spec the two rules
- * judge apart); it goes with the marker's deprecatePatch call.
- */
-const RESERVED_VAR = /^(ansible_|skip_confirmation$|node$|hostflow_)/;
-export function reservedNameProblems(names: readonly string[], where: string): string[] {
-  return names
-    .filter((name) => RESERVED_VAR.test(name))
-    .map((name) => `${where}: ${name} is set by hostflow, not by an operation`);
-}

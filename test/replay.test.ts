@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../local-stack/paths.js';
 import { testEnv } from './support/env.js';
+import { RETIRED_PATCHES } from '../shared/retired-patches.js';
+import { HOSTFLOW_WORKFLOW_TYPES } from '../cli/upgrade.js';
 
 const run = promisify(execFile);
 const dir = join(REPO_ROOT, 'test/histories');
@@ -45,16 +47,25 @@ describe('replay of recorded histories', () => {
     expect(replayed.code).toBe(0);
   });
 
-  it('lists every patch marker of the workflows in docs/workflow-versioning.md', () => {
+  it('lists every patch of the workflows in docs/workflow-versioning.md, and reuses no retired id', () => {
     const sources = readdirSync(join(REPO_ROOT, 'workflows'), { recursive: true, encoding: 'utf8' })
       .filter((file) => file.endsWith('.ts'))
       .map((file) => readFileSync(join(REPO_ROOT, 'workflows', file), 'utf8'));
-    const markers = sources.flatMap((text) =>
-      [...text.matchAll(/PATCH_[A-Z0-9_]+ = '([a-z0-9-]+)'/g)].map((m) => m[1]!),
-    );
-    expect(markers.length).toBeGreaterThan(50);
+    const ids = (text: string) =>
+      [...text.matchAll(/PATCH_[A-Z0-9_]+ = '([a-z0-9-]+)'/g)].map((m) => m[1]!);
+    const markers = sources.flatMap(ids);
     const doc = readFileSync(join(REPO_ROOT, 'docs/workflow-versioning.md'), 'utf8');
     expect(markers.filter((marker) => !doc.includes(`| \`${marker}\``))).toEqual([]);
+    // A 0.x history holds each retired id's marker: a new patch under one would take it for its own.
+    expect(markers.filter((marker) => RETIRED_PATCHES.includes(marker))).toEqual([]);
+    expect(RETIRED_PATCHES.filter((id) => !doc.includes(`| \`${id}\``))).toEqual([]);
+  });
+
+  it('counts every workflow type of the bundle in `hostflow upgrade check`', () => {
+    const bundle = readFileSync(join(REPO_ROOT, 'workflows/index.ts'), 'utf8');
+    const exported = [...bundle.matchAll(/^export \{ (\w+) \}/gm)].map((m) => m[1]!);
+    expect(exported.length).toBeGreaterThan(10);
+    expect(exported.filter((type) => !HOSTFLOW_WORKFLOW_TYPES.includes(type as never))).toEqual([]);
   });
 
   it.each(Object.entries(index))('%s replays deterministically', (file, workflowId) => {

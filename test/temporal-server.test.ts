@@ -36,12 +36,16 @@ import { holdVisibilityWrites } from './support/visibility-lag.js';
 import { recordIfAsked } from './support/record-histories.js';
 import { loseAllocatorWhileHeld } from './support/allocator-loss.js';
 import { createScope, type TestScope } from './support/scope.js';
+import { hostflowIn } from './support/hostflow-cli.js';
+import type { UpgradeCheck } from '../cli/upgrade.js';
 
 let scope: TestScope;
 let server: TemporalServer;
 let stack: ChaosStack;
 /** The Provisioning's engine: its own scope, worker and bridge on the same Temporal. */
 const sfx = uniqueSuffix();
+/** Before this file's first workflow: `hostflow upgrade check` counts from here. */
+const startedAt = new Date().toISOString();
 let opsScope: TestScope;
 let metal: BareMetalHosts;
 let opsEngine: EngineProcess[] = [];
@@ -142,6 +146,40 @@ describe('a production-shaped Temporal: the server on PostgreSQL, four services 
     expect(report.kills).toBe(2);
     expectServedAndNothingLeft(report, 24);
   }, 480_000);
+
+  it('counts in SQL visibility what each step from 0.x to 1.0 waits for, and 1.0 runs hold no 0.x marker', async () => {
+    const env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+    };
+    const check = async (to: string, since: string) => {
+      const result = await hostflowIn(
+        env,
+        'upgrade',
+        'check',
+        '--to',
+        to,
+        '--since',
+        since,
+        '-o',
+        'json',
+      );
+      expect(result.stderr).toBe('');
+      return { code: result.code, ...(JSON.parse(result.stdout) as UpgradeCheck) };
+    };
+    const now = new Date().toISOString();
+    // Before this file's first run, nothing: 0.9 may roll out.
+    expect(await check('0.9', startedAt)).toMatchObject({ code: 0, running: 0, closed: 0 });
+    // Every run so far started before now: the burst's TaskRuns ended, its allocators run on.
+    const waiting = await check('0.9', now);
+    expect(waiting).toMatchObject({ code: 1, ready: false });
+    expect(waiting.running).toBeGreaterThan(0);
+    expect(waiting.closed).toBeGreaterThanOrEqual(24);
+    expect(waiting.retention).not.toBe('unknown');
+    // 1.0 writes no marker of 0.x: nothing its step waits for, though all those runs are there.
+    expect(await check('1.0', now)).toMatchObject({ code: 0, running: 0, closed: 0 });
+  });
 });
 
 describe('a static allocator lost while visibility lags', () => {

@@ -6,7 +6,6 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  deprecatePatch,
   getExternalWorkflowHandle,
   isCancellation,
   setHandler,
@@ -31,7 +30,7 @@ import {
 } from '../../shared/slot-requests.js';
 import { hostConfigApi, hostProbe } from './activity-proxies.js';
 import { metrics } from '../metrics.js';
-import { PATCH_WAIT_OUT_FAILURES, backoffMs } from '../kit/retry.js';
+import { backoffMs } from '../kit/retry.js';
 import {
   applyHosts,
   emptyState,
@@ -50,13 +49,7 @@ import {
 import { DependencyLocks } from './dependency-locks.js';
 import { releaseLocks } from '../../locks/hold.js';
 import { handleDrains } from './drain.js';
-import {
-  PATCH_SLOTS_KEPT,
-  SlotsMemo,
-  rebuildHolders,
-  releaseClosedHolders,
-  resumeSlots,
-} from './holders.js';
+import { SlotsMemo, rebuildHolders, releaseClosedHolders, resumeSlots } from './holders.js';
 import { PoolScaler, type PoolCarry } from './pool-scaler.js';
 import { report, type ConfigTrouble } from './report.js';
 import { MAX_HISTORY } from '../history-limit.js';
@@ -64,34 +57,6 @@ import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.j
 
 /** Safety net beside the bridge's push: reload config. */
 const RESYNC_MS = 5 * 60_000;
-/** v2: a dynamic-pool platform's allocator runs its VMs (workflows/allocator/pool-scaler.ts). */
-export const PATCH_CLOUD_POOLS = 'allocator-cloud-pools';
-/** v2: an allocator that starts without state rebuilds its holders before it grants anything. */
-export const PATCH_REBUILD_HOLDERS = 'allocator-rebuild-holders';
-/**
- * v2: holders whose run ended are swept on their own timer, carried across continue-as-new
- * (before, the sweep rode on the periodic config reload, which each new run reset).
- */
-export const PATCH_SWEEP_ON_ITS_OWN = 'allocator-sweep-on-its-own-timer';
-/**
- * v2: the allocator locks the Secrets its platform's work in progress needs (credentials and
- * ssh-secret while VMs live, a static host's admin key while builds run on it).
- */
-export const PATCH_LOCK_DEPENDENCIES = 'allocator-locks-what-it-depends-on';
-/**
- * v2: a host serves builds or Machines, never both (host.<name>.serves); a host a Machine ran on
- * is drained when the Machine lets go, until an operator undrains it.
- */
-export const PATCH_TENANTS_APART = 'allocator-builds-and-machines-apart';
-/**
- * v2: the main loop alone writes the Locks; a grant waits for the pass that covers it. Before, the
- * requestSlot handler wrote them itself, beside the loop's own local activities, and two
- * coroutines awaiting local activities at once do not replay: replay resolves them in the order
- * they were scheduled, not the order they finished in, so the two coroutines interleave
- * differently and issue other commands (docs/architecture.md, "Local activities: one coroutine at
- * a time").
- */
-export const PATCH_LOOP_ALONE_LOCKS = 'allocator-loop-alone-writes-locks';
 /** How continue-as-new waits for a pool's cloud calls; unfinished ones are issued again. */
 const POOL_CALLS_DRAIN = '2 minutes';
 
@@ -99,9 +64,6 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
   const { platform } = input;
   const fresh = input.state === undefined;
   const state: AllocationState = (input.state as AllocationState | undefined) ?? emptyState();
-  deprecatePatch(PATCH_SWEEP_ON_ITS_OWN);
-  deprecatePatch(PATCH_LOCK_DEPENDENCIES);
-  deprecatePatch(PATCH_SLOTS_KEPT);
   const slotsMemo = new SlotsMemo();
   /** Whether this run knows its slots: carried across continue-as-new, or resumed once. */
   let slotsKnown = !fresh;
@@ -175,7 +137,6 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
       dirty = true;
       // What the build is about to use is locked before it hears it may go, and every answer is
       // in the memo before it goes out.
-      if (outcome.status === 'granted') deprecatePatch(PATCH_LOOP_ALONE_LOCKS);
       if (outcome.status === 'granted' || outcome.status === 'queued') {
         const answer = ++grantsMade;
         await condition(() => grantsLocked >= answer);
@@ -233,8 +194,6 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
         reloadRequested = false;
         try {
           const hosts = await hostConfigApi.loadPlatformHosts({ platform });
-          deprecatePatch(PATCH_TENANTS_APART);
-          deprecatePatch(PATCH_CLOUD_POOLS);
           await pools.reload();
           state.elastic = pools.configured;
           if (!pools.active) applyHosts(state, hosts);
@@ -246,7 +205,6 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
             } else {
               // The last run ran an older build and kept no slots in its memo: its holders are
               // found from visibility instead.
-              deprecatePatch(PATCH_REBUILD_HOLDERS);
               await rebuildHolders(platform, state, dynamic, [...requesting]);
             }
             slotsKnown = true;
@@ -259,7 +217,6 @@ export async function allocatorWorkflow(input: AllocatorInput): Promise<void> {
           // A failing read (the API server down, a revoked permission) never ends the allocator:
           // it serves with the hosts it last read and tries again with back-off, saying why.
           if (isCancellation(err)) throw err;
-          deprecatePatch(PATCH_WAIT_OUT_FAILURES);
           reloadRequested = true;
           const attempt = (trouble?.attempt ?? 0) + 1;
           trouble = {

@@ -3,13 +3,10 @@
 // host-config: its builds run to the end and clean up there, and nothing new is granted on it;
 // unlike a removed one it stays configured, so undraining serves waiters on it at once. The
 // drain lives in the allocator's state, so it is carried across continue-as-new with the rest.
-import { ApplicationFailure, condition, deprecatePatch, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
 import { setHostDrained, type HostDrainOutcome } from '../../shared/contracts/allocator.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import { isDrained, setDrained, summary, type AllocationState } from './allocation.js';
-
-/** v2: static hosts can be drained and undrained by hand. */
-export const PATCH_DRAIN_HOSTS = 'allocator-hosts-drained-by-hand';
 
 export interface DrainPort {
   platform: string;
@@ -28,7 +25,6 @@ export function handleDrains(port: DrainPort): void {
     setHostDrained,
     async ({ host, drained }): Promise<HostDrainOutcome> => {
       // Marks histories that may hold drains.
-      deprecatePatch(PATCH_DRAIN_HOSTS);
       await condition(port.loaded);
       const refusal = refuse(port, host, drained);
       if (refusal) throw ApplicationFailure.nonRetryable(refusal, 'HostNotDrainable');

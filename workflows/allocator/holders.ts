@@ -5,13 +5,7 @@
 // before it grants anything, and it asks the ones that were waiting to ask again. A holder whose
 // run ended without giving its slot back (terminated by hand) is found and freed within the sweep
 // period.
-import {
-  deprecatePatch,
-  getExternalWorkflowHandle,
-  sleep,
-  upsertMemo,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { getExternalWorkflowHandle, sleep, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import {
   SLOTS_MEMO,
   askForSlotAgain,
@@ -28,19 +22,6 @@ import { release, type AllocationState } from './allocation.js';
 
 /** How long a rebuild from visibility (after a run that kept no slots) lets it catch up. */
 const VISIBILITY_SETTLE_MS = 3_000;
-/**
- * v3: a platform's first allocator (its workflow id never ran before) grants at once: nothing
- * can hold a slot yet. Before, a first burst waited out VISIBILITY_SETTLE_MS whenever TaskRuns
- * that had not sent their request yet were already visible.
- */
-export const PATCH_FIRST_RUN_REBUILDS_NOTHING = 'allocator-first-run-rebuilds-nothing';
-/**
- * v4: each run keeps who holds its slots and who waits in its memo, written in the same workflow
- * task as any answer that changes them, so a run that starts after a lost one begins from exactly
- * what the asking workflows were told. Before, it rebuilt them from visibility after a fixed
- * wait, and could miss a grant visibility had not indexed yet (a slower store, a busy server).
- */
-export const PATCH_SLOTS_KEPT = 'allocator-slots-kept';
 /** Phases in which a TaskRun has asked for a slot but holds none. */
 const NOT_HOLDING = ['Allocating', 'Waiting', 'Done'];
 
@@ -101,7 +82,6 @@ export async function rebuildHolders(
   /** Workflows whose request is waiting for this rebuild: they hold nothing yet. */
   requesting: string[],
 ): Promise<void> {
-  deprecatePatch(PATCH_FIRST_RUN_REBUILDS_NOTHING);
   const { workflowId, runId } = workflowInfo();
   if (!(await temporalApi.hadEarlierRun({ workflowId, runId }))) return;
   let found = await temporalApi.platformTaskRuns({ platform });

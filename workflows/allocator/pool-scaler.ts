@@ -3,7 +3,7 @@
 // idle (down to zero), and rebuilds all of that from the cloud when it starts without state.
 // Cloud calls run as activities alongside the allocator's loop, never blocking it; each is
 // idempotent by VM, so an allocator that continues-as-new simply issues them again.
-import { deprecatePatch, log, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { log, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { CLOUD_PROVIDERS } from '../../platform-config/cloud-providers.js';
 import type { Host } from '../../platform-config/host.js';
@@ -51,8 +51,6 @@ const RETRY_MS = 10_000;
  * catch up.
  */
 const VISIBILITY_SETTLE_MS = 3_000;
-/** v2: a ready VM whose health circuit opened is retired and replaced rather than probed. */
-export const PATCH_RETIRE_UNHEALTHY_VMS = 'pool-retire-unhealthy-vms';
 
 /**
  * What the pool may do to its allocator: read its state, and ask it to change it. The allocator's
@@ -135,11 +133,6 @@ export class PoolScaler {
     const due = (key: string) => !this.busy.has(key) && (this.retryAt.get(key) ?? 0) <= now;
     // Nothing is launched before the VMs already in the cloud are known: that would over-launch.
     if (!this.carry.rebuilt && due(REBUILD)) this.run(REBUILD, () => this.rebuild());
-    // Marks the histories in which a ready VM is retired because its health circuit opened.
-    const unhealthyReady = state.vms.some(
-      (vm) => vm.phase === 'ready' && vm.id && alloc.health[vm.id]?.openUntil !== undefined,
-    );
-    if (unhealthyReady) deprecatePatch(PATCH_RETIRE_UNHEALTHY_VMS);
     const unservable = retire(state, alloc, spec, now);
     for (const vm of unservable) {
       const reason = recordUnservable(state, vm.id!);

@@ -1,4 +1,4 @@
-// One ClusterOperation from its creation (`cluster-operation/<ns>/<name>`, v19), started by the
+// One ClusterOperation from its creation (`cluster-operation/<ns>/<name>`), started by the
 // bridge when the object appears: check the spec before anything else; ask its Provisioning's
 // workflow for a turn on the cluster, and wait, saying its place in line as the Provisioning tells
 // it; run its steps when the turn comes (operation.ts); tell the Provisioning how the turn ended.
@@ -32,7 +32,7 @@ import { WORKFLOW_ID } from '../../shared/workflow-ids.js';
 import { operationTurns } from './activity-proxies.js';
 import { runOperation } from './operation.js';
 import { OperationReport } from './report.js';
-import { checkSpec } from './spec-check.js';
+import { checkOperationSpec } from '../../shared/cluster-operation-api.js';
 
 /** What it hears while it waits and runs; the handlers only record, the workflow acts. */
 class Heard {
@@ -69,7 +69,9 @@ export async function clusterOperationLifecycleWorkflow(
   );
   // Its spec is checked before it waits: a bad one is refused at once, not when its turn comes.
   const limits = checkOperationLimits(spec, request.specBytes);
-  const checked = limits.length ? { ok: false as const, problems: limits } : checkSpec(spec);
+  const checked = limits.length
+    ? { ok: false as const, problems: limits }
+    : checkOperationSpec(spec);
   // The retry it was started for is kept, so the bridge starts no other run for it.
   const refuse = (why: string) => report.refused(`Nothing was run: ${why}`, retry ? { retry } : {});
   if (!checked.ok) return refuse(checked.problems.join('; '));

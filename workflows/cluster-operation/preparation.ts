@@ -2,18 +2,12 @@
 // custom action, read from its ConfigMap once as the run starts (and so kept in its history); and
 // for a destructive action, the cluster named in spec.confirm and remove-node.yml's nodes among
 // the cluster's workers.
-import { deprecatePatch } from '@temporalio/workflow';
 import type { CustomAction } from '../../activities/ansible/custom-action.js';
 import { DESTRUCTIVE_PLAYBOOKS, type OperationStep } from '../../shared/cluster-operation-api.js';
 import type { ClusterOperationInput } from '../../shared/contracts/cluster-operation.js';
 import { innermostMessage } from '../../shared/failures.js';
 import { inventoryNodes, labelsWithRole } from '../../shared/inventory.js';
 import { operationApi } from './activity-proxies.js';
-
-/** v1 of custom actions: a step's playbook or script from a ConfigMap, run sandboxed. */
-export const PATCH_CUSTOM_ACTIONS = 'cluster-operation-custom-actions';
-/** v1 of destructive actions: reset.yml and remove-node.yml, confirmed by the cluster's name. */
-export const PATCH_DESTRUCTIVE_ACTIONS = 'cluster-operation-destructive-actions';
 
 /** Each custom step's action by step name; or, with nothing run, why not. */
 export async function prepareSteps(
@@ -24,13 +18,11 @@ export async function prepareSteps(
     (step) => !step.custom && DESTRUCTIVE_PLAYBOOKS.includes(step.action),
   );
   if (destructive) {
-    deprecatePatch(PATCH_DESTRUCTIVE_ACTIONS);
     const refused = unconfirmed(input, destructive);
     if (refused) return { refused: `Nothing was run: ${refused}` };
   }
   const custom = steps.filter((step) => step.custom);
   if (!custom.length) return new Map();
-  deprecatePatch(PATCH_CUSTOM_ACTIONS);
   try {
     const texts = await operationApi.readCustomActions({
       namespace: input.namespace,

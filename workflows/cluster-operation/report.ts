@@ -43,7 +43,7 @@ export class OperationReport {
         writeStatus: (status) => operationApi.writeClusterOperationStatus({ ref, status }),
         recordEvent: (event) => operationApi.recordClusterOperationEvent({ ref, ...event }),
       },
-      { failedWrite: 'wait-out', failedEvent: 'log', phaseAttribute: 'always' },
+      { failedWrite: 'wait-out', failedEvent: 'log' },
     );
   }
 

@@ -2,13 +2,9 @@
 // and in a dry run what would change. A recap can name any number of hosts (a tenant's playbook
 // adds its own), so the status lists MAX_STATUS_HOSTS of them, those with changes or failures
 // first, and counts the rest (docs/provisionings.md, "Limits").
-import { deprecatePatch } from '@temporalio/workflow';
 import type { HostRecap } from '../../activities/ansible/progress.js';
 import { MAX_STATUS_HOSTS } from '../../shared/cluster-operation-limits.js';
 import type { StepReport } from './report.js';
-
-/** v2 of its status: each step lists at most MAX_STATUS_HOSTS hosts, with hostsNotShown. */
-export const PATCH_STATUS_HOSTS_BOUNDED = 'cluster-operation-status-hosts-bounded';
 
 /** What a run reports of its hosts; `recapOmitted`: hosts its recap named beyond what it kept. */
 export interface RecapOutcome {
@@ -25,7 +21,6 @@ export function stepHosts(
   let notShown = 0;
   if (entries.length > MAX_STATUS_HOSTS || omitted) {
     // Marked only where the list is cut, as it was recorded.
-    deprecatePatch(PATCH_STATUS_HOSTS_BOUNDED);
     const first = (r: HostRecap) => (r.changed || r.failed || r.unreachable ? 0 : 1);
     const shown = [...entries]
       .sort(([, a], [, b]) => first(a) - first(b))

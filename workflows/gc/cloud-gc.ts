@@ -3,7 +3,7 @@
 // claims are terminated. Workflows claim a VM's launch key before launching it (CloudLaunches),
 // so a VM is only ever collected once its owner is gone, e.g. its TaskRun workflow was
 // terminated by hand, or it was launched by a worker that died and never came back for it.
-import { deprecatePatch, isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
+import { isCancellation, log, setCurrentDetails } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import type { CloudGcInput } from '../../shared/contracts/gc.js';
 import { cloudGc } from './activity-proxies.js';
@@ -11,15 +11,8 @@ import { metrics } from '../metrics.js';
 import { collectEveryInterval } from './passes.js';
 import { continueAsNewOnCurrentBuild } from '../kit/new-build.js';
 
-/**
- * A pass is one activity, so the history holds only what was collected (before, it recorded
- * every platform's config and every claim of every build in flight, on every pass).
- */
-export const PATCH_ONE_ACTIVITY_PER_PASS = 'cloud-gc-one-activity-per-pass';
-
 export async function cloudGcWorkflow(input: CloudGcInput): Promise<void> {
   await collectEveryInterval(input.intervalSeconds, async () => {
-    deprecatePatch(PATCH_ONE_ACTIVITY_PER_PASS);
     const lines = await collectPass();
     setCurrentDetails(
       `Every ${input.intervalSeconds}s (and at each worker start) terminates cloud VMs no running ` +

@@ -5,7 +5,6 @@
 import {
   allHandlersFinished,
   condition,
-  deprecatePatch,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -28,9 +27,6 @@ import { continueAsNewOnCurrentBuild, newBuildCurrent } from '../kit/new-build.j
 const hostConfigApi = proxyLocalActivities<HostConfigActivities>(KUBE_CALL);
 /** Telling every allocator to reload. */
 const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
-
-/** A change that arrived while a run was about to continue-as-new is handled first. */
-export const PATCH_NO_CHANGE_LOST = 'host-config-no-change-lost-at-continue-as-new';
 
 export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promise<void> {
   let latest = input.handled;
@@ -71,7 +67,6 @@ export async function hostConfigWorkflow(input: HostConfigWorkflowInput): Promis
       // A change that arrived meanwhile is handled by this run: continue-as-new carries only
       // what was handled, so it would be lost.
       if (latest !== handled) {
-        deprecatePatch(PATCH_NO_CHANGE_LOST);
         continue;
       }
       await continueAsNewOnCurrentBuild<typeof hostConfigWorkflow>({

@@ -5,25 +5,13 @@
 // an allocator that no longer exists. And giving the slot back.
 import type { Host } from '../../platform-config/host.js';
 import type { SlotRequestInput } from '../../shared/contracts/allocator.js';
-import {
-  condition,
-  deprecatePatch,
-  proxyActivities,
-  proxyLocalActivities,
-} from '@temporalio/workflow';
+import { condition, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { TemporalActivities } from '../../activities/temporal/workflows.js';
 import { ALLOCATOR_CALL, ALLOCATOR_MAIL } from './activity-options.js';
 
 const allocatorApi = proxyActivities<TemporalActivities>(ALLOCATOR_CALL);
 const allocatorMail =
   proxyLocalActivities<Pick<TemporalActivities, 'tellAllocator'>>(ALLOCATOR_MAIL);
-
-/**
- * What a workflow tells its allocator (a host's outcome, a slot given back) goes from the
- * worker, as a local activity within the sender's workflow task. A signal command's result comes
- * back in a workflow task of its own: a served static TaskRun ran two tasks that did nothing else.
- */
-export const PATCH_TELL_ALLOCATOR_FROM_WORKER = 'allocator-mail-from-worker';
 
 /** What the allocator said by signal about a request; the family's signal handlers fill it in. */
 export interface SlotMail {
@@ -50,11 +38,6 @@ export interface SlotRequest {
   ended: () => boolean;
   /** Told each time the allocator puts the request in line (`first`: the first time). */
   inLine: (position: number, first: boolean) => void | Promise<void>;
-  /**
-   * Whether a rebuilt allocator's "ask again" is followed; default yes. Asked each time, before
-   * the request is made again (a TaskRun records its deprecated patch marker there).
-   */
-  followsAskAgain?: () => boolean;
 }
 
 /** Asks for a slot and waits in line until it is granted, none will come, or the asker ends. */
@@ -82,7 +65,7 @@ export async function requestSlot(slot: SlotRequest): Promise<SlotAnswer> {
       if (slot.ended()) return { ended: true };
       // The allocator was rebuilt and no longer knows this request: the same id asks again.
       mail.askAgain = false;
-      if (slot.followsAskAgain?.() ?? true) break;
+      break;
     }
   }
 }
@@ -100,6 +83,5 @@ export async function tellAllocator(
   platform: string,
   mail: { hostOutcome: { host: string; ok: boolean } } | { releaseSlot: { requestId: string } },
 ): Promise<void> {
-  deprecatePatch(PATCH_TELL_ALLOCATOR_FROM_WORKER);
   await allocatorMail.tellAllocator({ platform, ...mail }).catch(() => undefined);
 }

@@ -29,7 +29,6 @@ export class BpaStatus extends ResourceStatus {
         failedWrite: 'wait-out',
         failedEvent: 'wait-out',
         skipUnchanged: true,
-        phaseAttribute: 'patched',
       },
     );
     this.where = where;

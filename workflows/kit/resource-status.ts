@@ -3,21 +3,10 @@
 // and the cluster it is about). The Condition shape and its transition-time rule are
 // shared/conditions.ts's; this stamps them with the workflow's time. Each family keeps its own
 // words: it says which phase, conditions and Events, and which adapter writes them.
-import {
-  deprecatePatch,
-  log,
-  setCurrentDetails,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
+import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { withCondition, type Condition, type ConditionChange } from '../../shared/conditions.js';
 import { SA } from '../../shared/search-attributes.js';
 import { untilDone } from './retry.js';
-
-/**
- * Every family sets the Phase search attribute when its phase moves, and the cluster it is about
- * (Machines always did: their Phase was never behind it).
- */
-export const PATCH_PHASE_ATTRIBUTE = 'status-phase-search-attribute';
 
 /** What a status carries across continue-as-new, as plain JSON. */
 export interface ResourceStatusState {
@@ -54,11 +43,6 @@ export interface ResourceStatusOptions {
   skipUnchanged?: boolean;
   /** Each Event key is sent once for the life of the state (a repeated step does not repeat it). */
   eventsOnce?: boolean;
-  /**
-   * The Phase search attribute is set on every phase change either way; 'patched': the family's
-   * came with PATCH_PHASE_ATTRIBUTE, whose marker a phase change records.
-   */
-  phaseAttribute: 'always' | 'patched';
   /** The order conditions are written in (by type, when not given). */
   order?: (a: Condition, b: Condition) => number;
 }
@@ -98,7 +82,6 @@ export class ResourceStatus {
   enter(phase: string): boolean {
     if (phase === this.state.phase) return false;
     this.state.phase = phase;
-    if (this.options.phaseAttribute === 'patched') deprecatePatch(PATCH_PHASE_ATTRIBUTE);
     upsertSearchAttributes([{ key: SA.phase, value: phase }]);
     return true;
   }
@@ -106,7 +89,6 @@ export class ResourceStatus {
   /** The cluster the workflow is about, where operators search for it (once per value). */
   about(key: 'clusterName', value: string | undefined): void {
     if (!value || this.clusterName === value) return;
-    deprecatePatch(PATCH_PHASE_ATTRIBUTE);
     this.clusterName = value;
     upsertSearchAttributes([{ key: SA[key], value }]);
   }

@@ -2,13 +2,8 @@
 // again on workflow timers, with back-off, and the workflow says in its details what it waits
 // for. Short retries happen inside the activity; this is the long wait, visible in the UI.
 import { ApplicationFailure } from '@temporalio/common';
-import { condition, deprecatePatch, isCancellation, sleep } from '@temporalio/workflow';
+import { condition, isCancellation, sleep } from '@temporalio/workflow';
 import { blameOf, failureType, innermostMessage } from '../../shared/failures.js';
-
-/** A call failing past its activity's own retries is waited out instead of failing the workflow. */
-export const PATCH_WAIT_OUT_FAILURES = 'wait-out-failing-dependencies';
-/** A wait ends as soon as its object does (see UntilDoneOptions.stillWanted). */
-export const PATCH_WAIT_ENDS_WITH_OBJECT = 'wait-ends-with-its-object';
 
 /** The failure `untilDone` throws when what it waited for is no longer wanted. */
 const NO_LONGER_WANTED = 'NoLongerWanted';
@@ -51,11 +46,9 @@ export async function untilDone<T>(call: () => Promise<T>, options: UntilDoneOpt
       return await call();
     } catch (err) {
       if (isCancellation(err)) throw err;
-      deprecatePatch(PATCH_WAIT_OUT_FAILURES);
       if (!options.evenFinal && blameOf(err) === 'final') throw err;
       const { stillWanted } = options;
       if (stillWanted) {
-        deprecatePatch(PATCH_WAIT_ENDS_WITH_OBJECT);
         if (!stillWanted()) throw noLongerWanted(options.what, err);
       }
       const waitMs = backoffMs(attempt);

@@ -41,7 +41,6 @@ export class MachineReport {
         failedEvent: 'log',
         eventsOnce: true,
         skipUnchanged: true,
-        phaseAttribute: 'always',
         order: readyFirst,
       },
       state,

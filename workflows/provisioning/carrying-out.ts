@@ -1,7 +1,7 @@
 // Carrying out a plan (plans.ts), one step after the other: each step says where it is (status,
 // details), the last one says the cluster is Ready and what changed, and a step that fails says
 // why and leaves the plan resumable from that step once on-call has fixed the cause.
-import { deprecatePatch, isCancellation, log } from '@temporalio/workflow';
+import { isCancellation, log } from '@temporalio/workflow';
 import { RETRY_ANNOTATION } from '../../shared/bpa-api.js';
 import { forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import { failureDetails } from '../kit/playbook-failure.js';
@@ -9,12 +9,6 @@ import { installerKey, provisioningApi } from './activity-proxies.js';
 import { letGo } from './host-hold.js';
 import { runPlaybook } from './kubespray.js';
 import { ipMap, nodeSummary } from './nodes.js';
-import {
-  PATCH_CLEARER_SCALE,
-  PATCH_FORBIDDEN_ANSWERED,
-  PATCH_INSTALLER_KEY_RECORDED,
-  PATCH_SCALE_DOWN_TO_WORKING_MASTERS,
-} from './patches.js';
 import { unionNodes, withoutNodes, type Plan, type PlanStep } from './plans.js';
 import type { Provisioner } from './provisioner.js';
 
@@ -59,7 +53,6 @@ async function runStep(provisioner: Provisioner, plan: Plan, step: PlanStep): Pr
     case 'key': {
       const keySecret = await installerKey.ensureInstallerKey({ namespace, cluster, owner: ref });
       const hosts = plan.keyHosts.filter((host) => labels.includes(host.label));
-      deprecatePatch(PATCH_INSTALLER_KEY_RECORDED);
       // Recorded before any host is given it, so a step that fails half-way is taken back too.
       const publicKey = await installerKey.installerPublicKey({ namespace, keySecret });
       if (!provisioner.installerKeys.includes(publicKey)) provisioner.installerKeys.push(publicKey);
@@ -106,7 +99,6 @@ async function done(provisioner: Provisioner, plan: Plan): Promise<void> {
     ...(plan.kubesprayRelease ? { kubesprayRelease: plan.kubesprayRelease } : {}),
   };
   const unchanged = !first && !plan.added.length && !plan.removed.length;
-  if (unchanged) deprecatePatch(PATCH_CLEARER_SCALE);
   const reason = first ? 'Installed' : unchanged ? 'Unchanged' : 'Scaled';
   const what = first
     ? `cluster ${cluster} is installed; kubeconfig in Secret ${provisioner.kubeconfigSecret}`
@@ -132,7 +124,6 @@ async function failed(provisioner: Provisioner, step: PlanStep, err: unknown): P
   let reason = provisioner.installed ? 'ScaleFailed' : 'InstallFailed';
   if (forbiddenKindOf(err)) {
     // The API server refused what it writes next to the cluster: the tenant's to fix.
-    deprecatePatch(PATCH_FORBIDDEN_ANSWERED);
     reason = 'Forbidden';
     message = `${step.what}: ${cause}. ${FORBIDDEN_ADVICE}`;
   }
@@ -165,6 +156,5 @@ async function failed(provisioner: Provisioner, step: PlanStep, err: unknown): P
 /** `n nodes`, or `1 node`: a cluster can be scaled down to its one master. */
 function nodeCount(n: number): string {
   if (n !== 1) return `${n} nodes`;
-  deprecatePatch(PATCH_SCALE_DOWN_TO_WORKING_MASTERS);
   return '1 node';
 }

@@ -2,7 +2,7 @@
 // deletion, and its own spec while kubespray or an operation runs; a host it lets go has the
 // installer key taken back first, then goes back to the free ones. A Lock protects, it never
 // gates: one that cannot be written is said in the log and the work goes on.
-import { deprecatePatch, isCancellation, log } from '@temporalio/workflow';
+import { isCancellation, log } from '@temporalio/workflow';
 import {
   BAREMETALHOST_API,
   installerKeySecretName,
@@ -13,7 +13,6 @@ import type { LockTarget } from '../../locks/api.js';
 import { releaseLocks, takeLocks } from '../../locks/hold.js';
 import { installerKey, provisioningApi } from './activity-proxies.js';
 import type { ProvisioningNode } from './nodes.js';
-import { PATCH_INSTALLER_KEY_RECORDED, PATCH_TENANTS_APART } from './patches.js';
 import { withoutNodes } from './plans.js';
 import type { Provisioner } from './provisioner.js';
 
@@ -54,7 +53,6 @@ export async function revokeInstallerKey(
 ): Promise<void> {
   const { ref } = provisioner;
   if (nodes.length === 0 || !provisioner.cluster) return;
-  deprecatePatch(PATCH_TENANTS_APART);
   try {
     const inventory = await provisioningApi.listBareMetalHosts({ consumer: { ...ref } });
     const hosts = nodes.flatMap(({ label, ip, user, host, hostKey }) => {
@@ -65,10 +63,9 @@ export async function revokeInstallerKey(
         ? [{ label, address: ip, user: login, sshSecret: found.sshSecret, ...given }]
         : [];
     });
-    // A key handed out before v17 was not recorded (carried state has none): the Secret's key is
+    // A key handed out by a 0.x run was not always recorded (carried state has none): the Secret's key is
     // all there is.
     const keys = provisioner.installerKeys;
-    deprecatePatch(PATCH_INSTALLER_KEY_RECORDED);
     const recorded = keys.length > 0;
     await installerKey.revokeInstallerKey({
       namespace: ref.namespace,

@@ -1,5 +1,5 @@
 // What a Provisioning's line of ClusterOperations carries across continue-as-new, and what it takes
-// over from a 0.x run from before v19 that continued as new into this code: there, the line held
+// over from a 0.x run that ran its operations as children that continued as new into this code: there, the line held
 // what the bridge saw of each operation, its spec and the step a retry resumes at among it. Pure.
 import type {
   ClusterOperationObservation,
@@ -16,7 +16,7 @@ export interface LineState {
   failedSteps?: Record<string, string>;
 }
 
-/** What a run from before v19 carried: the operations it had queued as the bridge saw them. */
+/** What a 0.x run that ran its operations as children carried: the operations it had queued as the bridge saw them. */
 export interface OperationsState {
   queued: ClusterOperationObservation[];
   ended: string[];
@@ -24,7 +24,7 @@ export interface OperationsState {
   kubeVersion?: string;
 }
 
-/** The line's own last state, or the one a run from before v19 carried over. */
+/** The line's own last state, or the one a 0.x run that ran its operations as children carried over. */
 export function lineStateOf(carried: LineState | OperationsState | undefined): LineState {
   const failedSteps = { ...(carried && 'failedSteps' in carried ? carried.failedSteps : {}) };
   const queued = (carried?.queued ?? []).map((op): OperationTicket => {

@@ -3,7 +3,7 @@
 // parts: the Provisioner (what it knows of its cluster), the line of its ClusterOperations and
 // their teller. Its methods decide without waiting, or hand back the promise of the one call they
 // make, so the loop awaits each step itself (dropOperations alone waits inside, as it always did).
-import { condition, deprecatePatch, setHandler } from '@temporalio/workflow';
+import { condition, setHandler } from '@temporalio/workflow';
 import {
   provisioningObserved,
   type ProvisioningInput,
@@ -13,18 +13,13 @@ import { historyFull } from '../history-limit.js';
 import { newBuildCurrent } from '../kit/new-build.js';
 import { backoffMs } from '../kit/retry.js';
 import { sayHostsFreed } from './notices.js';
-import { operationWait, PATCH_OPERATION_WAITS, type OperationWait } from './operation-wait.js';
+import { operationWait, type OperationWait } from './operation-wait.js';
 import type { LineState, OperationsState } from './line-state.js';
-import { OperationLine, PATCH_OPERATION_TURNS, PATCH_OPERATIONS } from './operation-line.js';
+import { OperationLine } from './operation-line.js';
 import { OperationTeller } from './operation-teller.js';
 import type { Plan } from './plans.js';
 import { Provisioner, type ProvisionerState } from './provisioner.js';
 
-/**
- * v4: a spec refused only because the hosts it needs are not free now is planned again on timers
- * (HOST_LOOK_FIRST_MS doubling to HOST_LOOK_MAX_MS), so it goes on by itself once one frees up.
- */
-export const PATCH_LOOK_AGAIN_FOR_HOSTS = 'provisioning-look-again-for-hosts';
 const HOST_LOOK_FIRST_MS = 20_000;
 const HOST_LOOK_MAX_MS = 10 * 60_000;
 
@@ -37,7 +32,7 @@ type Stuck =
 
 /**
  * What the next run picks up: the last observation, why it waits, and what it knows. `operations`
- * is its line's, or (carried by a 0.x run from before v19) the operations that run had queued.
+ * is its line's, or (carried by a 0.x run that ran its operations as children) the operations that run had queued.
  */
 export interface Carried {
   latest: ProvisioningObservation;
@@ -73,8 +68,8 @@ export class LoopState {
   /** The spec change it is carrying out, if any: operations wait for it. */
   changing: string | undefined;
   /**
-   * Set once it first asks why operations wait, where the marker of v10 lands; until then none
-   * has waited in this run, and there was nothing to say why of.
+   * Set once it first asks why operations wait; until then none has waited in this run, and
+   * there was nothing to say why of.
    */
   private saysWhy = false;
 
@@ -87,8 +82,6 @@ export class LoopState {
     const ref = { namespace, name, uid: this.latest.uid };
     this.provisioner = new Provisioner(ref, this.latest.cluster ?? '', carried?.provisioner);
     this.stuck = carried?.stuck;
-    deprecatePatch(PATCH_OPERATIONS);
-    deprecatePatch(PATCH_OPERATION_TURNS);
     this.operations = new OperationLine(ref, carried?.operations);
     this.teller = new OperationTeller(
       this.operations,
@@ -106,7 +99,6 @@ export class LoopState {
   looksForHosts(): number | undefined {
     const { stuck } = this;
     if (!stuck || !('refused' in stuck) || stuck.looks === undefined) return undefined;
-    deprecatePatch(PATCH_LOOK_AGAIN_FOR_HOSTS);
     return stuck.looks;
   }
 
@@ -226,7 +218,6 @@ export class LoopState {
 
   /** Why they wait now. */
   wait(): OperationWait | undefined {
-    if (!this.saysWhy) deprecatePatch(PATCH_OPERATION_WAITS);
     this.saysWhy = true;
     return this.whyNow();
   }

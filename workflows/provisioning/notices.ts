@@ -1,6 +1,5 @@
 // What a Provisioning says on its own about what it does without being asked: a label of the
-// original that it does not act on, and hosts it took once they were freed (each came with a
-// patch, patches.ts).
+// original that it does not act on, and hosts it took once they were freed.
 import type { HostNamespaces } from '../../shared/bpa-api.js';
 import { CLUSTER_TYPE_LABEL, VIRTLET_CLUSTER_TYPE } from '../../shared/bpa-api.js';
 import type { Plan } from './plans.js';

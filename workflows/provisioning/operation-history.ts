@@ -1,5 +1,5 @@
-// The ClusterOperations a Provisioning ran, kept to its operationHistoryLimit (v11, the patch in
-// operation-line.ts): the ended ones beyond the newest go, with their logs.
+// The ClusterOperations a Provisioning ran, kept to its operationHistoryLimit: the ended ones
+// beyond the newest go, with their logs.
 import { isCancellation, log } from '@temporalio/workflow';
 import type { ProvisioningRef } from '../../shared/contracts/provisioning.js';
 import { innermostMessage } from '../../shared/failures.js';

@@ -34,32 +34,6 @@ import type { OperationWait } from './operation-wait.js';
 import { lineStateOf, type LineState, type OperationsState } from './line-state.js';
 import type { Provisioner } from './provisioner.js';
 
-/** v9: the Provisioning's workflow runs its ClusterOperations (as its children, until v19). */
-export const PATCH_OPERATIONS = 'provisioning-cluster-operations';
-
-/**
- * v11: ended operations beyond the Provisioning's operationHistoryLimit go, with their logs. No
- * call since v19's line, which always prunes them.
- */
-export const PATCH_OPERATION_HISTORY = 'provisioning-operation-history';
-
-/**
- * v12: a queued operation's place is said again whenever the line moves (one starts, one joins
- * ahead of it, one ahead of it is deleted), and its message names the operation running. No call
- * since v19's line, which always does.
- */
-export const PATCH_OPERATION_PLACES = 'provisioning-operation-places';
-
-/**
- * v17: an operation is refused at once, nothing run, when MAX_QUEUED_OPERATIONS already wait or
- * its spec is too large (shared/cluster-operation-limits.ts). No call since v19's line, which
- * always refuses so (its spec checked by the operation's own workflow).
- */
-export const PATCH_OPERATIONS_BOUNDED = 'provisioning-operations-bounded';
-
-/** v19: each operation has its own workflow from creation; the Provisioning keeps the line. */
-export const PATCH_OPERATION_TURNS = 'provisioning-operation-turns';
-
 /** Operations that ended, and retries taken, remembered so none is given a second turn. */
 const ENDED_KEPT = 50;
 /** How often a turn that has not ended looks whether its operation's workflow still runs. */
@@ -88,7 +62,7 @@ export class OperationLine {
 
   constructor(
     private readonly ref: ProvisioningRef,
-    /** Its own last run's, or what a 0.x run from before v19 carried over (line-state.ts). */
+    /** Its own last run's, or what a 0.x run that ran its operations as children carried over (line-state.ts). */
     carried?: LineState | OperationsState,
   ) {
     const state = lineStateOf(carried);

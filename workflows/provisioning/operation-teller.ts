@@ -9,12 +9,6 @@ import { innermostMessage } from '../../shared/failures.js';
 import type { OperationLine } from './operation-line.js';
 import type { OperationWait } from './operation-wait.js';
 
-/**
- * v18: handlers record and the loop acts; a queued operation's status is told apart. Asked only by
- * the runs from before v19, whose line the Provisioning's workflow ran itself: no call since.
- */
-export const PATCH_OPERATIONS_TOLD_APART = 'provisioning-operations-told-apart';
-
 export class OperationTeller {
   /** Why waiting operations cannot start now, as the main loop last found. */
   private wait: OperationWait | undefined;

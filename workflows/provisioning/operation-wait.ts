@@ -7,9 +7,6 @@ import {
   type MaintenanceWindowSpec,
 } from '../../shared/maintenance-window.js';
 
-/** v10: queued operations say why they wait, and wait for the Provisioning's maintenance window. */
-export const PATCH_OPERATION_WAITS = 'provisioning-operation-waits';
-
 export interface OperationWait {
   why: string;
   /** The window opens then (ms): wake up to start the first in line. */

@@ -2,7 +2,7 @@
 // (nodes.ts), and the steps from the cluster as it is to the one asked for (plans.ts); or why
 // there can be none, said before anything runs. A plan's hosts are claimed as it is made, and the
 // hosts an earlier try held that it no longer needs are let go.
-import { deprecatePatch, isCancellation } from '@temporalio/workflow';
+import { isCancellation } from '@temporalio/workflow';
 import type { ProvisioningObservation } from '../../shared/contracts/provisioning.js';
 import {
   VIRTLET_CLUSTER_TYPE,
@@ -14,15 +14,6 @@ import { kubesprayCheck, provisioningApi } from './activity-proxies.js';
 import { release, revokeInstallerKey } from './host-hold.js';
 import { nodeAddresses } from './nodes.js';
 import { sayVirtletIgnored } from './notices.js';
-import {
-  PATCH_CLEARER_SCALE,
-  PATCH_GIVEN_HOST_KEYS,
-  PATCH_KUBESPRAY_RELEASE,
-  PATCH_SAY_WHERE_HOSTS_SEARCHED,
-  PATCH_SCALE_DOWN_TO_WORKING_MASTERS,
-  PATCH_TENANTS_APART,
-  PATCH_VIRTLET_WARNED,
-} from './patches.js';
 import { planInstall, planScale, unionNodes, withoutNodes, type Plan } from './plans.js';
 import type { Provisioner } from './provisioner.js';
 import { assignRoles } from './roles.js';
@@ -39,13 +30,11 @@ export async function planFor(
   if (!provisioner.installed)
     await report.step('Assigning', 'Assign roles from the BareMetalHosts');
   if (seen.clusterType === VIRTLET_CLUSTER_TYPE) {
-    deprecatePatch(PATCH_VIRTLET_WARNED);
     await sayVirtletIgnored(report);
   }
   if (!label) {
     return refuse(provisioner, ['the label `cluster` is missing: it names the cluster to build']);
   }
-  deprecatePatch(PATCH_KUBESPRAY_RELEASE);
   const pinned = seen.spec.kubesprayRelease;
   const check = await kubesprayCheck.checkKubespray(pinned ? { release: pinned } : {});
   if (check.problem) return refuse(provisioner, [check.problem]);
@@ -53,13 +42,10 @@ export async function planFor(
   const current = provisioner.installed?.nodes ?? provisioner.held;
   const assignment = assignRoles(seen.spec, provisioner.consumer, hosts, current, searched);
   if (!assignment.ok) return refuse(provisioner, assignment.problems, assignment.busy);
-  deprecatePatch(PATCH_GIVEN_HOST_KEYS);
   const found = await nodeAddresses(assignment.nodes, hosts, seen.ipSource);
   if ('problems' in found) return refuse(provisioner, found.problems);
   let plan: Plan;
   if (provisioner.installed) {
-    deprecatePatch(PATCH_CLEARER_SCALE);
-    deprecatePatch(PATCH_SCALE_DOWN_TO_WORKING_MASTERS);
     const scale = planScale(provisioner.installed, { cluster: label, ...found, spec: seen.spec });
     if ('problems' in scale) return refuse(provisioner, scale.problems);
     plan = scale.plan;
@@ -89,8 +75,6 @@ export async function planFor(
 async function listHosts(
   provisioner: Provisioner,
 ): Promise<{ hosts: HostInventory[]; searched: HostNamespaces }> {
-  deprecatePatch(PATCH_TENANTS_APART);
-  deprecatePatch(PATCH_SAY_WHERE_HOSTS_SEARCHED);
   const found = await provisioningApi.searchBareMetalHosts({ consumer: { ...provisioner.ref } });
   provisioner.searched = found.searched;
   return found;

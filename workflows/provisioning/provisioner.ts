@@ -23,7 +23,7 @@ export interface ProvisionerState {
   lastRun?: { playbook: Playbook; log: string };
   /** Its status's phase and conditions (absent when carried from before the status kit). */
   status?: ResourceStatusState;
-  /** The installer key lines it authorized on hosts (v17; absent: none recorded). */
+  /** The installer key lines it authorized on hosts (absent from a 0.x run: none recorded). */
   installerKeys?: string[];
 }
 
@@ -46,9 +46,9 @@ export class Provisioner {
   /** The last kubespray run that succeeded, and where its log is. */
   lastRun: { playbook: Playbook; log: string } | undefined;
   readonly consumer: string;
-  /** Where the last plan looked for hosts (v14). */
+  /** Where the last plan looked for hosts. */
   searched: HostNamespaces | undefined;
-  /** The installer key lines it authorized on hosts: what it takes back (v17). */
+  /** The installer key lines it authorized on hosts: what it takes back. */
   installerKeys: string[] = [];
 
   constructor(

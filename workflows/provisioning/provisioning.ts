@@ -10,7 +10,6 @@ import {
   allHandlersFinished,
   CancellationScope,
   condition,
-  deprecatePatch,
   isCancellation,
   setCurrentDetails,
 } from '@temporalio/workflow';
@@ -20,23 +19,11 @@ import { carryOut } from './carrying-out.js';
 import { unlockAll } from './host-hold.js';
 import { LoopState, Observed, type Carried } from './loop-state.js';
 import { hearOperations } from './operation-handlers.js';
-import { PATCH_SAY_HOSTS_FREED } from './patches.js';
 import { planFor } from './planning.js';
 import { tearDown } from './tear-down.js';
 import { continueAsNewOnCurrentBuild } from '../kit/new-build.js';
 
-/** v2: scaling, resuming a failed step, and Locks on the hosts and the spec (v1 only installed). */
-export const PATCH_PLANS = 'provisioning-plans-scale-retry-lock';
-
-/**
- * v3: while it waits for its next change it continues as new before its history limit (every
- * relist resends the resource, so even an idle Provisioning's history grows), carrying Carried.
- */
-export const PATCH_CONTINUE_AS_NEW = 'provisioning-continue-as-new';
-
 export async function provisioningWorkflow(input: ProvisioningInput): Promise<void> {
-  deprecatePatch(PATCH_PLANS);
-  deprecatePatch(PATCH_CONTINUE_AS_NEW);
   const carried = input.carried as Carried | undefined;
   const observed = new Observed(carried?.latest);
   await condition(() => observed.latest !== undefined);
@@ -80,7 +67,6 @@ export async function provisioningWorkflow(input: ProvisioningInput): Promise<vo
       const plan = failed?.plan ?? (await planFor(provisioner, seen));
       // It looked again by itself and took the hosts it waited for: says so.
       if (!failed && lookAgain && typeof plan === 'object') {
-        deprecatePatch(PATCH_SAY_HOSTS_FREED);
         await run.sayHostsFreed(plan, looks!);
       }
       run.stuck = undefined;

@@ -37,7 +37,6 @@ export class ProvisioningReport {
       {
         failedWrite: 'wait-out',
         failedEvent: 'wait-out',
-        phaseAttribute: 'patched',
       },
       state,
     );

@@ -1,14 +1,12 @@
 // A Provisioning's end: kubespray resets the nodes it touched, every host it held is released
 // (the installer key taken back first) along with every Lock, and what it made next to the
 // cluster (the kubeconfig Secret, the IP map) goes.
-import { deprecatePatch, isCancellation, log } from '@temporalio/workflow';
+import { isCancellation, log } from '@temporalio/workflow';
 import { innermostMessage } from '../../shared/failures.js';
 import { releaseLocks } from '../../locks/hold.js';
 import { provisioningApi } from './activity-proxies.js';
-import { PATCH_WAIT_OUT_FAILURES } from '../kit/retry.js';
 import { revokeInstallerKey } from './host-hold.js';
 import { runPlaybook } from './kubespray.js';
-import { PATCH_UNLOCK_UNTIL_DONE } from './patches.js';
 import { unionNodes } from './plans.js';
 import type { Provisioner } from './provisioner.js';
 
@@ -34,14 +32,12 @@ export async function tearDown(provisioner: Provisioner): Promise<void> {
   provisioner.held = [];
   provisioner.touched = [];
   await provisioningApi.releaseBareMetalHosts({ consumer: ref });
-  deprecatePatch(PATCH_UNLOCK_UNTIL_DONE);
   // A Lock left behind would refuse the host's deletion long after the cluster is gone.
   await releaseLocks({
     alsoIn: provisioner.lockedInSorted(),
     // A failure is waited out as untilDone waits it out, and marked as it is (kit/retry.ts).
     waitsOut: (err) => {
       if (isCancellation(err)) return false;
-      deprecatePatch(PATCH_WAIT_OUT_FAILURES);
       return true;
     },
     onPending: (cause, attempt) =>

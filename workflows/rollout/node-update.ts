@@ -20,9 +20,6 @@ import { lockNode, unlockNode } from '../../locks/hold.js';
 
 const POLL_MS = 2_000;
 
-/** v2: the node's Lock is released however many tries that takes (it gave up after 10 before). */
-export const PATCH_UNLOCK_UNTIL_RELEASED = 'rollout-node-unlock-until-released';
-
 class StepFailed extends Error {
   constructor(
     readonly step: string,
@@ -99,9 +96,7 @@ export async function nodeUpdateWorkflow(input: NodeUpdateInput): Promise<NodeUp
     });
     return { done: false, step: err.step, reason: err.reason };
   } finally {
-    await CancellationScope.nonCancellable(() =>
-      unlockNode({ before: { patch: PATCH_UNLOCK_UNTIL_RELEASED } }),
-    );
+    await CancellationScope.nonCancellable(() => unlockNode());
   }
 }
 

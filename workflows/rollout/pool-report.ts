@@ -33,7 +33,6 @@ export class PoolReport {
         failedEvent: 'log',
         skipUnchanged: true,
         eventsOnce: true,
-        phaseAttribute: 'patched',
       },
     );
   }

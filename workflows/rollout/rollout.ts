@@ -7,7 +7,6 @@
 // once its nodes under way are done; where the MCO runs, the pool is told why first.
 import {
   condition,
-  deprecatePatch,
   ParentClosePolicy,
   setHandler,
   startChild,
@@ -40,9 +39,6 @@ export interface RolloutInput {
   };
 }
 
-/** A pool let go because the MCO runs here says so in a condition of its own before the run ends. */
-export const PATCH_SAY_NOT_SERVED = 'rollout-says-why-not-served';
-
 /** How often the pool's nodes are looked at while something is under way. */
 const POLL_MS = 5_000;
 /** When idle, a look now and then all the same (a node that joined the pool). */
@@ -70,7 +66,6 @@ export async function rolloutWorkflow(input: RolloutInput): Promise<void> {
     changed = false;
     if (observed.deleted && busy.size === 0) {
       if (observed.notServed) {
-        deprecatePatch(PATCH_SAY_NOT_SERVED);
         await poolApi.sayPoolNotServed({
           name: pool,
           uid: observed.uid,

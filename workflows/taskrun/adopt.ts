@@ -7,17 +7,14 @@
 //
 // What is trusted: the earlier run's own record in Temporal (its Host), and a Secret naming one
 // of this TaskRun's own build users. A Secret a tenant wrote alone adopts nothing.
-import { deprecatePatch, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { VM_SLOTS_HOST } from '../../shared/slot-requests.js';
 import type { EarlierDelivery, TaskRunOutcome } from '../../shared/contracts/taskrun.js';
 import { temporalApi } from './activity-proxies.js';
 import { note } from './notes.js';
-import { PATCH_RUN_SCOPED_REQUESTS, takeSlot } from './slot.js';
+import { takeSlot } from './slot.js';
 import type { TaskRun } from './types.js';
-
-/** A new run takes over what a terminated run served instead of delivering again. */
-export const PATCH_ADOPT_EARLIER_RUN = 'taskrun-adopt-earlier-run';
 
 /** Run statuses after which the bridge starts a new run (ALLOW_DUPLICATE_FAILED_ONLY). */
 const ENDED_BY_HAND = ['TERMINATED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
@@ -28,7 +25,6 @@ export async function adoptEarlierRun(
   earlier: EarlierDelivery,
   cloud: CloudPlatform | undefined,
 ): Promise<TaskRunOutcome | undefined> {
-  deprecatePatch(PATCH_ADOPT_EARLIER_RUN);
   const { workflowId, runId } = workflowInfo();
   const previous = await temporalApi.earlierRun({ workflowId, runId });
   if (!previous?.host || !ENDED_BY_HAND.includes(previous.status)) return undefined;
@@ -40,7 +36,6 @@ export async function adoptEarlierRun(
       `${previous.status.toLowerCase()}; taking over its build on ${previous.host}.`,
   );
   pool.attempt = 1;
-  deprecatePatch(PATCH_RUN_SCOPED_REQUESTS);
   const answer = await takeSlot(run, {
     summary: `Take over the slot of the build running on ${previous.host}`,
     waitingFor: `the slot of its build on ${previous.host}`,

@@ -2,7 +2,6 @@
 // remove its build users from every host it touched (the serving host's until it succeeds),
 // delete its Secret, give its slot back. Runs when the TaskRun completes or is deleted, even
 // when the workflow is cancelled (the caller runs it in a non-cancellable scope).
-import { deprecatePatch } from '@temporalio/workflow';
 import { ORIGINAL_FINALIZER } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
@@ -13,18 +12,6 @@ import { terminateVms } from './cloud-vm.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
-
-/**
- * Build users on hosts that failed (tried for a while, they may be gone) are removed alongside
- * the rest of the clean-up rather than before it, so the Secret and the slot do not wait for them.
- */
-export const PATCH_FAILED_HOSTS_ALONGSIDE = 'taskrun-clean-failed-hosts-alongside';
-
-/**
- * A TaskRun the original controller served before the move to hostflow loses that
- * controller's finalizer once it has ended and is cleaned up, as the original would have done.
- */
-export const PATCH_RELEASE_ORIGINAL_FINALIZER = 'taskrun-release-original-finalizer';
 
 export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
   const { pool, ref, input, status } = run;
@@ -53,7 +40,6 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
   };
   // Failed hosts may be gone: their build users do not hold up the Secret and the slot.
   const failedOnly = pool.touched.filter((host) => host.name !== pool.serving?.name);
-  if (failedOnly.length > 0) deprecatePatch(PATCH_FAILED_HOSTS_ALONGSIDE);
   const failedDone = Promise.all(failedOnly.map(remove));
   await Promise.all(pool.touched.filter((host) => !failedOnly.includes(host)).map(remove));
   await taskRunKube(run).deleteSecret();
@@ -77,7 +63,6 @@ export async function cleanUpTaskRun(run: TaskRun): Promise<void> {
  */
 async function releaseOriginalFinalizer(run: TaskRun): Promise<void> {
   if (!run.status.originalFinalizer || !run.ended()) return;
-  deprecatePatch(PATCH_RELEASE_ORIGINAL_FINALIZER);
   if ((await taskRunKube(run).releaseOriginalFinalizer()) !== 'released') return;
   await note(
     run,

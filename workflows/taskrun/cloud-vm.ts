@@ -2,7 +2,6 @@
 // one of the platform's max-instances slots (waiting in line if all are in use), launch a VM, wait
 // for it on workflow timers (never a blocked worker) within allocation-timeout, create the build
 // user, and at the end terminate the VM, retrying until the cloud confirms it.
-import { deprecatePatch } from '@temporalio/workflow';
 import type { CloudPlatform } from '../../platform-config/host-config.js';
 import { ANNOTATIONS, LABELS, TASKRUN_TAG_KEY } from '../../platform-config/contract.js';
 import { innermostMessage } from '../../shared/failures.js';
@@ -14,23 +13,11 @@ import { deliverTo } from './deliver.js';
 import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
-import { PATCH_RUN_SCOPED_REQUESTS, takeSlot } from './slot.js';
+import { takeSlot } from './slot.js';
 import type { TaskRun } from './types.js';
 
 /** Launches tried per TaskRun before giving up (a VM that fails or never answers is replaced). */
 const MAX_LAUNCHES = 3;
-/** Every launch key is claimed (CloudLaunches) before launching, for orphan collection. */
-export const PATCH_CLAIM_LAUNCHES = 'cloud-vm-claim-launches';
-/** Once the VM runs, the SSH check itself waits up to one check-interval for port 22. */
-export const PATCH_PATIENT_SSH_CHECK = 'cloud-vm-patient-ssh-check';
-/** The cloud-address annotation is written while the build user is created, not before. */
-export const PATCH_ANNOTATE_ALONGSIDE = 'cloud-vm-annotate-alongside-delivery';
-/** A terminate failing for good is tried again on a timer instead of failing the workflow. */
-export const PATCH_TERMINATE_UNTIL_GONE = 'cloud-vm-terminate-until-gone';
-/** The TaskRun carries allocation-start-time, as static ones do. */
-export const PATCH_ALLOCATION_START_TIME = 'cloud-vm-allocation-start-time';
-/** A describe call that keeps failing is a VM that did not come up in time, not a crash. */
-export const PATCH_DESCRIBE_FAILURES_WAIT = 'cloud-vm-describe-failures-wait';
 
 export async function serveFromOwnVm(
   run: TaskRun,
@@ -43,7 +30,6 @@ export async function serveFromOwnVm(
   const allocationStarted = Date.now();
   pool.vms = [];
   pool.attempt = 1;
-  deprecatePatch(PATCH_RUN_SCOPED_REQUESTS);
   const answer = await takeSlot(run, {
     summary: `Ask allocator/${input.platform} for one of ${cloud.common.maxInstances} VM slots`,
     waitingFor: `one of ${cloud.common.maxInstances} ${input.platform} VM slots`,
@@ -67,7 +53,6 @@ export async function serveFromOwnVm(
     let vmId: string;
     let sshUser: string;
     const launchKey = `${ref.uid}-${launch}`;
-    deprecatePatch(PATCH_CLAIM_LAUNCHES);
     claimed.push(launchKey);
     try {
       const vm = await launchVm({
@@ -88,7 +73,6 @@ export async function serveFromOwnVm(
     }
     pool.vms.push(vmId);
     status.host = vmId;
-    deprecatePatch(PATCH_ALLOCATION_START_TIME);
     await k8s.patchMetadata({
       labels: { ...labels, [LABELS.waitingForPlatform]: null, [LABELS.assignedHost]: vmId },
       annotations: {
@@ -101,7 +85,6 @@ export async function serveFromOwnVm(
     if (address) {
       // Written while the build user is being created, not before it.
       const annotated = k8s.patchMetadata({ annotations: { [ANNOTATIONS.cloudAddress]: address } });
-      deprecatePatch(PATCH_ANNOTATE_ALONGSIDE);
       const host = {
         name: vmId,
         address,
@@ -160,13 +143,11 @@ async function waitForSsh(
   cloud: CloudPlatform,
   vmId: string,
 ): Promise<string | undefined> {
-  deprecatePatch(PATCH_PATIENT_SSH_CHECK);
   const booted = await waitForBoot(cloud, vmId, {
     summary: `Check VM ${vmId}`,
     stop: () => run.ended(),
     onBooting: ({ describeFailure }) => {
       if (describeFailure === undefined) return;
-      deprecatePatch(PATCH_DESCRIBE_FAILURES_WAIT);
       run.pool.lastError = `the cloud did not say how VM ${vmId} is doing: ${innermostMessage(describeFailure)}`;
     },
   });
@@ -185,7 +166,6 @@ async function waitForSsh(
 async function terminate(run: TaskRun, cloud: CloudPlatform, vmId: string): Promise<void> {
   await terminateUntilGone(cloud, vmId, {
     onFailure: (cause, waitMs) => {
-      deprecatePatch(PATCH_TERMINATE_UNTIL_GONE);
       return noteVm(
         run,
         'Warning',

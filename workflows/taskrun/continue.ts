@@ -13,12 +13,6 @@ import type {
 } from '../../shared/contracts/taskrun.js';
 import type { PoolRun, TaskRun } from './types.js';
 
-/**
- * A TaskRun workflow continues as new before its history limit (see Carried). Its marker is
- * recorded as the workflow starts (taskrun.ts).
- */
-export const PATCH_CONTINUE_AS_NEW = 'taskrun-continue-as-new';
-
 /** Where the next run picks up. */
 export type Stage =
   /** Answered (served or failed): waiting for the TaskRun to end, then cleaning up. */

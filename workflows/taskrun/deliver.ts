@@ -2,7 +2,7 @@
 // the host's own failures send the TaskRun elsewhere and count against the host; a failure of
 // anything else (the OTP service, Kubernetes, the worker) keeps the host and waits, saying on
 // what, until it works or the TaskRun ends; what retrying cannot fix becomes the build's error.
-import { condition, deprecatePatch, setCurrentDetails } from '@temporalio/workflow';
+import { condition, setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, dependencyOf, forbiddenKindOf, innermostMessage } from '../../shared/failures.js';
 import type { Host } from '../../platform-config/host.js';
 import { delivery } from './activity-proxies.js';
@@ -12,17 +12,9 @@ import { historyFull } from './continue.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
-/** Only the host's own failures count against it; others are waited out or answered. */
-export const PATCH_BLAME_ONLY_WHAT_FAILED = 'taskrun-blame-only-what-failed';
-
 /** Waits between deliveries while something other than the host fails: 1 s doubling to this. */
 const MAX_WAIT_MS = 30_000;
 
-/**
- * A 403 on the build's Secret (a full quota, an admission denial) is answered within a
- * bounded time instead of being waited out while the slot is held.
- */
-export const PATCH_FORBIDDEN_BOUNDED = 'taskrun-forbidden-answered-in-bounded-time';
 /**
  * Deliveries tried while the namespace refuses the Secret for a reason that may clear (a full
  * quota, a missing permission): 1+2+4+8+16 s of waits in between, about half a minute.
@@ -74,11 +66,9 @@ export async function deliverTo(
       notes = undefined;
       const blame = blameOf(err);
       if (blame === 'host') return { hostFailed: innermostMessage(err), err };
-      deprecatePatch(PATCH_BLAME_ONLY_WHAT_FAILED);
       const cause = innermostMessage(err);
       const forbidden = forbiddenKindOf(err);
       if (forbidden) {
-        deprecatePatch(PATCH_FORBIDDEN_BOUNDED);
         // A quota or permission may clear: waited for like any dependency, FORBIDDEN_TRIES times.
         // Counted on the TaskRun, so that a run continuing as new does not start over.
         run.pool.forbiddenTries = (run.pool.forbiddenTries ?? 0) + 1;

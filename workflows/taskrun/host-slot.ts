@@ -2,7 +2,7 @@
 // the allocator runs): take a slot, create the build user there, and when the host fails try
 // another, as the multi-platform-controller's "Host Pool" section tells it. Hosts are blamed only
 // for their own failures (deliver.ts); clean-up (clean-up.ts) removes the user and frees the slot.
-import { deprecatePatch, setCurrentDetails } from '@temporalio/workflow';
+import { setCurrentDetails } from '@temporalio/workflow';
 import { ANNOTATIONS, LABELS } from '../../platform-config/contract.js';
 import type { Host } from '../../platform-config/host.js';
 import type { TaskRunOutcome } from '../../shared/contracts/taskrun.js';
@@ -13,22 +13,10 @@ import { deliverTo } from './deliver.js';
 import { answerForbidden } from './forbidden.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
-import { PATCH_RUN_SCOPED_REQUESTS, takeSlot } from './slot.js';
+import { takeSlot } from './slot.js';
 import { tellAllocator } from '../kit/allocator-slot.js';
 import type { TaskRun } from './types.js';
 
-/**
- * The TaskRun's labels and Event are written while the build user is being provisioned rather
- * than before it, saving a workflow task per TaskRun.
- */
-export const PATCH_FAST_STATIC_PATH = 'static-pool-notes-alongside-delivery';
-/**
- * A signal to an allocator that is gone is no provisioning failure. Its code went with those
- * signals (PATCH_TELL_ALLOCATOR_FROM_WORKER, kit/allocator-slot.ts): no run reaches it any more.
- */
-export const PATCH_ALLOCATOR_SIGNALS_BEST_EFFORT = 'static-pool-allocator-signals-best-effort';
-/** A build on a dynamic pool tries at most MAX_POOL_VMS_TRIED VMs, then gets its answer. */
-export const PATCH_POOL_TRIES_BOUNDED = 'pool-taskrun-tries-bounded';
 const MAX_POOL_VMS_TRIED = 3;
 
 /** `resumedOn`: an earlier run of this workflow was delivering to this granted host. */
@@ -46,15 +34,12 @@ export async function serveFromHostSlots(
     });
   }
 
-  deprecatePatch(PATCH_FAST_STATIC_PATH);
-  if (!resumedOn) deprecatePatch(PATCH_RUN_SCOPED_REQUESTS);
   pool.skipped ??= [];
   let granted = resumedOn;
   for (;;) {
     // A pool always has another VM to offer: a build that failed on enough of them gets an answer.
     const failedVms = status.failedHosts.length;
     if (run.cloud?.pool && failedVms >= MAX_POOL_VMS_TRIED) {
-      deprecatePatch(PATCH_POOL_TRIES_BOUNDED);
       return exhausted(run, labels, `it failed on ${failedVms} VMs of the pool`);
     }
     const resumed = granted !== undefined; // its allocation was noted by the earlier run

@@ -3,7 +3,7 @@
 // out on timers, saying so in the workflow's details, instead of failing the TaskRun. Labels
 // and annotations are for dashboards: one that is refused for good is a Warning Event, and the
 // build is served all the same.
-import { deprecatePatch, setCurrentDetails } from '@temporalio/workflow';
+import { setCurrentDetails } from '@temporalio/workflow';
 import { blameOf, innermostMessage } from '../../shared/failures.js';
 import type { TaskRunMetadataPatch } from '../../activities/kubernetes/taskruns.js';
 import { taskRunApi } from './activity-proxies.js';
@@ -13,9 +13,6 @@ import { note } from './notes.js';
 import type { TaskRun } from './types.js';
 
 type Metadata = Omit<TaskRunMetadataPatch, 'namespace' | 'name' | 'uid'>;
-
-/** Labels and annotations refused for good do not stop the build from being served. */
-export const PATCH_METADATA_BEST_EFFORT = 'taskrun-metadata-best-effort';
 
 export function taskRunKube(run: TaskRun) {
   // Serving stops waiting when the TaskRun ends; clean-up (deleteSecret) waits until done.
@@ -47,7 +44,6 @@ export function taskRunKube(run: TaskRun) {
       ).catch((err: unknown) => {
         if (isNoLongerWanted(err)) return undefined; // nobody looks at an ended TaskRun's labels
         if (blameOf(err) !== 'final') throw err;
-        deprecatePatch(PATCH_METADATA_BEST_EFFORT);
         return noteMetadataNotWritten(run, innermostMessage(err));
       }),
     writeSecret: (data: Record<string, string>) =>

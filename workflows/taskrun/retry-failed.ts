@@ -3,7 +3,7 @@
 // failed on is forgotten (a fixed host may serve it now), and it goes back to asking for a host.
 // Only a run waiting for its TaskRun to end after an error answer takes a retry; the validator
 // refuses everything else with the reason, so on-call hears it at once and history stays clean.
-import { deprecatePatch, setHandler } from '@temporalio/workflow';
+import { setHandler } from '@temporalio/workflow';
 import { ANNOTATIONS } from '../../platform-config/contract.js';
 import { retryTaskRun, type TaskRunRetryOutcome } from '../../shared/contracts/taskrun.js';
 import { taskRunKube } from './kubernetes.js';
@@ -11,15 +11,11 @@ import { note } from './notes.js';
 import { giveBackSlot } from './slot.js';
 import type { TaskRun } from './types.js';
 
-/** A Failed TaskRun that still runs can be served again by hand. */
-export const PATCH_RETRY_FAILED = 'taskrun-retry-failed-by-hand';
-
 export function handleRetries(run: TaskRun): void {
   setHandler(
     retryTaskRun,
     (): TaskRunRetryOutcome => {
       // Marks histories that may hold retries.
-      deprecatePatch(PATCH_RETRY_FAILED);
       const retries = (run.retries ??= { count: 0, pending: false });
       retries.count++;
       retries.pending = true;

@@ -1,20 +1,12 @@
 // A TaskRun's slot from its platform's allocator, through the kit (kit/allocator-slot.ts): how
 // its requests are named, and how it says it waits in line (label, Event, details).
-import { deprecatePatch, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { LABELS, platformLabel } from '../../platform-config/contract.js';
 import { slotRequestId } from '../../shared/slot-requests.js';
 import { giveSlotBack, requestSlot, type SlotAnswer } from '../kit/allocator-slot.js';
 import { taskRunKube } from './kubernetes.js';
 import { note } from './notes.js';
 import type { TaskRun } from './types.js';
-
-/**
- * Request ids carry the run id, so the allocator tells this run from an earlier one. Its marker is
- * recorded where a run starts asking for slots (host-slot.ts, cloud-vm.ts, adopt.ts).
- */
-export const PATCH_RUN_SCOPED_REQUESTS = 'taskrun-run-scoped-slot-requests';
-/** A waiter asks again when its allocator says it was rebuilt. */
-export const PATCH_ASK_AGAIN = 'taskrun-ask-rebuilt-allocator-again';
 
 export interface SlotWanted {
   /** The activity's summary in the UI. */
@@ -47,10 +39,6 @@ export async function takeSlot(run: TaskRun, wanted: SlotWanted): Promise<SlotAn
     ended: run.ended,
     // Said once: asking a rebuilt allocator again keeps the TaskRun's place in words.
     inLine: (position, first) => (first ? sayWaiting(run, wanted, position) : undefined),
-    followsAskAgain: () => {
-      deprecatePatch(PATCH_ASK_AGAIN);
-      return true;
-    },
   });
 }
 

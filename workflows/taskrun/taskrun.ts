@@ -5,7 +5,6 @@ import {
   CancellationScope,
   ContinueAsNew,
   condition,
-  deprecatePatch,
   isCancellation,
   setCurrentDetails,
   setHandler,
@@ -29,26 +28,13 @@ import { SA } from '../../shared/search-attributes.js';
 import { adoptEarlierRun } from './adopt.js';
 import { answerUnexpected, answerWithError, warnUnanswerable } from './answer.js';
 import { cleanUpTaskRun } from './clean-up.js';
-import {
-  PATCH_CONTINUE_AS_NEW,
-  continueTaskRun,
-  historyFull,
-  takeOver,
-  type Stage,
-} from './continue.js';
+import { continueTaskRun, historyFull, takeOver, type Stage } from './continue.js';
 import { serveFromOwnVm } from './cloud-vm.js';
 import { serveFromHostSlots } from './host-slot.js';
 import { noteMetadataNotWritten, taskRunKube } from './kubernetes.js';
 import { forgetFailure, handleRetries, retryPending } from './retry-failed.js';
 import { isNoLongerWanted } from '../kit/retry.js';
 import type { TaskRun } from './types.js';
-
-/** The TaskRun's own input is checked before anything is allocated for it. */
-export const PATCH_CHECK_INPUT_FIRST = 'taskrun-check-input-first';
-/** A failure nothing else handled still answers the build with an error Secret. */
-export const PATCH_ALWAYS_ANSWER = 'taskrun-always-answer';
-/** A local TaskRun is answered in the call that resolves its platform: one local activity. */
-export const PATCH_LOCAL_ANSWERED_ON_RESOLVE = 'taskrun-local-answered-on-resolve';
 
 export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<TaskRunOutcome> {
   const status: TaskRunStatus = { phase: 'Allocating', observed: 'active', failedHosts: [] };
@@ -78,7 +64,6 @@ export async function taskRunWorkflow(input: TaskRunWorkflowInput): Promise<Task
     run.pool.askAgain = true;
   });
   handleRetries(run);
-  deprecatePatch(PATCH_CONTINUE_AS_NEW);
   const label = `TaskRun ${input.namespace}/${input.name}`;
 
   let outcome: TaskRunOutcome = {
@@ -125,7 +110,6 @@ async function serveAnswering(run: TaskRun, resumed?: Stage): Promise<TaskRunOut
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
     if (isCancellation(err)) throw err;
-    deprecatePatch(PATCH_ALWAYS_ANSWER);
     // A wait the TaskRun's end stopped: nobody is left to answer.
     if (isNoLongerWanted(err) && run.ended()) {
       return { served: 'nothing', reason: 'the TaskRun ended before it was served' };
@@ -140,7 +124,6 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
   if (resumed?.stage === 'delivering') return serveFromHostSlots(run, resumed.labels, resumed.host);
   const check = checkTaskRunInput(input);
   if (!check.ok) {
-    deprecatePatch(PATCH_CHECK_INPUT_FIRST);
     if (check.answerable) return answerWithError(run, check.reason, {});
     run.unanswerable = true;
     return warnUnanswerable(run, check.reason);
@@ -152,7 +135,6 @@ async function serve(run: TaskRun, resumed?: Stage): Promise<TaskRunOutcome> {
   const labels: Record<string, string> = {};
   if (checkPlatform(input.platform).ok)
     labels[LABELS.targetPlatform] = platformLabel(input.platform);
-  deprecatePatch(PATCH_LOCAL_ANSWERED_ON_RESOLVE);
   const resolution = await k8s.resolvePlatform({ labels });
 
   if (resolution.kind !== 'error' && resolution.kind !== 'local' && resolution.earlier) {
