@@ -64,6 +64,8 @@ export interface UpgradeCheck {
   namespace: string;
   query: string;
   running: number;
+  /** The running ones by workflow type: long-lived ones stay until they continue as new. */
+  runningByType: Record<string, number>;
   closed: number;
   /** The namespace's retention: how long a closed run stays replayable. */
   retention: string;
@@ -114,12 +116,21 @@ async function checkUpgrade(to: Step, since: string): Promise<UpgradeCheck> {
       bounded(30_000, () => client.workflowService.describeNamespace({ namespace })),
     ]);
     const ttl = described.config?.workflowExecutionRetentionTtl?.seconds;
+    const byType = await Promise.all(
+      HOSTFLOW_WORKFLOW_TYPES.map(async (type) => {
+        const n = running
+          ? await count(`ExecutionStatus = 'Running' AND WorkflowType = ${quoted(type)}`)
+          : 0;
+        return [type, n] as const;
+      }),
+    );
     return {
       to,
       since,
       namespace,
       query,
       running,
+      runningByType: Object.fromEntries(byType.filter(([, n]) => n > 0)),
       closed: all - running,
       retention: ttl === undefined || ttl === null ? 'unknown' : duration(Number(ttl) * 1000),
       ready: all === 0,
@@ -130,6 +141,7 @@ async function checkUpgrade(to: Step, since: string): Promise<UpgradeCheck> {
 export function upgradeText(found: UpgradeCheck): string {
   const rows = table([
     ['running', String(found.running)],
+    ...Object.entries(found.runningByType).map(([type, n]) => [`  ${type}`, String(n)]),
     ['closed, within retention', String(found.closed)],
   ]);
   const head = `${STEPS[found.to].what} (${found.since}), in Temporal namespace ${found.namespace}:`;

@@ -25,6 +25,10 @@ export const RETIRED_PATCHES: readonly string[] = [
   'cluster-operation-variables-allow-list',
   'entity-moves-to-new-build',
   'host-config-no-change-lost-at-continue-as-new',
+  // machineWorkflow's, gone with its type before 1.0.
+  'machine-always-delete-infrastructure',
+  'machine-asks-for-a-machine-host',
+  'machine-forbidden-answered',
   'pool-retire-unhealthy-vms',
   'pool-taskrun-tries-bounded',
   'provisioning-clearer-scale',

@@ -175,8 +175,37 @@ describe('a production-shaped Temporal: the server on PostgreSQL, four services 
     const waiting = await check('0.9', now);
     expect(waiting).toMatchObject({ code: 1, ready: false });
     expect(waiting.running).toBeGreaterThan(0);
+    // The burst's allocators and host-config stay open until they continue as new.
+    expect(waiting.runningByType).toMatchObject({ allocatorWorkflow: expect.any(Number) });
     expect(waiting.closed).toBeGreaterThanOrEqual(24);
     expect(waiting.retention).not.toBe('unknown');
+    // Bad arguments are refused before anything is asked, saying what to give.
+    const refused = await hostflowIn(
+      env,
+      'upgrade',
+      'check',
+      '--to',
+      '0.8',
+      '--since',
+      'yesterday',
+    );
+    expect(refused).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--to must be 0.9 or 1.0, not 0.8'),
+    });
+    const badTime = await hostflowIn(
+      env,
+      'upgrade',
+      'check',
+      '--to',
+      '1.0',
+      '--since',
+      'yesterday',
+    );
+    expect(badTime).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--since must be an RFC 3339 time'),
+    });
     // 1.0 writes no marker of 0.x: nothing its step waits for, though all those runs are there.
     expect(await check('1.0', now)).toMatchObject({ code: 0, running: 0, closed: 0 });
   });

@@ -291,8 +291,10 @@ describe('a TaskRun workflow at its history limit', () => {
       const secret = await scope.taskRuns.waitForSecret(tr.name, 90_000);
       const user = secret.host!.split('@')[0]!;
       expect(await pool.buildUsers(hosts[0]!)).toEqual([user]);
-      // Served, it waits for the build to end in a run continued from the one that delivered,
-      // carrying what it holds.
+      // Served, it waits for the build to end; its history grows only with what reaches it. A
+      // bridge's relist resends every TaskRun, which takes the run past its limit of 10: it
+      // continues as new, carrying what it holds.
+      await pool.restartBridgeWith({ HOSTFLOW_TASKRUN_MAX_HISTORY: '10' });
       const handle = scope.temporal.client.workflow.getHandle(workflowId);
       await waitFor('a continued run that waits for the build to end', async () => {
         const { events } = await handle.fetchHistory();
