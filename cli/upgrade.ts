@@ -4,6 +4,7 @@
 // counts those runs in visibility, open ones and closed ones still within retention.
 import { RETIRED_PATCHES } from '../shared/retired-patches.js';
 import { quoted } from '../shared/visibility-query.js';
+import { FAMILY_WORKFLOWS } from '../workers/workflow-code.js';
 import {
   duration,
   outputFormat,
@@ -25,24 +26,13 @@ upgrade options:
       before then with a 0.x patch marker may remain. With Worker Versioning, roll out 1.0 as a
       new build instead (docs/deploy.md).`;
 
-/** Every workflow type hostflow has run, those of 0.x included. */
-export const HOSTFLOW_WORKFLOW_TYPES = [
-  'taskRunWorkflow',
-  'allocatorWorkflow',
-  'hostConfigWorkflow',
-  'cloudGcWorkflow',
-  'taskRunLeftoversGcWorkflow',
-  'provisioningWorkflow',
-  'softwareWorkflow',
-  'bpaClusterWorkflow',
-  'hostflowMachineWorkflow',
-  'rolloutWorkflow',
-  'nodeUpdateWorkflow',
-  'clusterOperationLifecycleWorkflow',
+/** Every workflow type hostflow has run: each family's today, and those only 0.x had. */
+export const HOSTFLOW_WORKFLOW_TYPES: readonly string[] = [
+  ...new Set(Object.values(FAMILY_WORKFLOWS).flat()),
   // 0.x only: their runs count until they are gone.
   'clusterOperationWorkflow',
   'machineWorkflow',
-] as const;
+];
 
 const STEPS = {
   '0.9': {
@@ -108,18 +98,20 @@ async function checkUpgrade(to: Step, since: string): Promise<UpgradeCheck> {
   return withTemporal('upgrade check', async ({ client, settings, bounded }) => {
     const namespace = settings.TEMPORAL_NAMESPACE;
     const query = STEPS[to].query(since);
-    const count = (extra: string) =>
-      bounded(30_000, () => client.workflow.count(`${query} AND ${extra}`)).then((c) => c.count);
+    const count = (q: string) =>
+      bounded(30_000, () => client.workflow.count(q)).then((c) => c.count);
     const [running, all, described] = await Promise.all([
-      count(`ExecutionStatus = 'Running'`),
-      bounded(30_000, () => client.workflow.count(query)).then((c) => c.count),
+      count(`${query} AND ExecutionStatus = 'Running'`),
+      count(query),
       bounded(30_000, () => client.workflowService.describeNamespace({ namespace })),
     ]);
     const ttl = described.config?.workflowExecutionRetentionTtl?.seconds;
     const byType = await Promise.all(
       HOSTFLOW_WORKFLOW_TYPES.map(async (type) => {
         const n = running
-          ? await count(`ExecutionStatus = 'Running' AND WorkflowType = ${quoted(type)}`)
+          ? await count(
+              `${query} AND ExecutionStatus = 'Running' AND WorkflowType = ${quoted(type)}`,
+            )
           : 0;
         return [type, n] as const;
       }),
