@@ -92,7 +92,7 @@ describe('the example overlay', () => {
       'softwares.bpa.akraino.org',
     ]);
     expect(deployments().map((d) => d.spec!.template.spec!.containers[0]!.image)).toEqual(
-      Array(3).fill('registry.example.com/platform/hostflow:0.1.0'),
+      Array(3).fill('registry.example.com/platform/hostflow:1.0.0'),
     );
   });
 

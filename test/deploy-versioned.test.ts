@@ -39,7 +39,7 @@ async function withSecondBuild(): Promise<Manifest[]> {
       .replace('nameSuffix: -v1', 'nameSuffix: -v2')
       .replace('hostflow.dev/build: v1', 'hostflow.dev/build: v2')
       .replace('value: v1 }', 'value: v2 }')
-      .replace('newTag: 0.1.0', 'newTag: 0.2.0'),
+      .replace('newTag: 1.0.0', 'newTag: 1.1.0'),
   );
   const main = join(overlay, 'kustomization.yaml');
   writeFileSync(
@@ -111,13 +111,13 @@ describe('the install with Worker Versioning', () => {
       {
         name: 'hostflow-worker-v1',
         build: 'v1',
-        image: 'registry.example.com/platform/hostflow:0.1.0',
+        image: 'registry.example.com/platform/hostflow:1.0.0',
         buildId: 'v1',
       },
       {
         name: 'hostflow-worker-v2',
         build: 'v2',
-        image: 'registry.example.com/platform/hostflow:0.2.0',
+        image: 'registry.example.com/platform/hostflow:1.1.0',
         buildId: 'v2',
       },
     ]);

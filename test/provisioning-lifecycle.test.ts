@@ -524,7 +524,11 @@ describe('a Provisioning workflow at its history limit', () => {
     const w1 = { w1: { 'mac-address': mac1! } };
     const each = (of: (index: number) => Promise<unknown>) => Promise.all([0, 1, 2].map(of));
     await bridge.stop();
-    bridge = await startBridge(scope, { HOSTFLOW_PROVISIONING_MAX_HISTORY: '10' });
+    // A relist every 5 s (the shortest allowed) is what an idle Provisioning hears.
+    bridge = await startBridge(scope, {
+      HOSTFLOW_PROVISIONING_MAX_HISTORY: '10',
+      HOSTFLOW_RESYNC_SECONDS: '5',
+    });
     try {
       await create('ca', 'cluster-ca', { masters, workers: [m, w1] });
       await until('ca', 'installed', readyAt(1, 'Installed'));
@@ -535,9 +539,13 @@ describe('a Provisioning workflow at its history limit', () => {
             `WorkflowId = '${workflowId}' AND ExecutionStatus = 'ContinuedAsNew'`,
           )
         ).count;
-      // Every relist resends it: the idle workflow's history grows, and it starts afresh.
-      await waitFor('its run to continue as new while it waits', async () =>
-        (await continued()) >= 2 ? true : undefined,
+      // Every relist resends it: the idle workflow's history grows, and it starts afresh. Twice
+      // more after the install was seen: at least once with nothing but relists to hear.
+      const installedRuns = await continued();
+      await waitFor(
+        'its run to continue as new while it waits',
+        async () => ((await continued()) >= installedRuns + 2 ? true : undefined),
+        { timeoutMs: 60_000 },
       );
       // The next run knows the cluster it installed: a new worker is a scale, not an install.
       await patchSpec('ca', { workers: [m, w1, { w2: { 'mac-address': mac2! } }] });
