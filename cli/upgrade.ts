@@ -4,7 +4,8 @@
 // counts those runs in visibility, open ones and closed ones still within retention.
 import { RETIRED_PATCHES } from '../shared/retired-patches.js';
 import { quoted } from '../shared/visibility-query.js';
-import { FAMILY_WORKFLOWS } from '../workers/workflow-code.js';
+import { FAMILIES } from '../shared/families.js';
+import { familyWorkflowTypes } from '../workers/workflow-code.js';
 import {
   duration,
   outputFormat,
@@ -28,7 +29,7 @@ upgrade options:
 
 /** Every workflow type hostflow has run: each family's today, and those only 0.x had. */
 export const HOSTFLOW_WORKFLOW_TYPES: readonly string[] = [
-  ...new Set(Object.values(FAMILY_WORKFLOWS).flat()),
+  ...familyWorkflowTypes(FAMILIES),
   // 0.x only: their runs count until they are gone.
   'clusterOperationWorkflow',
   'machineWorkflow',

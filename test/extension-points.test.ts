@@ -7,7 +7,15 @@ import { CLOUD_PROVIDERS, PROVIDER_TYPES } from '../platform-config/cloud-provid
 import { FAMILIES } from '../shared/families.js';
 import { KIND, SA } from '../shared/search-attributes.js';
 import { WORKFLOW_ID } from '../shared/workflow-ids.js';
-import { codeSpans, filesIn, foldersIn, repoHas, repoText, section } from './support/repo-files.js';
+import {
+  codeSpans,
+  filesIn,
+  foldersIn,
+  repoHas,
+  repoText,
+  section,
+  workflowExports,
+} from './support/repo-files.js';
 
 /** Folders of workflows/ that hold no family. */
 const NOT_FAMILIES = ['kit'];
@@ -15,9 +23,7 @@ const NOT_FAMILIES = ['kit'];
 const families = foldersIn('workflows').filter((name) => !NOT_FAMILIES.includes(name));
 const workflowIndex = repoText('workflows/index.ts');
 /** Each workflow the bundle exports, with its family's folder. */
-const exported = [
-  ...workflowIndex.matchAll(/^export \{ (\w+) \} from '\.\/([\w-]+)\/[\w-]+\.js';$/gm),
-].map(([, name, family]) => ({ name: name!, family: family! }));
+const exported = workflowExports().map(({ name, from }) => ({ name, family: from.split('/')[1] }));
 
 describe('cloud providers (docs/extending.md, "How to add a cloud provider")', () => {
   const prefixes = PROVIDER_TYPES.map((type) => CLOUD_PROVIDERS[type].providerIdPrefix);

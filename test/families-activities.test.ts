@@ -10,19 +10,14 @@ import { REPO_ROOT } from '../local-stack/paths.js';
 import { FAMILY_ACTIVITIES } from '../activities/family-activities.js';
 import { FAMILIES } from '../shared/families.js';
 import { FAMILY_WORKFLOWS } from '../workers/workflow-code.js';
+import { workflowExports } from './support/repo-files.js';
 
 const IMPORT = /import\s+(type\s+)?\{([^}]*)\}\s*from\s*'([^']+)'/g;
 
 /** The module of each workflow type, as workflows/index.ts exports it. */
 function workflowModules(): Map<string, string> {
   const index = join(REPO_ROOT, 'workflows/index.ts');
-  const source = readFileSync(index, 'utf8');
-  return new Map(
-    [...source.matchAll(/^export \{ (\w+) \} from '(\.\/[^']+)';$/gm)].map(([, name, from]) => [
-      name!,
-      sourceOf(index, from!),
-    ]),
-  );
+  return new Map(workflowExports().map(({ name, from }) => [name, sourceOf(index, from)]));
 }
 
 const sourceOf = (from: string, specifier: string) =>

@@ -11,6 +11,7 @@ import { REPO_ROOT } from '../local-stack/paths.js';
 import { testEnv } from './support/env.js';
 import { RETIRED_PATCHES } from '../shared/retired-patches.js';
 import { HOSTFLOW_WORKFLOW_TYPES } from '../cli/upgrade.js';
+import { workflowExports } from './support/repo-files.js';
 
 const run = promisify(execFile);
 const dir = join(REPO_ROOT, 'test/histories');
@@ -62,8 +63,7 @@ describe('replay of recorded histories', () => {
   });
 
   it('counts every workflow type of the bundle in `hostflow upgrade check`', () => {
-    const bundle = readFileSync(join(REPO_ROOT, 'workflows/index.ts'), 'utf8');
-    const exported = [...bundle.matchAll(/^export \{ (\w+) \}/gm)].map((m) => m[1]!);
+    const exported = workflowExports().map(({ name }) => name);
     expect(exported.length).toBeGreaterThan(10);
     expect(exported.filter((type) => !HOSTFLOW_WORKFLOW_TYPES.includes(type))).toEqual([]);
   });

@@ -8,6 +8,13 @@ export const repoText = (path: string): string => readFileSync(join(REPO_ROOT, p
 
 export const repoHas = (path: string): boolean => existsSync(join(REPO_ROOT, path));
 
+/** Each workflow workflows/index.ts exports, with the module it takes it from ('./family/file.js'). */
+export function workflowExports(): Array<{ name: string; from: string }> {
+  return [
+    ...repoText('workflows/index.ts').matchAll(/^export \{ (\w+) \} from '(\.\/[^']+)';$/gm),
+  ].map(([, name, from]) => ({ name: name!, from: from! }));
+}
+
 /** The folders directly in `path`, by name, leaving out hidden ones. */
 export function foldersIn(path: string): string[] {
   return readdirSync(join(REPO_ROOT, path))
